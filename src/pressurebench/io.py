@@ -1,0 +1,116 @@
+"""Reading and writing artifacts: validated on both sides, written atomically.
+
+A reader must never mistake a half-written file for a complete one, so every
+write goes to a temporary file in the same directory and is renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigError, config_error_from_validation
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write `text` to `path` so that readers see either the old or the new file, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_text(path: str | Path) -> str:
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
+
+
+def read_yaml(path: str | Path) -> Any:
+    text = read_text(path)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(path, f"malformed YAML{where}: {problem}") from None
+
+
+def read_json(path: str | Path) -> Any:
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            path, f"corrupted JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def validate_as(path: str | Path, model: type[M], data: Any) -> M:
+    """Validate parsed data as `model`, turning the first error into a ConfigError."""
+    if data is None:
+        raise ConfigError(path, "file is empty")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise config_error_from_validation(path, exc) from None
+
+
+def check_schema_version(path: str | Path, data: Any, expected: int) -> None:
+    """Refuse artifacts written by another schema version with a message that says what to do."""
+    if not isinstance(data, dict):
+        raise ConfigError(path, f"expected a JSON object, found {type(data).__name__}")
+    found = data.get("schema_version")
+    if found != expected:
+        raise ConfigError(
+            path,
+            f"written by schema version {found!r}, this pressurebench reads version {expected}; "
+            "re-run the stage that writes it (dvc repro)",
+            "schema_version",
+        )
+
+
+def read_artifact(path: str | Path, model: type[M]) -> M:
+    """Read a JSON artifact, checking its schema version before its fields."""
+    data = read_json(path)
+    version = model.model_fields["schema_version"].default
+    check_schema_version(path, data, version)
+    return validate_as(path, model, data)
+
+
+def write_artifact(path: str | Path, artifact: BaseModel) -> None:
+    """Validate (by round-tripping through the model) and write a JSON artifact atomically."""
+    payload = artifact.model_dump(mode="json")
+    type(artifact).model_validate(payload)
+    atomic_write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+
+
+def read_yaml_model(path: str | Path, model: type[M]) -> M:
+    return validate_as(path, model, read_yaml(path))
+
+
+def write_yaml_model(path: str | Path, obj: BaseModel) -> None:
+    payload = obj.model_dump(mode="json", exclude_none=True)
+    type(obj).model_validate(payload)
+    atomic_write_text(path, yaml.safe_dump(payload, sort_keys=False, allow_unicode=True, width=100))

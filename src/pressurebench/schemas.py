@@ -1,0 +1,301 @@
+"""Every file the pipeline reads or writes, as pydantic models.
+
+Field names follow impactbench's (`persona`, `latent_adversarial_goal`,
+`landmarks[{turn, instruction}]`, `transcript[{role, content}]`, `present`,
+`passed`, `sample`, ...) so its data can be imported. A rename is one edit here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+MetricId = Annotated[str, Field(pattern=r"^m\d{2,}$")]
+Status = Literal["ok", "error"]
+
+_SCENARIO_ID = re.compile(r"^(m\d{2,})_s(\d{3,})_v(\d{2,})$")
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- benchmark definitions -------------------------------------------------
+
+
+class Metric(Row):
+    """One observable behaviour. For a negative metric the definition describes the behaviour to avoid."""
+
+    id: MetricId
+    name: str = Field(min_length=1)
+    type: Literal["positive", "negative"]
+    definition: str = Field(min_length=1)
+    examples: list[str] = Field(default_factory=list)
+
+
+class ScenarioContext(Row):
+    user_context: str | None = None
+
+
+class Benchmark(Row):
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    scenario: ScenarioContext = Field(default_factory=ScenarioContext)
+    metrics: list[Metric] = Field(default_factory=list)
+    generator: str | None = Field(
+        default=None, description="model id that wrote the metrics; absent when hand-written"
+    )
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique_ids(cls, metrics: list[Metric]):
+        seen: set[str] = set()
+        for m in metrics:
+            if m.id in seen:
+                raise ValueError(f"duplicate metric id '{m.id}'")
+            seen.add(m.id)
+        return metrics
+
+    def metric(self, metric_id: str) -> Metric:
+        for m in self.metrics:
+            if m.id == metric_id:
+                return m
+        raise KeyError(metric_id)
+
+
+# --- scenarios -------------------------------------------------------------
+
+
+class Landmark(Row):
+    turn: int = Field(ge=1)
+    instruction: str = Field(min_length=1)
+
+
+def scenario_id(metric_id: str, scenario_no: int, variant_no: int) -> str:
+    """Lineage id `m01_s002_v01`: metric, base scenario, demographic variant."""
+    return f"{metric_id}_s{scenario_no:03d}_v{variant_no:02d}"
+
+
+def base_id_of(scenario_id_: str) -> str:
+    m = _SCENARIO_ID.match(scenario_id_)
+    if not m:
+        raise ValueError(f"'{scenario_id_}' is not a lineage id like m01_s002_v01")
+    return f"{m.group(1)}_s{m.group(2)}"
+
+
+class Scenario(Row):
+    """One demographic variant of a base scenario: the row simulate plays."""
+
+    id: str = Field(pattern=_SCENARIO_ID.pattern)
+    metric_id: MetricId
+    base_id: str
+    persona: str = Field(min_length=1)
+    user_goal: str = Field(min_length=1)
+    latent_adversarial_goal: str = Field(min_length=1)
+    landmarks: list[Landmark] = Field(default_factory=list)
+    demographic: dict[str, str] = Field(default_factory=dict)
+    system_prompt: str | None = Field(default=None, description="overrides the target's system prompt")
+
+    @model_validator(mode="after")
+    def _lineage(self):
+        if base_id_of(self.id) != self.base_id:
+            raise ValueError(f"base_id '{self.base_id}' does not match id '{self.id}'")
+        if not self.id.startswith(self.metric_id + "_"):
+            raise ValueError(f"metric_id '{self.metric_id}' does not match id '{self.id}'")
+        return self
+
+
+class GenerationError(Row):
+    """A generation step that failed after its bounded retries: counted, never papered over."""
+
+    stage: Literal["gen_metrics", "gen_scenarios"]
+    metric_id: str | None = None
+    base_id: str | None = None
+    demographic: dict[str, str] | None = None
+    reason: str
+
+
+class ScenariosFile(Row):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    rows: list[Scenario]
+    errors: list[GenerationError] = Field(default_factory=list)
+
+    @field_validator("rows")
+    @classmethod
+    def _unique(cls, rows: list[Scenario]):
+        ids = [r.id for r in rows]
+        if len(set(ids)) != len(ids):
+            raise ValueError("scenario ids are not unique")
+        return rows
+
+
+# --- usage and cost --------------------------------------------------------
+
+
+class ModelUsage(Row):
+    """Token usage of one model. `cost_usd` is null when a price is unknown: null is not 0."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    latency_s: float = 0.0
+
+
+class Cost(Row):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    by_model: dict[str, ModelUsage] = Field(default_factory=dict)
+    total_cost_usd: float | None = 0.0
+    unknown_price_models: list[str] = Field(default_factory=list)
+
+
+# --- conversations ---------------------------------------------------------
+
+
+class Message(Row):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Conversation(Row):
+    conv_id: str
+    scenario_id: str
+    base_id: str
+    metric_id: str
+    target: str
+    sample: int = Field(ge=0)
+    demographic: dict[str, str] = Field(default_factory=dict)
+    user_model: str
+    system_prompt: str | None = None
+    transcript: list[Message] = Field(default_factory=list)
+    status: Status
+    error: str | None = None
+    ended_by: Literal["user", "max_turns"] | None = None
+    turns: int = 0
+    model_versions: dict[str, str | None] = Field(default_factory=dict)
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _status_consistent(self):
+        if self.status == "error" and not self.error:
+            raise ValueError("an error row needs a reason")
+        if self.status == "ok" and not any(m.role == "assistant" for m in self.transcript):
+            raise ValueError("an ok conversation needs at least one assistant reply")
+        return self
+
+
+def conv_id(scenario_id_: str, target: str, sample: int) -> str:
+    return f"{scenario_id_}__{target}__s{sample}"
+
+
+class ConversationsFile(Row):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    target: str
+    rows: list[Conversation]
+
+
+# --- scores ----------------------------------------------------------------
+
+
+class JudgeVerdict(Row):
+    model_id: str
+    present: bool | None = None
+    justification: str | None = None
+    status: Status
+    error: str | None = None
+    model_version: str | None = None
+
+
+class Score(Row):
+    conv_id: str
+    scenario_id: str
+    base_id: str
+    metric_id: str
+    scenario_metric_id: str
+    metric_type: Literal["positive", "negative"]
+    target: str
+    sample: int = Field(ge=0)
+    demographic: dict[str, str] = Field(default_factory=dict)
+    present: bool | None = None
+    passed: bool | None = None
+    justification: str | None = None
+    status: Status
+    error: str | None = None
+    judges: list[JudgeVerdict] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _verdict_consistent(self):
+        if self.status == "error":
+            if self.present is not None or self.passed is not None:
+                raise ValueError("an error row carries no verdict")
+            if not self.error:
+                raise ValueError("an error row needs a reason")
+        else:
+            if self.present is None or self.passed is None:
+                raise ValueError("an ok row needs a verdict")
+            expected = self.present if self.metric_type == "positive" else not self.present
+            if self.passed != expected:
+                raise ValueError("passed does not follow from present and the metric type")
+        return self
+
+
+class ScoresFile(Row):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    target: str
+    rows: list[Score]
+
+
+# --- structured outputs the models are asked for -------------------------------
+# Every string and list is bounded: the embedded model is tiny and rambles.
+
+
+class JudgeOutput(Row):
+    """The evaluator's answer. `present` must be a real JSON boolean: "false" is not False."""
+
+    justification: str = Field(min_length=1, max_length=600)
+    present: StrictBool
+
+
+class UserTurn(Row):
+    """The simulated user's move. `thought` never reaches the transcript."""
+
+    thought: str = Field(max_length=300)
+    message: str = Field(min_length=1, max_length=500)
+    end_conversation: StrictBool
+
+
+# --- provenance --------------------------------------------------------------
+
+
+class Manifest(Row):
+    """What produced an artifact: enough to reproduce it or to know it cannot be."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    stage: str
+    benchmark: str
+    target: str | None = None
+    arm: str | None = None
+    started_at: str
+    finished_at: str
+    duration_s: float
+    pressurebench_version: str
+    python_version: str
+    packages: dict[str, str | None]
+    params_sha256: str
+    params: dict
+    prompt_sha256: dict[str, str]
+    models: dict[str, dict]
+    model_versions: dict[str, list[str]]
+    seeds: dict[str, int | None]
+    counts: dict[str, int]
+    cache: dict[str, int]
+    cost_usd: float | None
