@@ -26,7 +26,7 @@ from .providers import Provider, make_provider
 from .types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
 
 T = TypeVar("T")
-ProviderFactory = Callable[[ModelSpec, "str | None"], Provider]
+ProviderFactory = Callable[[str, ModelSpec, "str | None"], Provider]
 
 REPAIR_INSTRUCTION = (
     "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
@@ -160,7 +160,7 @@ class ModelClient:
         for attempt in range(self.repair_retries + 1 if schema else 1):
             result.attempts = attempt + 1
             try:
-                resp, cached = await self._complete(state, convo, schema, sample, max_tokens)
+                resp, cached = await self._complete(model_id, state, convo, schema, sample, max_tokens)
             except (RetryableError, RejectedError) as exc:
                 result.error = str(exc)
                 break
@@ -252,21 +252,21 @@ class ModelClient:
         )
         return key, request, material
 
-    async def _complete(self, state, messages, schema, sample, max_tokens) -> tuple[ProviderResponse, bool]:
+    async def _complete(self, model_id, state, messages, schema, sample, max_tokens) -> tuple[ProviderResponse, bool]:
         key, request, material = self._request(state.spec, messages, schema, sample, max_tokens)
         if self.use_cache:
             hit = self.cache.get(key)
             if hit is not None:
                 return ProviderResponse(**hit), True
-        response = await self._call_with_retries(state, request)
+        response = await self._call_with_retries(model_id, state, request)
         if self.use_cache:
             self.cache.put(key, material, response.__dict__)
         return response, False
 
-    def _provider(self, state: _ModelState) -> Provider:
+    def _provider(self, model_id: str, state: _ModelState) -> Provider:
         if state.provider is None:
             key_env = state.spec.api_key_env
-            state.provider = self._factory(state.spec, os.environ.get(key_env) if key_env else None)
+            state.provider = self._factory(model_id, state.spec, os.environ.get(key_env) if key_env else None)
         return state.provider
 
     def _gates(self, state: _ModelState) -> tuple[asyncio.Semaphore, RateLimiter | None]:
@@ -276,8 +276,10 @@ class ModelClient:
                 state.limiter = RateLimiter(state.spec.requests_per_minute)
         return state.semaphore, state.limiter
 
-    async def _call_with_retries(self, state: _ModelState, request: ProviderRequest) -> ProviderResponse:
-        provider = self._provider(state)
+    async def _call_with_retries(
+        self, model_id: str, state: _ModelState, request: ProviderRequest
+    ) -> ProviderResponse:
+        provider = self._provider(model_id, state)
         semaphore, limiter = self._gates(state)
         last: RetryableError | None = None
         for attempt in range(self.max_retries + 1):

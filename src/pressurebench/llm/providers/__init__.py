@@ -16,7 +16,7 @@ class Provider(Protocol):
     def describe(self) -> str: ...
 
 
-def make_provider(spec: ModelSpec, api_key: str | None) -> Provider:
+def make_provider(model_id: str, spec: ModelSpec, api_key: str | None) -> Provider:
     if spec.provider == "openai":
         from .openai_provider import OpenAIProvider
 

@@ -1,0 +1,53 @@
+"""`pressurebench` command line: checks and helpers around the DVC pipeline.
+
+Errors the user can act on print as one line (file and field) and exit 2;
+a stage above its error budget exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from .errors import PressurebenchError, StageFailed
+from .io import read_yaml_model
+from .params import load_params
+from .paths import benchmark_source
+from .schemas import Benchmark
+
+DEFAULT_PARAMS = "params/pipeline.yaml"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    params = load_params(args.params)
+    for name in params.benchmarks:
+        bench = read_yaml_model(benchmark_source(name), Benchmark)
+        kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
+        print(f"ok  benchmark {name}: {kind}")
+    print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pressurebench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check", help="validate the params and every benchmark file")
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except StageFailed as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 3
+    except PressurebenchError as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

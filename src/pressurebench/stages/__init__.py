@@ -1,0 +1,1 @@
+"""Pipeline stages. Each exposes `run(...)`, called by its notebook, writing validated artifacts."""

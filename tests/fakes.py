@@ -1,0 +1,65 @@
+"""A scripted in-process provider: stage logic tested without HTTP or a real model.
+
+`ScriptedProvider` records every request it receives and answers with whatever
+the test's responder returns: a string (plain text), a dict (structured answer,
+serialised as JSON), a ProviderResponse (full control, e.g. truncation), or an
+exception instance (raised, e.g. RetryableError).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pressurebench.llm.types import ProviderRequest, ProviderResponse
+from pressurebench.params import ModelSpec
+
+Responder = Callable[[str, ProviderRequest], Any]
+
+
+@dataclass
+class Recorded:
+    model_id: str
+    request: ProviderRequest
+
+
+@dataclass
+class Script:
+    """Shared by every provider instance the factory makes, so a test sees all calls in order."""
+
+    responder: Responder
+    calls: list[Recorded] = field(default_factory=list)
+
+    def factory(self):
+        """A ProviderFactory for ModelClient(provider_factory=...) / stage functions."""
+        script = self
+
+        class ScriptedProvider:
+            def __init__(self, model_id: str, spec: ModelSpec):
+                self.spec = spec
+                self.model_id = model_id
+
+            def describe(self) -> str:
+                return f"scripted {self.model_id}"
+
+            async def complete(self, request: ProviderRequest) -> ProviderResponse:
+                script.calls.append(Recorded(self.model_id, request))
+                out = script.responder(self.model_id, request)
+                if isinstance(out, BaseException):
+                    raise out
+                if isinstance(out, ProviderResponse):
+                    return out
+                text = json.dumps(out) if isinstance(out, dict) else out
+                return ProviderResponse(
+                    text=text, finish_reason="stop", input_tokens=10, output_tokens=5,
+                    model_version=f"{self.spec.model}-scripted",
+                )
+
+            async def aclose(self) -> None:
+                return None
+
+        return lambda model_id, spec, api_key: ScriptedProvider(model_id, spec)
+
+    def calls_to(self, model_id: str) -> list[ProviderRequest]:
+        return [c.request for c in self.calls if c.model_id == model_id]
