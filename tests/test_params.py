@@ -1,0 +1,112 @@
+"""Params validation: strict keys, references by id, one-line errors naming file and field."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import tiny_params
+from pressurebench.errors import ConfigError
+from pressurebench.params import load_params, require_api_keys
+
+
+def write(tmp_path, data) -> str:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return str(path)
+
+
+def error_of(tmp_path, data) -> str:
+    with pytest.raises(ConfigError) as exc:
+        load_params(write(tmp_path, data))
+    message = str(exc.value)
+    assert "\n" not in message
+    return message
+
+
+def test_repository_params_are_valid():
+    from conftest import REPO
+
+    params = load_params(REPO / "params" / "pipeline.yaml")
+    assert params.models[params.roles.user].provider == "local"
+    assert len(params.targets) >= 2
+
+
+def test_tiny_params_load(tmp_path):
+    params = load_params(write(tmp_path, tiny_params()))
+    assert params.roles.evaluators == ["judge"]
+    assert params.generation.turns == 3
+    assert params.models["target-a"].concurrency == 8
+
+
+def test_unknown_key_is_an_error_naming_the_field(tmp_path):
+    data = tiny_params(generation={"turnz": 4})
+    msg = error_of(tmp_path, data)
+    assert "pipeline.yaml: generation.turnz:" in msg and "Extra inputs" in msg
+
+
+def test_unknown_model_in_roles(tmp_path):
+    msg = error_of(tmp_path, tiny_params(roles={"generator": "gen", "user": "nobody", "evaluator": "judge"}))
+    assert "roles.user" in msg and "unknown model id 'nobody'" in msg
+
+
+def test_unknown_model_in_targets(tmp_path):
+    msg = error_of(tmp_path, tiny_params(targets=["target-a", "ghost"]))
+    assert "targets[1]" in msg and "'ghost'" in msg
+
+
+def test_evaluator_panel(tmp_path):
+    params = load_params(write(tmp_path, tiny_params(roles={"generator": "gen", "user": "user",
+                                                            "evaluator": ["judge", "gen"]})))
+    assert params.roles.evaluators == ["judge", "gen"]
+
+
+@pytest.mark.parametrize("turns", [0, -2])
+def test_turns_must_be_positive(tmp_path, turns):
+    msg = error_of(tmp_path, tiny_params(generation={"turns": turns}))
+    assert "generation.turns" in msg
+
+
+def test_empty_demographic_axis(tmp_path):
+    msg = error_of(tmp_path, tiny_params(generation={"demographics": {"age": []}}))
+    assert "generation.demographics" in msg and "'age' has no values" in msg
+
+
+def test_malformed_yaml_names_line(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        load_params(write(tmp_path, "models: {a: [1, 2\nroles: x\n"))
+    assert "malformed YAML at line" in str(exc.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_params(tmp_path / "nope.yaml")
+
+
+def test_bad_provider_names_field(tmp_path):
+    data = tiny_params()
+    data["models"]["gen"]["provider"] = "gemini"
+    msg = error_of(tmp_path, data)
+    assert "models.gen.provider" in msg
+
+
+def test_missing_api_key_fails_before_any_call(tmp_path, monkeypatch):
+    data = tiny_params()
+    data["models"]["gen"]["api_key_env"] = "PB_TEST_MISSING_KEY"
+    path = write(tmp_path, data)
+    params = load_params(path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        require_api_keys(path, params, ["gen"])
+    msg = str(exc.value)
+    assert "models.gen.api_key_env" in msg and "PB_TEST_MISSING_KEY" in msg and "'gen'" in msg
+    monkeypatch.setenv("PB_TEST_MISSING_KEY", "sk-test")
+    require_api_keys(path, params, ["gen"])
+
+
+def test_family():
+    from pressurebench.params import ModelSpec
+
+    assert ModelSpec(provider="openai", model="gpt-4o-2024-08-06").family == "gpt"
+    assert ModelSpec(provider="anthropic", model="claude-sonnet-4-5").family == "claude"
+    assert ModelSpec(provider="local", model="smollm2-135m-instruct").family == "smollm"
