@@ -95,3 +95,12 @@ def _no_real_keys(monkeypatch):
     for var in list(os.environ):
         if var.endswith("_API_KEY"):
             monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def mock_server():
+    """A mock OpenAI + Anthropic server on 127.0.0.1 (key `test-key`), stopped after the test."""
+    from pressurebench.testing import MockLLMServer
+
+    with MockLLMServer(api_key="test-key") as server:
+        yield server

@@ -17,8 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .errors import ConfigError
 from .io import read_yaml, validate_as
 
-ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
-BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+# Ids become DVC param paths (`models.<id>`) and directory names, so no dots or slashes:
+# write `gpt-4-1`, not `gpt-4.1` (the provider's model name goes in `model:`).
+ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
 LOCAL_DEFAULT_CONCURRENCY = 1
 REMOTE_DEFAULT_CONCURRENCY = 8

@@ -37,13 +37,15 @@ class AnthropicProvider:
             "model": self.spec.model,
             "messages": messages,
             "max_tokens": request.max_tokens,
-            "temperature": min(request.temperature, 1.0),
             "timeout": request.timeout_s,
         }
+        # The 2.x SDK has no sampling keyword arguments; the API still takes them in the body.
+        sampling = {"temperature": min(request.temperature, 1.0)}
+        if request.top_p is not None:
+            sampling["top_p"] = request.top_p
+        kwargs["extra_body"] = sampling
         if system:
             kwargs["system"] = "\n\n".join(system)
-        if request.top_p is not None:
-            kwargs["top_p"] = request.top_p
         tool = request.schema_name or "answer"
         if request.schema is not None:
             kwargs["tools"] = [{
