@@ -27,6 +27,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from .estimate import estimate, format_table
+
+    params = load_params(args.params)
+    print(format_table(estimate(params)))
+    print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
+          "structured repairs not included); 'unknown' cost means a model has no price in the registry.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pressurebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -34,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate the params and every benchmark file")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.set_defaults(func=cmd_estimate)
     return parser
 
 

@@ -1,0 +1,137 @@
+"""Before spending anything: how many calls each stage makes per role, their tokens and cost.
+
+Token figures are planning estimates from the params (turns, max_tokens,
+samples, panel size), not measurements; cost is unknown, never 0, where a
+model has no price in the registry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .io import read_yaml_model
+from .params import ModelSpec, Params
+from .paths import benchmark_source
+from .schemas import Benchmark
+
+# Rough sizes in tokens of the fixed parts of prompts, and of a simulated user message.
+SYSTEM_TOKENS = {"gen_metrics": 350, "gen_scenarios": 450, "rewrite": 500, "user": 400, "judge": 300}
+USER_MESSAGE_TOKENS = 60
+STRUCTURED_OVERHEAD = 40
+
+
+@dataclass
+class Line:
+    stage: str
+    arm: str
+    role: str
+    model_id: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+
+def _reply_tokens(spec: ModelSpec) -> int:
+    """Assume replies use about 60% of their budget: a planning figure, stated as such."""
+    return max(1, int(spec.max_tokens * 0.6))
+
+
+def _cost(spec: ModelSpec, tin: int, tout: int) -> float | None:
+    from .llm.client import price
+
+    return price(spec, tin, tout)
+
+
+def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call) -> Line:
+    spec = params.models[model_id]
+    tin, tout = calls * tin_per_call, calls * tout_per_call
+    return Line(stage, arm, role, model_id, calls, tin, tout, _cost(spec, tin, tout))
+
+
+def variants_per_scenario(params: Params) -> int:
+    axes = params.generation.demographics.values()
+    return math.prod(len(v) for v in axes) if axes else 1
+
+
+def estimate(params: Params, root: str | Path = ".") -> list[Line]:
+    g = params.generation
+    lines: list[Line] = []
+    n_var = variants_per_scenario(params)
+    for bench_name in params.benchmarks:
+        bench = read_yaml_model(benchmark_source(bench_name, root), Benchmark)
+        arms = [("main", params.roles.generator, params.roles.user, params.targets, 1.0)]
+        val_targets = params.validation.targets or params.targets
+        arms += [(f"generator:{m}", m, params.roles.user, val_targets, params.validation.fraction)
+                 for m in params.validation.generator_bias]
+        arms += [(f"user:{m}", None, m, val_targets, params.validation.fraction)
+                 for m in params.validation.user_model_bias]
+        for arm, generator, user, targets, fraction in arms:
+            n_metrics = len(bench.metrics) or g.metrics_per_benchmark
+            label = f"{bench_name}/{arm}"
+            if generator is not None:
+                gspec = params.models[generator]
+                if not bench.metrics:
+                    lines.append(_line(params, "gen_metrics", label, "generator", generator, n_metrics,
+                                       SYSTEM_TOKENS["gen_metrics"] + 80 * n_metrics, 250))
+                n_base = n_metrics * g.scenarios_per_metric
+                lines.append(_line(params, "gen_scenarios", label, "generator", generator, n_base,
+                                   SYSTEM_TOKENS["gen_scenarios"], min(gspec.max_tokens, 400)))
+                if g.demographics:
+                    lines.append(_line(params, "gen_scenarios", label, "generator", generator,
+                                       n_base * n_var, SYSTEM_TOKENS["rewrite"] + 300,
+                                       min(gspec.max_tokens, 350)))
+            rows = math.ceil(n_metrics * g.scenarios_per_metric * n_var * fraction)
+            convs = rows * g.num_samples
+            judged = convs * (n_metrics if params.evaluation.evaluate_all_metrics else 1)
+            for target in targets:
+                reply = _reply_tokens(params.models[target])
+                # Turn t re-sends the t-1 earlier exchanges: sum over turns of the history.
+                history = sum((t - 1) * (USER_MESSAGE_TOKENS + reply) for t in range(1, g.turns + 1))
+                user_in = SYSTEM_TOKENS["user"] * g.turns + history
+                target_in = 100 * g.turns + history + USER_MESSAGE_TOKENS * g.turns
+                lines.append(_line(params, "simulate", f"{label}/{target}", "user", user, convs * g.turns,
+                                   user_in // g.turns, USER_MESSAGE_TOKENS + STRUCTURED_OVERHEAD))
+                lines.append(_line(params, "simulate", f"{label}/{target}", "target", target,
+                                   convs * g.turns, target_in // g.turns, reply))
+                transcript = g.turns * (USER_MESSAGE_TOKENS + reply)
+                for judge in params.roles.evaluators:
+                    lines.append(_line(params, "evaluate", f"{label}/{target}", "evaluator", judge, judged,
+                                       SYSTEM_TOKENS["judge"] + transcript, 120))
+    return lines
+
+
+def totals(lines: list[Line]) -> tuple[int, int, int, float | None]:
+    cost: float | None = 0.0
+    for line in lines:
+        cost = None if cost is None or line.cost_usd is None else cost + line.cost_usd
+    return (sum(x.calls for x in lines), sum(x.input_tokens for x in lines),
+            sum(x.output_tokens for x in lines), cost)
+
+
+def format_table(lines: list[Line]) -> str:
+    header = ("stage", "arm / target", "role", "model", "calls", "in tok", "out tok", "cost USD")
+    rows = [header]
+    for x in lines:
+        rows.append((x.stage, x.arm, x.role, x.model_id, f"{x.calls:,}", f"{x.input_tokens:,}",
+                     f"{x.output_tokens:,}", "unknown" if x.cost_usd is None else f"{x.cost_usd:.4f}"))
+    calls, tin, tout, cost = totals(lines)
+    rows.append(("total", "", "", "", f"{calls:,}", f"{tin:,}", f"{tout:,}",
+                 "unknown" if cost is None else f"{cost:.4f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    out = []
+    for i, r in enumerate(rows):
+        out.append("  ".join(c.ljust(w) if j < 4 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))))
+        if i == 0 or i == len(rows) - 2:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def by_stage(lines: list[Line]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for stage, group in itertools.groupby(sorted(lines, key=lambda x: x.stage), key=lambda x: x.stage):
+        out[stage] = sum(x.calls for x in group)
+    return out

@@ -1,0 +1,61 @@
+"""`pressurebench estimate`: call counts follow from the params exactly; unknown prices stay unknown."""
+
+from __future__ import annotations
+
+import pytest
+
+from pressurebench.cli import main
+from pressurebench.estimate import by_stage, estimate, totals
+from pressurebench.params import load_params
+
+
+def test_call_counts_follow_from_params(project):
+    params = load_params(project.params_path)
+    lines = estimate(params)
+    # 2 hand-written metrics x 2 scenarios, no demographics, 1 sample, 3 turns, 2 targets.
+    assert by_stage(lines) == {"gen_scenarios": 4, "simulate": 2 * (4 * 3 * 2), "evaluate": 2 * 4}
+    assert not any(x.stage == "gen_metrics" for x in lines)
+    assert totals(lines)[3] is None  # no prices in the registry: unknown, not 0
+
+
+def test_demographics_samples_panel_and_validation_arms(project):
+    project.write_params(
+        generation={"demographics": {"age": ["a", "b", "c"], "gender": ["x", "y"]}, "num_samples": 2},
+        roles={"generator": "gen", "user": "user", "evaluator": ["judge", "gen"]},
+        validation={"user_model_bias": ["gen"], "targets": ["target-a"], "fraction": 0.5},
+    )
+    lines = estimate(load_params(project.params_path))
+    rewrites = [x for x in lines if x.stage == "gen_scenarios" and x.calls == 4 * 6]
+    assert len(rewrites) == 1
+    main_eval = [x for x in lines if x.stage == "evaluate" and x.arm.startswith("tiny/main")]
+    assert {x.model_id for x in main_eval} == {"judge", "gen"}
+    assert all(x.calls == 4 * 6 * 2 for x in main_eval)
+    arm_sim = [x for x in lines if x.stage == "simulate" and x.arm.startswith("tiny/user:gen")]
+    assert {x.arm for x in arm_sim} == {"tiny/user:gen/target-a"}
+    assert all(x.calls == 24 * 2 * 3 // 2 for x in arm_sim)
+
+
+def test_prices_give_a_cost(project):
+    from conftest import tiny_params
+
+    data = tiny_params()
+    for spec in data["models"].values():
+        spec.update(price_per_mtok_in=1.0, price_per_mtok_out=1.0)
+    project.write_params(models=data["models"])
+    calls, tin, tout, cost = totals(estimate(load_params(project.params_path)))
+    assert cost == pytest.approx((tin + tout) / 1e6) and cost > 0
+
+
+def test_cli_estimate_and_check(project, capsys):
+    assert main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "simulate" in out and "unknown" in out and "total" in out
+    assert main(["check"]) == 0
+    assert "ok  benchmark tiny: 2 hand-written metrics" in capsys.readouterr().out
+
+
+def test_cli_reports_one_line_errors(project, capsys):
+    project.write_params(generation={"turns": 0})
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "params/pipeline.yaml: generation.turns" in err
