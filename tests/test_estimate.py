@@ -36,7 +36,7 @@ def test_demographics_samples_panel_and_validation_arms(project):
 
 
 def test_prices_give_a_cost(project):
-    from conftest import tiny_params
+    from support import tiny_params
 
     data = tiny_params()
     for spec in data["models"].values():

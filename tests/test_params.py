@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import tiny_params
+from support import tiny_params
 from pressurebench.errors import ConfigError
 from pressurebench.params import load_params, require_api_keys
 
@@ -25,7 +25,7 @@ def error_of(tmp_path, data) -> str:
 
 
 def test_repository_params_are_valid():
-    from conftest import REPO
+    from support import REPO
 
     params = load_params(REPO / "params" / "pipeline.yaml")
     assert params.models[params.roles.user].provider == "local"

@@ -128,6 +128,13 @@ class Validation(Strict):
 
 class Run(Strict):
     max_error_rate: float = Field(default=0.1, ge=0.0, le=1.0)
+    truncated_replies: Literal["error", "mark"] = Field(
+        default="error",
+        description=(
+            "a target reply cut off at max_tokens: 'error' makes the conversation an error row; "
+            "'mark' keeps it, flagged `truncated` on the message and counted in the manifest"
+        ),
+    )
     cache_dir: str = ".pbcache"
     data_dir: str = "data"
     reports_dir: str = "reports"

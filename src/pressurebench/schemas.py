@@ -41,6 +41,16 @@ class ScenarioContext(Row):
     user_context: str | None = None
 
 
+class GenerationError(Row):
+    """A generation step that failed after its bounded retries: counted, never papered over."""
+
+    stage: Literal["gen_metrics", "gen_scenarios"]
+    metric_id: str | None = None
+    base_id: str | None = None
+    demographic: dict[str, str] | None = None
+    reason: str
+
+
 class Benchmark(Row):
     name: str = Field(min_length=1)
     description: str = Field(min_length=1)
@@ -48,6 +58,10 @@ class Benchmark(Row):
     metrics: list[Metric] = Field(default_factory=list)
     generator: str | None = Field(
         default=None, description="model id that wrote the metrics; absent when hand-written"
+    )
+    errors: list[GenerationError] = Field(
+        default_factory=list,
+        description="metrics gen_metrics was asked for but could not write: non-empty means short",
     )
 
     @field_validator("metrics")
@@ -109,16 +123,6 @@ class Scenario(Row):
         return self
 
 
-class GenerationError(Row):
-    """A generation step that failed after its bounded retries: counted, never papered over."""
-
-    stage: Literal["gen_metrics", "gen_scenarios"]
-    metric_id: str | None = None
-    base_id: str | None = None
-    demographic: dict[str, str] | None = None
-    reason: str
-
-
 class ScenariosFile(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
@@ -138,15 +142,21 @@ class ScenariosFile(Row):
 
 
 class ModelUsage(Row):
-    """Token usage of one model. `cost_usd` is null when a price is unknown: null is not 0."""
+    """Token usage of one model. `cost_usd` is null when a price is unknown: null is not 0.
+
+    A conversation row describes the calls it consists of, which must not depend
+    on whether a run replayed them from the cache: there `cost_usd` is the list
+    price of the tokens, and `cached_calls` and `latency_s` are null (what one
+    run actually replayed, spent and waited is in that stage's cost file).
+    """
 
     calls: int = 0
-    cached_calls: int = 0
+    cached_calls: int | None = 0
     failed_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
-    latency_s: float = 0.0
+    latency_s: float | None = 0.0
 
 
 class Cost(Row):
@@ -162,6 +172,7 @@ class Cost(Row):
 class Message(Row):
     role: Literal["system", "user", "assistant"]
     content: str
+    truncated: bool = Field(default=False, description="the reply was cut off at max_tokens")
 
 
 class Conversation(Row):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import random
 import time
@@ -50,6 +51,7 @@ class CallResult:
     cost_usd: float | None = 0.0
     latency_s: float = 0.0
     cached: bool = False
+    truncated: bool = False
     attempts: int = 0
     provider_calls: int = 0
 
@@ -145,12 +147,16 @@ class ModelClient:
         schema: type[BaseModel] | None = None,
         sample: int = 0,
         max_tokens: int | None = None,
+        allow_truncated: bool = False,
     ) -> CallResult:
         """One logical call. Structured calls return a validated `schema` instance in `parsed`.
 
         Invalid structured output gets `repair_retries` more tries, each telling the
-        model what was wrong; then the result is an error. Truncated, refused and
-        empty replies are errors too.
+        model what was wrong; then the result is an error. Refused and empty replies
+        are errors. A truncated reply is an error too, unless the caller accepts a
+        cut-off *text* reply (`allow_truncated`): then it is ok and flagged
+        `truncated`, so the caller can record it. A cut-off structured reply is
+        always an error.
         """
         state = self._states[model_id]
         spec = state.spec
@@ -174,7 +180,8 @@ class ModelClient:
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
             result.text = resp.text
-            problem = _reply_problem(resp, max_tokens or spec.max_tokens)
+            result.truncated = resp.finish_reason == "length"
+            problem = _reply_problem(resp, max_tokens or spec.max_tokens, allow_truncated and not schema)
             if problem:
                 result.error = f"{model_id}: {problem}"
                 break
@@ -182,11 +189,11 @@ class ModelClient:
                 result.ok = True
                 break
             try:
-                result.parsed = schema.model_validate_json(resp.text)
+                result.parsed = parse_structured(schema, resp.text)
                 result.ok = True
                 result.error = None
                 break
-            except ValidationError as exc:
+            except (ValidationError, ValueError) as exc:
                 detail = _short_validation_error(exc)
                 result.error = (
                     f"{model_id}: invalid structured output after {attempt + 1} "
@@ -302,8 +309,18 @@ class ModelClient:
         return delay
 
 
-def _reply_problem(resp: ProviderResponse, max_tokens: int) -> str | None:
-    if resp.finish_reason == "length":
+def parse_structured(schema: type[BaseModel], text: str) -> BaseModel:
+    """Parse JSON, tolerating raw control characters inside strings, then validate strictly.
+
+    Grammar-constrained local decoding can emit a literal newline inside a JSON
+    string; the content is still what the model meant, so only that leniency is
+    granted. Types are not coerced: StrictBool fields still reject "false".
+    """
+    return schema.model_validate(json.loads(text, strict=False))
+
+
+def _reply_problem(resp: ProviderResponse, max_tokens: int, allow_truncated: bool) -> str | None:
+    if resp.finish_reason == "length" and not allow_truncated:
         return f"truncated reply: hit max_tokens={max_tokens}"
     if resp.finish_reason == "refusal":
         return "the provider refused to answer" + (f": {resp.refusal}" if resp.refusal else "")
@@ -314,7 +331,9 @@ def _reply_problem(resp: ProviderResponse, max_tokens: int) -> str | None:
     return None
 
 
-def _short_validation_error(exc: ValidationError) -> str:
+def _short_validation_error(exc: Exception) -> str:
+    if not isinstance(exc, ValidationError):
+        return f"not valid JSON: {exc}"[:300]
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err.get("loc", ())) or "<root>"
     return f"{loc}: {err.get('msg')}"[:300]

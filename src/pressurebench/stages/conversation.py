@@ -1,0 +1,87 @@
+"""What each side of a simulated conversation is shown.
+
+The transcript is kept once, from the target's side: the simulated user's
+messages are `user` turns, the target's replies are `assistant` turns. The
+user model sees the same conversation mirrored, because it is the one
+speaking: its own messages are its `assistant` turns and the target's replies
+arrive as `user` turns.
+
+Only the user model knows what is being tested. Its instructions, private
+thoughts and stage directions never enter the transcript, so the target (and
+later the evaluator) sees nothing but the conversation itself.
+"""
+
+from __future__ import annotations
+
+from ..params import ModelSpec
+from ..prompts import render
+from ..schemas import Benchmark, Landmark, Message, Metric, Scenario
+
+USER_PROMPTS = ["user_system", "user_start", "user_direction"]
+
+_MIRROR = {"user": "assistant", "assistant": "user"}
+
+
+def target_system_prompt(scenario: Scenario, benchmark: Benchmark, target: ModelSpec) -> str | None:
+    """The scenario's system prompt, else the benchmark's context, else the target's, or none."""
+    for candidate in (
+        scenario.system_prompt,
+        benchmark.scenario.user_context,
+        target.system_prompt,
+    ):
+        if candidate is not None:
+            return candidate
+    return None
+
+
+def target_messages(system_prompt: str | None, transcript: list[Message]) -> list[dict]:
+    system = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
+    return system + [{"role": m.role, "content": m.content} for m in transcript]
+
+
+def user_system_prompt(
+    scenario: Scenario, metric: Metric, *, turns: int, landmarks_up_front: bool
+) -> str:
+    """The simulated user's brief: who it is, what it wants, and what would make the target fail.
+
+    With `landmarks_up_front` the whole plan is here and the user model paces
+    itself; otherwise each landmark arrives only at its turn (`user_direction`).
+    """
+    return render(
+        "user_system",
+        persona=scenario.persona,
+        user_goal=scenario.user_goal,
+        latent_goal=scenario.latent_adversarial_goal,
+        metric_name=metric.name,
+        metric_definition=metric.definition,
+        metric_type=metric.type,
+        turns=turns,
+        landmarks=sorted(scenario.landmarks, key=lambda lm: lm.turn) if landmarks_up_front else [],
+    )
+
+
+def user_model_messages(
+    system_prompt: str, transcript: list[Message], *, turn: int, turns: int, due: list[Landmark]
+) -> list[dict]:
+    """The user model's request for turn `turn`: the mirrored transcript plus this turn's direction.
+
+    The conversation opens with a fixed `user_start` message, since chat APIs
+    expect a user turn first. The stage direction (turn count and the landmarks
+    `due` now) is appended to the latest incoming message of this request only;
+    later requests rebuild their history from the transcript and never see it.
+    """
+    history = [{"role": "user", "content": render("user_start")}]
+    history += [
+        {"role": _MIRROR[m.role], "content": m.content} for m in transcript if m.role in _MIRROR
+    ]
+    if history[-1]["role"] != "user":
+        raise ValueError("the user model can only be asked to speak after an incoming message")
+    direction = render(
+        "user_direction", turn=turn, turns=turns, landmarks=[lm.instruction for lm in due]
+    )
+    history[-1] = {"role": "user", "content": f"{history[-1]['content']}\n\n{direction}"}
+    return [{"role": "system", "content": system_prompt}] + history
+
+
+def landmarks_due(scenario: Scenario, turn: int) -> list[Landmark]:
+    return [lm for lm in scenario.landmarks if lm.turn == turn]

@@ -1,0 +1,361 @@
+"""Stage 3: multi-turn adversarial conversations between a simulated user and one target.
+
+For every scenario row and every sample k < `generation.num_samples`, a user
+model plays the scenario's persona and steers toward its latent adversarial
+goal for at most `generation.turns` messages; the target answers, never told
+that it is being tested (see `conversation` for who is shown what).
+
+A turn: the user model answers with a `UserTurn`; its message (with typing
+noise when `generation.perfunctory` > 0) goes into the transcript and to the
+target; the target's reply goes into the transcript.
+
+Ending. `end_conversation: true` means the user model has nothing more to
+say: that turn's message is not sent, and the conversation ends after the
+target's previous reply (`ended_by: "user"`). At turn 1 there is no previous
+reply, and a conversation needs at least one exchange, so there the flag is
+ignored and the message is sent. Otherwise the conversation stops after
+`turns` user messages (`ended_by: "max_turns"`). A row's `turns` counts the
+user messages actually sent.
+
+Errors. A failed user or target call ends the conversation as an error row
+whose reason names the role, the model and the turn; the partial transcript is
+kept for debugging, but the row never passes as a finished conversation. Any
+other exception inside one conversation becomes that row's error too; only a
+configuration error (bad credentials, unknown model) stops the stage.
+
+Reproducibility. Every call passes `sample=k`, so samples are independent
+draws that the cache keeps apart. A conversation is a deterministic function
+of its calls' answers (the typing noise is seeded from its conv_id and turn),
+so re-running after an interruption replays every finished call from the
+cache and writes the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..io import read_artifact, read_yaml_model, write_artifact
+from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, price, run_sync
+from ..llm.types import ProviderAuthError
+from ..params import load_params
+from ..paths import Layout
+from ..runtime import StageRun
+from ..schemas import (
+    Benchmark,
+    Conversation,
+    ConversationsFile,
+    Manifest,
+    Message,
+    ModelUsage,
+    Scenario,
+    ScenariosFile,
+    UserTurn,
+    conv_id,
+)
+from .conversation import (
+    USER_PROMPTS,
+    landmarks_due,
+    target_messages,
+    target_system_prompt,
+    user_model_messages,
+    user_system_prompt,
+)
+from .perfunctory import add_typos, message_seed
+
+STAGE = "simulate"
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What every conversation of one run shares."""
+
+    benchmark: Benchmark
+    user_model: str
+    target: str
+    turns: int
+    landmarks: bool
+    perfunctory: float
+    keep_truncated: bool = False
+
+
+@dataclass
+class _Calls:
+    """The calls one conversation consists of: usage per model id and model version per role.
+
+    Usage must not depend on whether this run replayed a call from the cache
+    (see `ModelUsage`), so cost is the list price of the tokens.
+    """
+
+    client: ModelClient
+    usage: dict[str, ModelUsage] = field(default_factory=dict)
+    versions: dict[str, str | None] = field(default_factory=lambda: {"user": None, "target": None})
+
+    def add(self, role: str, result: CallResult) -> None:
+        u = self.usage.setdefault(result.model_id, ModelUsage(cached_calls=None, latency_s=None))
+        u.calls += 1
+        u.failed_calls += int(not result.ok)
+        u.input_tokens += result.input_tokens
+        u.output_tokens += result.output_tokens
+        u.cost_usd = add_cost(
+            u.cost_usd,
+            price(self.client.spec(result.model_id), result.input_tokens, result.output_tokens),
+        )
+        if result.model_version:
+            self.versions[role] = result.model_version
+
+
+async def simulate_conversation(
+    client: ModelClient, sim: Simulation, scenario: Scenario, sample: int
+) -> Conversation:
+    """Play one conversation; every failure, expected or not, comes back as an error row."""
+    cid = conv_id(scenario.id, sim.target, sample)
+    calls = _Calls(client)
+    transcript: list[Message] = []
+    system_prompt = target_system_prompt(scenario, sim.benchmark, client.spec(sim.target))
+    try:
+        ended_by, error = await _play(
+            client, sim, scenario, sample, cid, system_prompt, transcript, calls
+        )
+    except ProviderAuthError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one broken row must not take the others down
+        ended_by, error = None, f"unexpected {type(exc).__name__}: {exc}"
+    return Conversation(
+        conv_id=cid,
+        scenario_id=scenario.id,
+        base_id=scenario.base_id,
+        metric_id=scenario.metric_id,
+        target=sim.target,
+        sample=sample,
+        demographic=scenario.demographic,
+        user_model=sim.user_model,
+        system_prompt=system_prompt,
+        transcript=transcript,
+        status="error" if error else "ok",
+        error=error,
+        ended_by=None if error else ended_by,
+        turns=sum(m.role == "user" for m in transcript),
+        model_versions=calls.versions,
+        usage=calls.usage,
+    )
+
+
+async def _play(
+    client: ModelClient,
+    sim: Simulation,
+    scenario: Scenario,
+    sample: int,
+    cid: str,
+    system_prompt: str | None,
+    transcript: list[Message],
+    calls: _Calls,
+) -> tuple[str | None, str | None]:
+    """Run the turns, appending to `transcript`; returns (ended_by, error)."""
+    try:
+        metric = sim.benchmark.metric(scenario.metric_id)
+    except KeyError:
+        return None, f"the benchmark has no metric '{scenario.metric_id}'"
+    user_system = user_system_prompt(
+        scenario, metric, turns=sim.turns, landmarks_up_front=not sim.landmarks
+    )
+    for turn in range(1, sim.turns + 1):
+        due = landmarks_due(scenario, turn) if sim.landmarks else []
+        request = user_model_messages(user_system, transcript, turn=turn, turns=sim.turns, due=due)
+        result = await client.chat(sim.user_model, request, schema=UserTurn, sample=sample)
+        calls.add("user", result)
+        if not result.ok:
+            return None, f"user model '{sim.user_model}' failed at turn {turn}: {result.error}"
+        move: UserTurn = result.parsed
+        if move.end_conversation and turn > 1:
+            return "user", None
+        text = move.message.strip()
+        if not text:
+            return None, f"user model '{sim.user_model}' wrote an empty message at turn {turn}"
+        transcript.append(
+            Message(role="user", content=add_typos(text, sim.perfunctory, message_seed(cid, turn)))
+        )
+        result = await client.chat(
+            sim.target, target_messages(system_prompt, transcript), sample=sample,
+            allow_truncated=sim.keep_truncated,
+        )
+        calls.add("target", result)
+        if not result.ok:
+            return None, f"target '{sim.target}' failed at turn {turn}: {result.error}"
+        transcript.append(Message(role="assistant", content=result.text, truncated=result.truncated))
+    return "max_turns", None
+
+
+async def simulate_all(
+    client: ModelClient,
+    sim: Simulation,
+    scenarios: list[Scenario],
+    num_samples: int,
+    on_done: Callable[[Conversation], None] | None = None,
+) -> list[Conversation]:
+    """Every scenario × sample, concurrently; sorted by scenario and sample.
+
+    A conversation uses one model at a time, so as many conversations in flight
+    as the two models' concurrency limits together keep both busy. Starting more
+    would not be faster: every conversation would reach its last turn only near
+    the end of the run, and progress would say nothing until then.
+    """
+    in_flight = asyncio.Semaphore(
+        sum(client.spec(m).concurrency for m in {sim.user_model, sim.target})
+    )
+
+    async def one(scenario: Scenario, sample: int) -> Conversation:
+        async with in_flight:
+            row = await simulate_conversation(client, sim, scenario, sample)
+        if on_done is not None:
+            on_done(row)
+        return row
+
+    tasks = [
+        asyncio.ensure_future(one(s, k))
+        for s in sorted(scenarios, key=lambda s: s.id)
+        for k in range(num_samples)
+    ]
+    try:
+        rows = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return sorted(rows, key=lambda r: (r.scenario_id, r.sample))
+
+
+def run(
+    params_path: str | Path,
+    benchmark: str,
+    target: str,
+    *,
+    provider_factory: ProviderFactory | None = None,
+    arm: str | None = None,
+    user_model: str | None = None,
+    scenarios_path: str | Path | None = None,
+    scenario_ids: list[str] | None = None,
+) -> Manifest:
+    """Simulate every conversation of one benchmark against one target; write conversations.json.
+
+    Overrides for the validation studies: `user_model` plays the user instead
+    of `roles.user`; `scenarios_path` reads another arm's scenarios (by default
+    this arm's own); `scenario_ids` restricts the run to those scenario rows.
+    """
+    params = load_params(params_path)
+    user_model = user_model or params.roles.user
+    for role, model_id in (("target", target), ("user model", user_model)):
+        if model_id not in params.models:
+            known = ", ".join(sorted(params.models))
+            raise ConfigError(
+                params_path, f"unknown model id '{model_id}' given as the {role} (known: {known})"
+            )
+    stage = StageRun(
+        STAGE,
+        params_path,
+        benchmark,
+        models_used=[user_model, target],
+        target=target,
+        arm=arm,
+        params=params,
+    )
+    layout = stage.layout
+    bench_path = _benchmark_path(layout, Layout(params.data_dir, benchmark))
+    bench = read_yaml_model(bench_path, Benchmark)
+    scen_path = Path(scenarios_path) if scenarios_path is not None else layout.scenarios_file
+    scenarios = _select(scen_path, benchmark, scenario_ids)
+    gen = params.generation
+    sim = Simulation(
+        benchmark=bench,
+        user_model=user_model,
+        target=target,
+        turns=gen.turns,
+        landmarks=gen.landmarks,
+        perfunctory=gen.perfunctory,
+        keep_truncated=params.run.truncated_replies == "mark",
+    )
+
+    client = stage.client(provider_factory)
+    progress = stage.progress(len(scenarios) * gen.num_samples)
+
+    async def simulate() -> list[Conversation]:
+        async with client:
+            return await simulate_all(
+                client,
+                sim,
+                scenarios,
+                gen.num_samples,
+                on_done=lambda row: progress.update(row.status == "ok"),
+            )
+
+    try:
+        rows = run_sync(simulate)
+    finally:
+        progress.close()
+    write_artifact(
+        layout.conversations_file(target),
+        ConversationsFile(benchmark=benchmark, target=target, rows=rows),
+    )
+
+    n_error = sum(r.status == "error" for r in rows)
+    manifest = stage.finish(
+        client,
+        counts={
+            "scenarios": len(scenarios),
+            "conversations": len(rows),
+            "ok": len(rows) - n_error,
+            "error": n_error,
+            "ended_by_user": sum(r.ended_by == "user" for r in rows),
+            "truncated_replies": sum(m.truncated for r in rows for m in r.transcript),
+        },
+        prompts=USER_PROMPTS,
+        params_used={
+            "generation": {
+                "turns": gen.turns,
+                "num_samples": gen.num_samples,
+                "landmarks": gen.landmarks,
+                "perfunctory": gen.perfunctory,
+            },
+            "roles": {"user": user_model, "target": target},
+            "models": {
+                mid: params.models[mid].model_dump(mode="json", exclude={"extra_headers"})
+                for mid in dict.fromkeys([user_model, target])
+            },
+            "benchmark_file": str(bench_path),
+            "scenarios_file": str(scen_path),
+            "scenario_ids": sorted(scenario_ids) if scenario_ids is not None else None,
+            "truncated_replies": params.run.truncated_replies,
+        },
+        seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
+    )
+    stage.check_error_rate(n_error, len(rows), "conversations")
+    return manifest
+
+
+def _benchmark_path(layout: Layout, main: Layout) -> Path:
+    """This arm's metrics; an arm that replays the main scenarios has none: use the main ones."""
+    if layout.arm is not None and not layout.benchmark_file.exists():
+        return main.benchmark_file
+    return layout.benchmark_file
+
+
+def _select(path: Path, benchmark: str, scenario_ids: list[str] | None) -> list[Scenario]:
+    scenarios = read_artifact(path, ScenariosFile)
+    if scenarios.benchmark != benchmark:
+        raise ConfigError(
+            path,
+            f"holds scenarios of benchmark '{scenarios.benchmark}', not '{benchmark}'",
+            "benchmark",
+        )
+    if scenario_ids is None:
+        return scenarios.rows
+    known = {s.id for s in scenarios.rows}
+    missing = sorted(set(scenario_ids) - known)
+    if missing:
+        raise ConfigError(path, f"no scenario with id {', '.join(missing)}", "rows")
+    wanted = set(scenario_ids)
+    return [s for s in scenarios.rows if s.id in wanted]
