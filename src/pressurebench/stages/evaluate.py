@@ -1,0 +1,368 @@
+"""Stage 4: blind evaluation of every conversation against a metric definition.
+
+The judge sees only the user and assistant turns of the transcript and the
+definition of one behaviour (plus its examples when `evaluation.show_examples`
+is on). It never sees the metric's name or type, the scenario, persona, goals,
+demographic, system prompt or the target's name: any of these would tell it
+what the study hopes to find, or whose replies it is reading, and bias the
+verdict. It answers one question, "is this behaviour present in the assistant's
+replies?"; whether that counts as passing is decided here from the metric type
+(passed = present for a positive metric, not present for a negative one).
+
+Judge panel. `roles.evaluator` may list several models. Each judges every row
+independently and each verdict is recorded. The row's verdict is the strict
+majority of the judges that returned a valid verdict. Judges that failed do not
+vote: with three judges of which one errors, the remaining two decide if they
+agree, and a 1–1 split is undetermined. An undetermined row (a tie, or no valid
+verdict at all) is an error row with a reason; it is never resolved by a
+default.
+
+The judge is called with sample index 0 for every row. A judge is a measuring
+instrument: the same transcript judged twice should get the same reading. The
+samples of one scenario already differ in their transcripts, so their verdicts
+are independent measurements of the target, not of judge noise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..io import read_artifact, read_yaml_model, write_artifact
+from ..llm.client import ModelClient, ProviderFactory, run_sync
+from ..params import load_params
+from ..paths import Layout
+from ..prompts import render
+from ..runtime import StageRun
+from ..schemas import (
+    Benchmark,
+    Conversation,
+    ConversationsFile,
+    JudgeOutput,
+    JudgeVerdict,
+    Manifest,
+    Message,
+    Metric,
+    Score,
+    ScoresFile,
+)
+
+STAGE = "evaluate"
+JUDGE_PROMPTS = ["judge_system", "judge_user"]
+JUDGE_SAMPLE = 0
+SPEAKER_LABELS = {"user": "User", "assistant": "Assistant"}
+
+# Every error reason a score row can carry starts with one of these, so
+# aggregation can count errors by cause.
+CONVERSATION_FAILED = "conversation failed"
+NO_VERDICT = "no judge returned a verdict"
+JUDGES_TIED = "judges tied"
+ERROR_CATEGORIES = (CONVERSATION_FAILED, NO_VERDICT, JUDGES_TIED)
+
+
+def error_category(reason: str) -> str:
+    """The cause of a score error row; "other" for reasons written elsewhere (imported data)."""
+    for category in ERROR_CATEGORIES:
+        if reason.startswith(category):
+            return category
+    return "other"
+
+
+# --- what the judge sees ---------------------------------------------------
+
+
+def judge_messages(transcript: list[Message], metric: Metric, *, show_examples: bool) -> list[dict]:
+    """The judge's request: the definition and the user/assistant turns, nothing else.
+
+    System messages are dropped because a scenario may set the target's system
+    prompt, which would reveal the scenario.
+    """
+    turns = [
+        {"speaker": SPEAKER_LABELS[m.role], "content": m.content}
+        for m in transcript
+        if m.role in SPEAKER_LABELS
+    ]
+    user = render(
+        "judge_user",
+        definition=metric.definition,
+        examples=metric.examples if show_examples else [],
+        turns=turns,
+    )
+    return [
+        {"role": "system", "content": render("judge_system")},
+        {"role": "user", "content": user},
+    ]
+
+
+# --- combining a panel -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PanelDecision:
+    """The row's verdict, or the reason there is none."""
+
+    present: bool | None
+    justification: str | None = None
+    error: str | None = None
+
+
+def panel_decision(verdicts: list[JudgeVerdict]) -> PanelDecision:
+    """Strict majority of the valid verdicts; a tie or no valid verdict is undetermined."""
+    valid = [v for v in verdicts if v.status == "ok" and v.present is not None]
+    failed = [v for v in verdicts if v not in valid]
+    if not valid:
+        reasons = "; ".join(_judge_error(v) for v in failed)
+        return PanelDecision(None, error=f"{NO_VERDICT}: {reasons}")
+    yes = sum(v.present for v in valid)
+    no = len(valid) - yes
+    if yes == no:
+        note = f" ({len(failed)} of {len(verdicts)} judges failed)" if failed else ""
+        return PanelDecision(None, error=f"{JUDGES_TIED} {yes}–{no}{note}")
+    present = yes > no
+    first_agreeing = next(v for v in valid if v.present == present)
+    return PanelDecision(present, justification=first_agreeing.justification)
+
+
+def _judge_error(verdict: JudgeVerdict) -> str:
+    error = verdict.error or "no verdict"
+    return error if error.startswith(f"{verdict.model_id}: ") else f"{verdict.model_id}: {error}"
+
+
+# --- scoring -------------------------------------------------------------------
+
+
+async def judge_one(client: ModelClient, model_id: str, messages: list[dict]) -> JudgeVerdict:
+    result = await client.chat(model_id, messages, schema=JudgeOutput, sample=JUDGE_SAMPLE)
+    if not result.ok:
+        return JudgeVerdict(
+            model_id=model_id,
+            status="error",
+            error=result.error or "call failed",
+            model_version=result.model_version,
+        )
+    out: JudgeOutput = result.parsed
+    return JudgeVerdict(
+        model_id=model_id,
+        present=out.present,
+        justification=out.justification,
+        status="ok",
+        model_version=result.model_version,
+    )
+
+
+def score_row(
+    conv: Conversation, metric: Metric, *, judges: list[JudgeVerdict], decision: PanelDecision
+) -> Score:
+    present = decision.present
+    passed = None if present is None else (present if metric.type == "positive" else not present)
+    return Score(
+        conv_id=conv.conv_id,
+        scenario_id=conv.scenario_id,
+        base_id=conv.base_id,
+        metric_id=metric.id,
+        scenario_metric_id=conv.metric_id,
+        metric_type=metric.type,
+        target=conv.target,
+        sample=conv.sample,
+        demographic=dict(conv.demographic),
+        present=present,
+        passed=passed,
+        justification=decision.justification,
+        status="ok" if present is not None else "error",
+        error=decision.error,
+        judges=judges,
+    )
+
+
+async def score_conversation(
+    client: ModelClient,
+    conv: Conversation,
+    metric: Metric,
+    *,
+    evaluators: list[str],
+    show_examples: bool,
+) -> Score:
+    """One Score row: a failed conversation is recorded as such and never shown to a judge."""
+    if conv.status == "error":
+        decision = PanelDecision(None, error=f"{CONVERSATION_FAILED}: {conv.error}")
+        return score_row(conv, metric, judges=[], decision=decision)
+    messages = judge_messages(conv.transcript, metric, show_examples=show_examples)
+    verdicts = list(await asyncio.gather(*(judge_one(client, m, messages) for m in evaluators)))
+    return score_row(conv, metric, judges=verdicts, decision=panel_decision(verdicts))
+
+
+def metrics_to_judge(
+    conv: Conversation, metrics: list[Metric], *, all_metrics: bool
+) -> list[Metric]:
+    """The conversation's own metric, or every metric; an unknown own metric is refused."""
+    own = [m for m in metrics if m.id == conv.metric_id]
+    if not own:
+        raise ValueError(
+            f"{conv.conv_id}: metric '{conv.metric_id}' is not among the metrics given"
+        )
+    return list(metrics) if all_metrics else own
+
+
+async def score_conversations(
+    client: ModelClient,
+    conversations: list[Conversation],
+    metrics: list[Metric],
+    *,
+    evaluators: list[str],
+    evaluate_all_metrics: bool = False,
+    show_examples: bool = False,
+    on_row: Callable[[Score], None] | None = None,
+) -> list[Score]:
+    """Score every conversation concurrently; rows come back in conversation × metric order."""
+
+    async def one(conv: Conversation, metric: Metric) -> Score:
+        score = await score_conversation(
+            client, conv, metric, evaluators=evaluators, show_examples=show_examples
+        )
+        if on_row is not None:
+            on_row(score)
+        return score
+
+    jobs = [
+        one(conv, metric)
+        for conv in conversations
+        for metric in metrics_to_judge(conv, metrics, all_metrics=evaluate_all_metrics)
+    ]
+    return list(await asyncio.gather(*jobs))
+
+
+# --- inputs ----------------------------------------------------------------------
+
+
+def arm_input(layout: Layout, path_of: Callable[[Layout], Path]) -> Path:
+    """The arm's own input file, or the main arm's when the arm reuses it.
+
+    A user-model arm, for one, plays the main arm's metrics and scenarios.
+    """
+    own = path_of(layout)
+    if layout.arm and not own.exists():
+        return path_of(Layout(layout.data_dir, layout.benchmark))
+    return own
+
+
+def load_conversations(path: Path, benchmark: str, target: str) -> ConversationsFile:
+    convs = read_artifact(path, ConversationsFile)
+    if convs.benchmark != benchmark:
+        raise ConfigError(
+            path, f"holds benchmark '{convs.benchmark}', expected '{benchmark}'", "benchmark"
+        )
+    if convs.target != target:
+        raise ConfigError(path, f"holds target '{convs.target}', expected '{target}'", "target")
+    for i, conv in enumerate(convs.rows):
+        if conv.target != target:
+            raise ConfigError(
+                path, f"holds target '{conv.target}', expected '{target}'", f"rows[{i}].target"
+            )
+    return convs
+
+
+def check_metrics_known(
+    convs: ConversationsFile, metrics: list[Metric], conv_path: Path, metrics_path: Path
+) -> None:
+    known = {m.id for m in metrics}
+    for i, conv in enumerate(convs.rows):
+        if conv.metric_id not in known:
+            raise ConfigError(
+                conv_path,
+                f"metric '{conv.metric_id}' is not defined in {metrics_path} "
+                f"(known: {', '.join(sorted(known))}); re-run the earlier stages",
+                f"rows[{i}].metric_id",
+            )
+
+
+# --- stage entry point ---------------------------------------------------------------
+
+
+def run(
+    params_path: str | Path,
+    benchmark: str,
+    target: str,
+    *,
+    provider_factory: ProviderFactory | None = None,
+    arm: str | None = None,
+    conversations_path: str | Path | None = None,
+    metrics_path: str | Path | None = None,
+) -> Manifest:
+    """Judge `target`'s conversations and write its scores file, manifest and cost.
+
+    `conversations_path` and `metrics_path` override the layout's inputs, so a
+    validation study can judge one arm's conversations against another arm's metrics.
+    Raises StageFailed (after writing everything) when the share of error rows is
+    above `run.max_error_rate`.
+    """
+    params = load_params(params_path)
+    evaluators = params.roles.evaluators
+    stage = StageRun(
+        STAGE, params_path, benchmark, models_used=evaluators, target=target, arm=arm, params=params
+    )
+    layout = stage.layout
+    conv_path = (
+        Path(conversations_path) if conversations_path else layout.conversations_file(target)
+    )
+    met_path = (
+        Path(metrics_path) if metrics_path else arm_input(layout, lambda lay: lay.benchmark_file)
+    )
+    convs = load_conversations(conv_path, benchmark, target)
+    metrics = read_yaml_model(met_path, Benchmark).metrics
+    check_metrics_known(convs, metrics, conv_path, met_path)
+    evaluation = params.evaluation
+
+    async def core(client: ModelClient) -> list[Score]:
+        per_conv = len(metrics) if evaluation.evaluate_all_metrics else 1
+        progress = stage.progress(len(convs.rows) * per_conv)
+        try:
+            async with client:
+                return await score_conversations(
+                    client,
+                    convs.rows,
+                    metrics,
+                    evaluators=evaluators,
+                    evaluate_all_metrics=evaluation.evaluate_all_metrics,
+                    show_examples=evaluation.show_examples,
+                    on_row=lambda s: progress.update(s.status == "ok"),
+                )
+        finally:
+            progress.close()
+
+    client = stage.client(provider_factory)
+    rows = run_sync(lambda: core(client))
+    write_artifact(
+        layout.scores_file(target), ScoresFile(benchmark=benchmark, target=target, rows=rows)
+    )
+
+    n_error = sum(r.status == "error" for r in rows)
+    counts = {
+        "conversations": len(convs.rows),
+        "conversations_error": sum(c.status == "error" for c in convs.rows),
+        "scores": len(rows),
+        "scores_ok": len(rows) - n_error,
+        "scores_error": n_error,
+    }
+    for category in ERROR_CATEGORIES:
+        counts[f"scores_error_{category.replace(' ', '_')}"] = sum(
+            r.status == "error" and error_category(r.error) == category for r in rows
+        )
+    manifest = stage.finish(
+        client,
+        counts=counts,
+        prompts=JUDGE_PROMPTS,
+        params_used={
+            "evaluators": evaluators,
+            "evaluation": evaluation.model_dump(mode="json"),
+            "judge_sample": JUDGE_SAMPLE,
+            "repair_retries": params.run.repair_retries,
+            "conversations": str(conv_path),
+            "metrics": str(met_path),
+        },
+        seeds={mid: params.models[mid].seed for mid in evaluators},
+    )
+    stage.check_error_rate(n_error, len(rows), "scores")
+    return manifest
