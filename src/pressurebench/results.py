@@ -1,0 +1,116 @@
+"""results.json: every number the aggregate stage reports, and the function that computes them.
+
+All intervals in one results file come from the same bootstrap replicates
+(one seed, base scenarios resampled within metrics), so any two numbers in it
+can be compared replicate by replicate. Missing data is None, never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from .stats.agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
+from .stats.bootstrap import ClusterBootstrap, check_confidence_level
+from .stats.estimates import Strict
+from .stats.frame import check_scores, valid_mask
+from .stats.gaps import DemographicGap, demographic_gaps
+from .stats.ranking import TargetComparison, compare_targets
+from .stats.rates import TargetRates, target_rates
+
+RESULTS_SCHEMA_VERSION = 1
+RESAMPLING = (
+    "stratified cluster bootstrap: base scenarios drawn with replacement within each metric, "
+    "n_h - 1 draws per metric weighted n_h / (n_h - 1); percentile intervals"
+)
+
+
+class ErrorCounts(Strict):
+    """Rows of a target by outcome. An error is any row without a verdict (failed or undecided)."""
+
+    n_total: int = Field(ge=0)
+    n_ok: int = Field(ge=0, description="rows with a verdict: the denominator of the pass rate")
+    n_error: int = Field(ge=0)
+    error_rate: float | None
+
+
+class StatisticsSettings(Strict):
+    resamples: int = Field(ge=1)
+    confidence_level: float = Field(gt=0, lt=1)
+    seed: int
+    resampling: str = RESAMPLING
+
+
+class TargetResults(TargetRates):
+    errors: ErrorCounts
+    demographic_gaps: list[DemographicGap]
+    sample_agreement: SampleAgreement
+
+
+class Results(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = RESULTS_SCHEMA_VERSION
+    benchmark: str
+    statistics: StatisticsSettings
+    targets: dict[str, TargetResults]
+    comparison: TargetComparison
+    sample_agreement: SampleAgreement = Field(description="pooled over targets")
+    judge_agreement: JudgeAgreement
+
+
+def error_counts(scores: pd.DataFrame) -> dict[str, ErrorCounts]:
+    """Per target: total rows, rows with a verdict, rows without one, and the error share."""
+    frame = pd.DataFrame({"target": scores["target"].astype(str), "ok": valid_mask(scores)})
+    out = {}
+    for target, ok in frame.groupby("target", sort=True)["ok"]:
+        n_total, n_ok = len(ok), int(ok.sum())
+        out[str(target)] = ErrorCounts(
+            n_total=n_total,
+            n_ok=n_ok,
+            n_error=n_total - n_ok,
+            error_rate=(n_total - n_ok) / n_total if n_total else None,
+        )
+    return out
+
+
+def build_results(
+    scores: pd.DataFrame, *, resamples: int, confidence_level: float, seed: int, benchmark: str
+) -> Results:
+    """Pass rates, breakdowns, demographic gaps, target comparisons and agreement for one benchmark.
+
+    `scores` holds one row per judged conversation of every target (see
+    `pressurebench.stats.frame`).
+    """
+    check_scores(scores)
+    check_confidence_level(confidence_level)
+    scores = scores.assign(target=scores["target"].astype(str))
+    bootstrap = ClusterBootstrap.from_scores(scores, resamples=resamples, seed=seed)
+    rates = target_rates(scores, bootstrap, confidence_level=confidence_level)
+    gaps = demographic_gaps(scores, bootstrap, confidence_level=confidence_level)
+    errors = error_counts(scores)
+    targets = {
+        target: TargetResults(
+            **dict(rates[target]),
+            errors=errors[target],
+            demographic_gaps=gaps[target],
+            sample_agreement=sample_agreement(
+                scores[scores["target"].to_numpy() == target],
+                bootstrap,
+                confidence_level=confidence_level,
+            ),
+        )
+        for target in rates
+    }
+    return Results(
+        benchmark=benchmark,
+        statistics=StatisticsSettings(
+            resamples=resamples, confidence_level=confidence_level, seed=seed
+        ),
+        targets=targets,
+        comparison=compare_targets(scores, bootstrap, confidence_level=confidence_level),
+        sample_agreement=sample_agreement(scores, bootstrap, confidence_level=confidence_level),
+        judge_agreement=judge_agreement(scores, bootstrap, confidence_level=confidence_level),
+    )

@@ -1,0 +1,210 @@
+"""Stage 5: every target's scores in one results file, plus the numbers DVC shows.
+
+`results.json` holds every rate, interval, comparison and agreement statistic
+(`pressurebench.results`). Next to it, `metrics.json` is a short summary for
+`dvc metrics show` (per target: overall pass rate, interval, n and errors by
+cause, plus the generation errors upstream) and `plots/pass_rates.csv` the
+per-metric rates for `dvc plots show`. Missing data is null in all three,
+never 0; a target without a scores file stops the stage instead of silently
+leaving the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
+from ..results import Results, build_results
+from ..runtime import StageRun
+from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
+from ..stats.frame import DEMOGRAPHIC_PREFIX, JUDGE_PREFIX
+from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, arm_input, error_category
+
+STAGE = "aggregate"
+PLOT_COLUMNS = ["target", "metric_id", "rate", "ci_low", "ci_high", "n"]
+OTHER_ERRORS = "other"
+
+
+def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
+    """One row per Score, in the columns the statistics read (`pressurebench.stats.frame`).
+
+    Columns: target, metric_id, metric_type, base_id, scenario_id, sample, one
+    `demo:<axis>` per demographic axis, status, passed (True/False/None), one
+    `judge:<model_id>` per panel judge (its `present`, None where it gave no
+    verdict) when more than one judge was used, then conv_id,
+    scenario_metric_id, present and error for readers of single rows.
+
+    `base_id` and `scenario_id` are the resampling units. The statistics resample
+    base scenarios within the judged metric, so when a conversation is judged
+    against a metric other than its own (`evaluation.evaluate_all_metrics`) its
+    row gets the units `<base_id>@<metric_id>` and `<scenario_id>@<metric_id>`.
+    Per-metric intervals are then exact; intervals pooled over metrics treat the
+    judgements of one conversation under different metrics as independent and
+    are somewhat too narrow in that mode.
+    """
+    rows = list(scores)
+    axes = list(dict.fromkeys(axis for s in rows for axis in s.demographic))
+    judges = list(dict.fromkeys(j.model_id for s in rows for j in s.judges))
+    panel = judges if len(judges) > 1 else []
+    columns = (
+        ["target", "metric_id", "metric_type", "base_id", "scenario_id", "sample"]
+        + [DEMOGRAPHIC_PREFIX + axis for axis in axes]
+        + ["status", "passed"]
+        + [JUDGE_PREFIX + m for m in panel]
+        + ["conv_id", "scenario_metric_id", "present", "error"]
+    )
+    records = []
+    for s in rows:
+        unit = "" if s.metric_id == s.scenario_metric_id else f"@{s.metric_id}"
+        verdicts = {j.model_id: j.present for j in s.judges if j.status == "ok"}
+        records.append(
+            [s.target, s.metric_id, s.metric_type, s.base_id + unit, s.scenario_id + unit, s.sample]
+            + [s.demographic.get(axis) for axis in axes]
+            + [s.status, s.passed]
+            + [verdicts.get(m) for m in panel]
+            + [s.conv_id, s.scenario_metric_id, s.present, s.error]
+        )
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def error_counts_by_category(scores: Iterable[Score]) -> dict[str, int]:
+    """Score error rows per cause, and how many distinct conversations failed before judging."""
+    counts = {category: 0 for category in (*ERROR_CATEGORIES, OTHER_ERRORS)}
+    failed_conversations: set[str] = set()
+    for s in scores:
+        if s.status != "error":
+            continue
+        category = error_category(s.error or "")
+        counts[category] += 1
+        if category == CONVERSATION_FAILED:
+            failed_conversations.add(s.conv_id)
+    out = {f"errors_{category.replace(' ', '_')}": n for category, n in counts.items()}
+    out["conversations_failed"] = len(failed_conversations)
+    return out
+
+
+def generation_error_counts(errors: Iterable[GenerationError]) -> dict[str, int]:
+    counts = {"gen_metrics": 0, "gen_scenarios": 0}
+    for e in errors:
+        counts[e.stage] += 1
+    return counts
+
+
+def metrics_summary(
+    results: Results, scores: dict[str, list[Score]], generation_errors: dict[str, int]
+) -> dict:
+    """The `dvc metrics show` summary: one flat block per target, null where there is no data."""
+    targets = {}
+    for target, rows in scores.items():
+        found = results.targets.get(target)
+        overall = found.overall if found else None
+        targets[target] = {
+            "pass_rate": overall.rate if overall else None,
+            "ci_low": overall.ci_low if overall else None,
+            "ci_high": overall.ci_high if overall else None,
+            "n": found.errors.n_ok if found else 0,
+            "n_error": found.errors.n_error if found else 0,
+            "error_rate": found.errors.error_rate if found else None,
+            **error_counts_by_category(rows),
+        }
+    return {"targets": targets, "generation_errors": generation_errors}
+
+
+def pass_rates_table(results: Results) -> pd.DataFrame:
+    """Per target and metric: the rate and its interval, for `dvc plots show`."""
+    records = [
+        [target, metric_id, est.rate, est.ci_low, est.ci_high, est.n]
+        for target, tr in results.targets.items()
+        for metric_id, est in tr.by_metric.items()
+    ]
+    return pd.DataFrame.from_records(records, columns=PLOT_COLUMNS)
+
+
+def load_scores(path: Path, benchmark: str, target: str) -> ScoresFile:
+    if not path.exists():
+        raise ConfigError(
+            path, f"no scores for target '{target}'; run the evaluate stage for it first"
+        )
+    scores = read_artifact(path, ScoresFile)
+    if scores.benchmark != benchmark:
+        raise ConfigError(
+            path, f"holds benchmark '{scores.benchmark}', expected '{benchmark}'", "benchmark"
+        )
+    for field, found in [("target", scores.target)] + [
+        (f"rows[{i}].target", s.target) for i, s in enumerate(scores.rows)
+    ]:
+        if found != target:
+            raise ConfigError(path, f"holds target '{found}', expected '{target}'", field)
+    return scores
+
+
+def run(
+    params_path: str | Path,
+    benchmark: str,
+    *,
+    arm: str | None = None,
+    targets: list[str] | None = None,
+) -> Results:
+    """Aggregate the scores of `targets` (default: params.targets) into results, metrics and plots.
+
+    Reads each target's scores file, the arm's metrics and scenarios files (the
+    main arm's when the arm has none) for their generation errors, and writes
+    `results.json`, `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
+    """
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[], arm=arm)
+    params, layout = stage.params, stage.layout
+    targets = list(targets or params.targets)
+    score_files = {t: load_scores(layout.scores_file(t), benchmark, t) for t in targets}
+    rows = [s for f in score_files.values() for s in f.rows]
+    if not rows:
+        raise ConfigError(
+            layout.scores_file(targets[0]), f"no score rows for any of {', '.join(targets)}"
+        )
+    metrics_path = arm_input(layout, lambda lay: lay.benchmark_file)
+    scenarios_path = arm_input(layout, lambda lay: lay.scenarios_file)
+    generation_errors = generation_error_counts(
+        read_yaml_model(metrics_path, Benchmark).errors
+        + read_artifact(scenarios_path, ScenariosFile).errors
+    )
+
+    stats = params.statistics
+    results = build_results(
+        scores_frame(rows),
+        resamples=stats.resamples,
+        confidence_level=stats.confidence_level,
+        seed=stats.seed,
+        benchmark=benchmark,
+    )
+    write_artifact(layout.results_file, results)
+    summary = metrics_summary(
+        results, {t: f.rows for t, f in score_files.items()}, generation_errors
+    )
+    atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(
+        layout.root / "plots" / "pass_rates.csv", pass_rates_table(results).to_csv(index=False)
+    )
+
+    n_error = sum(s.status == "error" for s in rows)
+    stage.finish(
+        stage.client(),
+        counts={
+            "targets": len(targets),
+            "scores": len(rows),
+            "scores_error": n_error,
+            **{f"{stage_name}_errors": n for stage_name, n in generation_errors.items()},
+        },
+        prompts=[],
+        params_used={
+            "targets": targets,
+            "statistics": stats.model_dump(mode="json"),
+            "metrics": str(metrics_path),
+            "scenarios": str(scenarios_path),
+        },
+        seeds={"bootstrap": stats.seed},
+    )
+    return results

@@ -1,0 +1,55 @@
+"""The shapes a statistic is reported in: a value, its interval, how the interval was made, and n.
+
+Where there is no data the value and the interval are None, never 0: a pass
+rate of 0 is a finding, a missing one is not.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RateEstimate(Strict):
+    """A pass rate over valid rows, with the rows left out for errors counted beside it."""
+
+    rate: float | None = Field(description="passes / valid rows; None without valid rows")
+    n: int = Field(ge=0, description="valid rows (status ok with a verdict)")
+    n_error: int = Field(ge=0, description="rows without a verdict, left out of the denominator")
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    n_clusters: int = Field(ge=0, description="base scenarios with at least one valid row")
+
+
+class Difference(Strict):
+    """A difference of two pass rates, a − b, with the rates it is made of."""
+
+    a: str
+    b: str
+    rate_a: float | None
+    rate_b: float | None
+    n_a: int = Field(ge=0)
+    n_b: int = Field(ge=0)
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    n_clusters_a: int = Field(ge=0)
+    n_clusters_b: int = Field(ge=0)
+    reason: str | None = Field(default=None, description="why the difference is None")
+
+
+class AgreementEstimate(Strict):
+    """An agreement statistic (a share, a kappa or an alpha) over rated items."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    n_items: int = Field(ge=0)
+    n_clusters: int = Field(ge=0)
+    reason: str | None = Field(default=None, description="why the value or its interval is None")

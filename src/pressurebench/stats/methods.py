@@ -1,0 +1,18 @@
+"""The names written into `ci_method`, one per way an interval can be made.
+
+A reader of results.json sees which intervals came from the bootstrap and
+which from a fallback, and why: the name says it.
+"""
+
+CLUSTER_BOOTSTRAP = "stratified-cluster-bootstrap-percentile"
+INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
+# Every replicate gave the same value (all rows pass, all fail, or every metric
+# has one base scenario): Wilson interval with each base scenario counted once.
+WILSON_CLUSTERS = "wilson-effective-n-clusters"
+# One base scenario: nothing to resample, so rows are treated as independent.
+# This describes verdict variation within that scenario only and is narrower
+# than the truth when its variants and samples are correlated.
+WILSON_ROWS_SINGLE_CLUSTER = "wilson-rows-single-cluster"
+NEWCOMBE_CLUSTERS = "newcombe-wilson-effective-n-clusters"
+NEWCOMBE_ROWS_SINGLE_CLUSTER = "newcombe-wilson-rows-single-cluster"
+NONE = "none"

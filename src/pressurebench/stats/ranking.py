@@ -1,0 +1,166 @@
+"""Comparing targets: pairwise differences in pass rate and a ranking with its uncertainty.
+
+Targets are compared on the scenarios they share: a pair on the variants both
+have valid rows for, the ranking on the variants every target has valid rows
+for. Otherwise a target whose errors fell on hard scenarios would look better
+than one that answered them. Every difference and every ranked replicate
+takes all targets' rates from the same resampled base scenarios.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+from scipy.stats import rankdata
+
+from . import methods
+from .bootstrap import ClusterBootstrap
+from .differences import estimate_differences
+from .estimates import Difference, Strict
+from .frame import passes, valid_mask
+
+# Replicate rates are rounded before ranking so that equal rates reached by
+# different sums of weights tie instead of being ordered by rounding error.
+RANK_DECIMALS = 12
+
+
+class TargetRank(Strict):
+    target: str
+    rate: float | None = Field(description="pass rate on the scenarios every target shares")
+    n: int = Field(ge=0)
+    rank: float | None = Field(
+        description="rank of the point estimate, 1 = highest pass rate, ties averaged"
+    )
+    rank_probabilities: list[float] = Field(
+        description="share of bootstrap replicates in which the target has rank 1, 2, ...; "
+        "targets tied in a replicate share the tied ranks equally"
+    )
+
+
+class Ranking(Strict):
+    n_scenarios: int = Field(ge=0, description="variants with valid rows for every target")
+    n_clusters: int = Field(ge=0)
+    ranks: list[TargetRank]
+    reason: str | None = None
+
+
+class TargetComparison(Strict):
+    pairwise: list[Difference] = Field(
+        description="every pair of targets, a before b in sorted order"
+    )
+    ranking: Ranking
+
+
+def rank_probabilities(replicates: np.ndarray) -> np.ndarray:
+    """(replicates, targets) rates → (targets, ranks) probabilities, rank 1 = highest rate.
+
+    Targets tied in a replicate share the ranks they span equally, so every
+    row and every column sums to 1. Replicates with a missing rate are left out.
+    """
+    reps = np.round(np.asarray(replicates, dtype=float), RANK_DECIMALS)
+    reps = reps[np.isfinite(reps).all(axis=1)]
+    n = reps.shape[1]
+    if len(reps) == 0:
+        return np.full((n, n), np.nan)
+    low = rankdata(-reps, method="min", axis=1)
+    high = rankdata(-reps, method="max", axis=1)
+    ranks = np.arange(1, n + 1)
+    spans = (ranks >= low[..., None]) & (ranks <= high[..., None])
+    return (spans / (high - low + 1)[..., None]).mean(axis=0)
+
+
+def _per_scenario(scores: pd.DataFrame, bootstrap: ClusterBootstrap):
+    """Passes and valid rows per (target, variant), and each variant's cluster."""
+    targets = sorted(str(t) for t in pd.unique(scores["target"]))
+    t_code = pd.Index(targets).get_indexer(scores["target"].astype(str))
+    s_code, scenarios = pd.factorize(scores["scenario_id"])
+    n_t, n_s = len(targets), len(scenarios)
+    flat = t_code * n_s + s_code
+    trials = np.bincount(flat, weights=valid_mask(scores), minlength=n_t * n_s).reshape(n_t, n_s)
+    successes = np.bincount(flat, weights=passes(scores), minlength=n_t * n_s).reshape(n_t, n_s)
+    cluster = np.zeros(n_s, dtype=np.int64)
+    cluster[s_code] = bootstrap.codes(scores["base_id"])
+    return targets, successes, trials, cluster
+
+
+def _by_cluster(cluster: np.ndarray, n_clusters: int, per_scenario: np.ndarray) -> np.ndarray:
+    """(columns, variants) → (clusters, columns) sums."""
+    return (
+        np.column_stack(
+            [np.bincount(cluster, weights=row, minlength=n_clusters) for row in per_scenario]
+        )
+        if len(per_scenario)
+        else np.zeros((n_clusters, 0))
+    )
+
+
+def compare_targets(
+    scores: pd.DataFrame, bootstrap: ClusterBootstrap, *, confidence_level: float = 0.95
+) -> TargetComparison:
+    """Pairwise differences between targets and their ranking, all paired over base scenarios."""
+    targets, successes, trials, cluster = _per_scenario(scores, bootstrap)
+    k = bootstrap.n_clusters
+    pairs = list(itertools.combinations(range(len(targets)), 2))
+    pairwise: list[Difference] = []
+    if pairs:
+        a, b = np.array(pairs).T
+        shared = (trials[a] > 0) & (trials[b] > 0)
+        s_a, t_a = (
+            _by_cluster(cluster, k, successes[a] * shared),
+            _by_cluster(cluster, k, trials[a] * shared),
+        )
+        s_b, t_b = (
+            _by_cluster(cluster, k, successes[b] * shared),
+            _by_cluster(cluster, k, trials[b] * shared),
+        )
+        reps = bootstrap.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
+        pairwise = estimate_differences(
+            [(targets[i], targets[j]) for i, j in pairs],
+            s_a,
+            t_a,
+            s_b,
+            t_b,
+            reps[:, : len(pairs)],
+            reps[:, len(pairs) :],
+            method=methods.CLUSTER_BOOTSTRAP,
+            confidence_level=confidence_level,
+        )
+    return TargetComparison(
+        pairwise=pairwise, ranking=_ranking(targets, successes, trials, cluster, bootstrap)
+    )
+
+
+def _ranking(targets, successes, trials, cluster, bootstrap: ClusterBootstrap) -> Ranking:
+    shared = (trials > 0).all(axis=0)
+    if not shared.any():
+        return Ranking(
+            n_scenarios=0,
+            n_clusters=0,
+            ranks=[
+                TargetRank(target=t, rate=None, n=0, rank=None, rank_probabilities=[])
+                for t in targets
+            ],
+            reason="no variant has valid rows for every target",
+        )
+    s = _by_cluster(cluster, bootstrap.n_clusters, successes * shared)
+    t = _by_cluster(cluster, bootstrap.n_clusters, trials * shared)
+    rates = s.sum(axis=0) / t.sum(axis=0)
+    point = rankdata(-np.round(rates, RANK_DECIMALS), method="average")
+    probabilities = rank_probabilities(bootstrap.replicate_ratios(s, t))
+    return Ranking(
+        n_scenarios=int(shared.sum()),
+        n_clusters=int((t[:, 0] > 0).sum()),
+        ranks=[
+            TargetRank(
+                target=target,
+                rate=float(rates[i]),
+                n=int(t[:, i].sum()),
+                rank=float(point[i]),
+                rank_probabilities=[float(p) for p in probabilities[i]],
+            )
+            for i, target in enumerate(targets)
+        ],
+    )

@@ -1,0 +1,222 @@
+"""Pass rates with cluster-bootstrap intervals, and every breakdown of them a target gets.
+
+A rate is total passes over total valid rows (a ratio estimator), so a base
+scenario with more valid rows weighs more, in the replicates exactly as in the
+point estimate. Rows without a verdict are counted in `n_error` of every group
+they belong to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import methods
+from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
+from .estimates import RateEstimate, Strict
+from .frame import DEMOGRAPHIC_PREFIX, check_scores, demographic_axes, passes, valid_mask
+from .grouping import factorize, group_sums, pass_tables
+from .intervals import wilson_interval
+
+
+class TargetRates(Strict):
+    """Every pass-rate breakdown of one target.
+
+    `by_base_scenario` and `by_variant` cover one base scenario each, which
+    cannot be resampled: their intervals are Wilson intervals on rows
+    (`wilson-rows-single-cluster`) and describe verdict variation within the
+    scenario only.
+    """
+
+    overall: RateEstimate
+    positive: RateEstimate
+    negative: RateEstimate
+    by_metric: dict[str, RateEstimate]
+    by_base_scenario: dict[str, RateEstimate]
+    by_variant: dict[str, RateEstimate]
+    by_demographic: dict[str, dict[str, RateEstimate]]
+
+
+def no_data(n_error: float = 0) -> RateEstimate:
+    """The estimate of a group without valid rows: None everywhere, its errors still counted."""
+    return RateEstimate(
+        rate=None,
+        n=0,
+        n_error=int(n_error),
+        ci_low=None,
+        ci_high=None,
+        ci_method=methods.NONE,
+        n_clusters=0,
+    )
+
+
+def estimate_rates(
+    bootstrap: ClusterBootstrap,
+    successes: np.ndarray,
+    trials: np.ndarray,
+    errors: np.ndarray,
+    confidence_level: float,
+) -> list[RateEstimate]:
+    """One RateEstimate per column of (clusters, groups) tables of passes and valid rows.
+
+    The interval is the percentile interval of the replicate ratios. When the
+    replicates do not vary (every row passes, every row fails, or each metric
+    has a single base scenario) it is a Wilson interval on the number of base
+    scenarios: the design effect of a group whose rows all agree cannot be
+    estimated, and counting each scenario once is its upper bound. With a
+    single base scenario there is nothing to resample and the interval is a
+    Wilson interval on rows.
+    """
+    check_confidence_level(confidence_level)
+    x = successes.sum(axis=0)
+    n = trials.sum(axis=0)
+    n_clusters = (trials > 0).sum(axis=0)
+    low, high, degenerate = percentile_interval(
+        bootstrap.replicate_ratios(successes, trials), confidence_level
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = x / n
+    rows_low, rows_high = wilson_interval(x, n, confidence_level)
+    clusters_low, clusters_high = wilson_interval(rate * n_clusters, n_clusters, confidence_level)
+    out = []
+    for g in range(successes.shape[1]):
+        if n[g] == 0:
+            out.append(no_data(errors[g]))
+            continue
+        if n_clusters[g] == 1:
+            lo, hi, method = rows_low[g], rows_high[g], methods.WILSON_ROWS_SINGLE_CLUSTER
+        elif degenerate[g]:
+            lo, hi, method = clusters_low[g], clusters_high[g], methods.WILSON_CLUSTERS
+        else:
+            lo, hi, method = low[g], high[g], methods.CLUSTER_BOOTSTRAP
+        out.append(
+            RateEstimate(
+                rate=float(rate[g]),
+                n=int(n[g]),
+                n_error=int(errors[g]),
+                ci_low=float(lo),
+                ci_high=float(hi),
+                ci_method=method,
+                n_clusters=int(n_clusters[g]),
+            )
+        )
+    return out
+
+
+def grouped_rates(
+    scores: pd.DataFrame,
+    bootstrap: ClusterBootstrap,
+    groupings: Sequence[Sequence[str]],
+    *,
+    confidence_level: float = 0.95,
+) -> list[dict[tuple, RateEstimate]]:
+    """Bootstrapped rates for several groupings of the rows, all from one pass over the replicates.
+
+    Each grouping is a list of columns; its groups are the distinct value
+    tuples (rows missing a value belong to none of them). An empty grouping is
+    all rows.
+    """
+    tables = pass_tables(
+        scores, bootstrap.codes(scores["base_id"]), bootstrap.n_clusters, groupings
+    )
+    estimates = estimate_rates(
+        bootstrap, tables.successes, tables.trials, tables.errors, confidence_level
+    )
+    out, offset = [], 0
+    for keys in tables.keys:
+        out.append(dict(zip(keys, estimates[offset : offset + len(keys)])))
+        offset += len(keys)
+    return out
+
+
+def rate_estimate(
+    scores: pd.DataFrame, bootstrap: ClusterBootstrap, *, confidence_level: float = 0.95
+) -> RateEstimate:
+    """The pass rate of all rows of `scores`, with its cluster-bootstrap interval."""
+    (estimates,) = grouped_rates(scores, bootstrap, [[]], confidence_level=confidence_level)
+    return estimates[()]
+
+
+def rates_by(
+    scores: pd.DataFrame,
+    bootstrap: ClusterBootstrap,
+    column: str,
+    *,
+    confidence_level: float = 0.95,
+) -> dict[str, RateEstimate]:
+    """The pass rate of each value of `column`, bootstrapped over the same replicates."""
+    (estimates,) = grouped_rates(scores, bootstrap, [[column]], confidence_level=confidence_level)
+    return {str(key[0]): est for key, est in estimates.items()}
+
+
+def within_scenario_rates(
+    scores: pd.DataFrame, columns: Sequence[str], *, confidence_level: float = 0.95
+) -> dict[tuple, RateEstimate]:
+    """Rates of groups that each lie inside one base scenario, with Wilson intervals on rows.
+
+    `columns` must identify at most one base scenario per group (e.g. target
+    and base_id, or target and scenario_id).
+    """
+    check_confidence_level(confidence_level)
+    group, keys = factorize(scores, columns)
+    valid = valid_mask(scores).astype(float)
+    x = group_sums(group, len(keys), passes(scores))
+    n = group_sums(group, len(keys), valid)
+    errors = group_sums(group, len(keys), 1.0 - valid)
+    low, high = wilson_interval(x, n, confidence_level)
+    out = {}
+    for g, key in enumerate(keys):
+        if n[g] == 0:
+            out[key] = no_data(errors[g])
+            continue
+        out[key] = RateEstimate(
+            rate=float(x[g] / n[g]),
+            n=int(n[g]),
+            n_error=int(errors[g]),
+            ci_low=float(low[g]),
+            ci_high=float(high[g]),
+            ci_method=methods.WILSON_ROWS_SINGLE_CLUSTER,
+            n_clusters=1,
+        )
+    return out
+
+
+def target_rates(
+    scores: pd.DataFrame, bootstrap: ClusterBootstrap, *, confidence_level: float = 0.95
+) -> dict[str, TargetRates]:
+    """Every breakdown of every target: overall, positive and negative metrics, per metric,
+    per base scenario, per variant and per value of each demographic axis."""
+    check_scores(scores)
+    axes = demographic_axes(scores)
+    overall, by_type, by_metric, *by_axis = grouped_rates(
+        scores,
+        bootstrap,
+        [["target"], ["target", "metric_type"], ["target", "metric_id"]]
+        + [["target", DEMOGRAPHIC_PREFIX + axis] for axis in axes],
+        confidence_level=confidence_level,
+    )
+    by_base = within_scenario_rates(
+        scores, ["target", "base_id"], confidence_level=confidence_level
+    )
+    by_variant = within_scenario_rates(
+        scores, ["target", "scenario_id"], confidence_level=confidence_level
+    )
+
+    def of(target: str, estimates: dict[tuple, RateEstimate]) -> dict[str, RateEstimate]:
+        return {str(key[1]): est for key, est in estimates.items() if key[0] == target}
+
+    out = {}
+    for (target,), estimate in overall.items():
+        types = of(target, by_type)
+        out[str(target)] = TargetRates(
+            overall=estimate,
+            positive=types.get("positive", no_data()),
+            negative=types.get("negative", no_data()),
+            by_metric=of(target, by_metric),
+            by_base_scenario=of(target, by_base),
+            by_variant=of(target, by_variant),
+            by_demographic={axis: of(target, est) for axis, est in zip(axes, by_axis)},
+        )
+    return out

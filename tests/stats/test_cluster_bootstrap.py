@@ -1,0 +1,128 @@
+"""The resampling itself: against scipy's bootstrap, its variance, its strata and its seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from score_rows import frame, row
+
+from pressurebench.stats import bootstrap as bootstrap_module
+from pressurebench.stats.bootstrap import ClusterBootstrap, percentile_interval
+from pressurebench.stats.rates import rate_estimate
+
+
+def clustered_rows(seed: int, n_clusters: int = 40):
+    """Rows of one metric; clusters of 3–12 rows with pass probabilities from a Beta."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(3, 13, size=n_clusters)
+    probabilities = rng.beta(2, 1.5, size=n_clusters)
+    successes = rng.binomial(sizes, probabilities)
+    rows = [
+        row("m01", base + 1, variant + 1, passed=bool(variant < successes[base]))
+        for base in range(n_clusters)
+        for variant in range(sizes[base])
+    ]
+    return frame(rows), successes, sizes
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_percentile_interval_matches_scipy_bootstrap_over_clusters(seed):
+    scores, successes, sizes = clustered_rows(seed)
+    ours = rate_estimate(
+        scores,
+        ClusterBootstrap.from_scores(scores, resamples=20000, seed=seed, draws="n"),
+    )
+
+    def ratio(s, t, axis=-1):
+        return s.sum(axis=axis) / t.sum(axis=axis)
+
+    reference = stats.bootstrap(
+        (successes, sizes),
+        ratio,
+        paired=True,
+        vectorized=True,
+        n_resamples=20000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=seed + 100,
+    ).confidence_interval
+    assert ours.ci_method == "stratified-cluster-bootstrap-percentile"
+    assert ours.rate == pytest.approx(successes.sum() / sizes.sum())
+    assert ours.ci_low == pytest.approx(reference.low, abs=0.01)
+    assert ours.ci_high == pytest.approx(reference.high, abs=0.01)
+
+
+def test_rescaled_draws_give_the_unbiased_variance_of_a_stratified_total():
+    # Strata of 2, 3 and 5 clusters. With n_h − 1 draws weighted n_h / (n_h − 1)
+    # the bootstrap variance of a total is Σ n_h s_h², the unbiased estimate; with
+    # n_h draws it is Σ (n_h − 1) s_h², too small by (n_h − 1) / n_h per stratum.
+    strata = ["a"] * 2 + ["b"] * 3 + ["c"] * 5
+    values = np.array([1.0, 4.0, 2.0, 7.0, 3.0, 0.0, 5.0, 1.0, 9.0, 4.0])
+    unbiased = biased = 0.0
+    for name in "abc":
+        y = values[[s == name for s in strata]]
+        unbiased += len(y) * y.var(ddof=1)
+        biased += (len(y) - 1) * y.var(ddof=1)
+    clusters = [f"c{i}" for i in range(len(values))]
+    rescaled = ClusterBootstrap(strata, clusters, resamples=200_000, seed=5).replicate_sums(values)
+    textbook = ClusterBootstrap(
+        strata, clusters, resamples=200_000, seed=5, draws="n"
+    ).replicate_sums(values)
+    assert rescaled.mean() == pytest.approx(values.sum(), rel=0.005)
+    assert rescaled.var() == pytest.approx(unbiased, rel=0.02)
+    assert textbook.var() == pytest.approx(biased, rel=0.02)
+
+
+def test_each_replicate_keeps_every_metric_at_its_own_size():
+    strata = ["m01"] * 4 + ["m02"] * 3 + ["m03"]
+    boot = ClusterBootstrap(strata, [f"c{i}" for i in range(8)], resamples=500, seed=1)
+    weights = np.vstack(list(boot.weights()))
+    assert weights.shape == (500, 8)
+    assert np.allclose(weights[:, :4].sum(axis=1), 4)
+    assert np.allclose(weights[:, 4:7].sum(axis=1), 3)
+    assert np.all(weights[:, 7] == 1)  # a lone base scenario enters every replicate once
+    assert weights[:, :4].std(axis=0).min() > 0  # and the others are really redrawn
+
+
+def test_same_seed_same_replicates_other_seed_other_replicates():
+    scores, _, _ = clustered_rows(7)
+    first = rate_estimate(scores, ClusterBootstrap.from_scores(scores, resamples=300, seed=11))
+    again = rate_estimate(scores, ClusterBootstrap.from_scores(scores, resamples=300, seed=11))
+    other = rate_estimate(scores, ClusterBootstrap.from_scores(scores, resamples=300, seed=12))
+    assert (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
+    assert (first.ci_low, first.ci_high) != (other.ci_low, other.ci_high)
+
+
+def test_kept_and_regenerated_weights_are_the_same(monkeypatch):
+    values = np.arange(30.0).reshape(10, 3)
+    strata = ["a"] * 6 + ["b"] * 4
+    clusters = [f"c{i}" for i in range(10)]
+    kept = ClusterBootstrap(strata, clusters, resamples=400, seed=3)
+    first = kept.replicate_sums(values)
+    assert np.array_equal(first, kept.replicate_sums(values))
+    monkeypatch.setattr(bootstrap_module, "CACHE_ENTRIES", 0)
+    regenerated = ClusterBootstrap(strata, clusters, resamples=400, seed=3)
+    assert np.array_equal(first, regenerated.replicate_sums(values))
+    assert np.array_equal(first, regenerated.replicate_sums(values))
+
+
+def test_unknown_cluster_and_bad_settings_are_errors():
+    boot = ClusterBootstrap(["m01", "m01"], ["a", "b"], resamples=10)
+    with pytest.raises(ValueError, match="'z' is not one of the resampled clusters"):
+        boot.codes(["a", "z"])
+    with pytest.raises(ValueError, match="not unique"):
+        ClusterBootstrap(["m01", "m01"], ["a", "a"])
+    with pytest.raises(ValueError, match="draws"):
+        ClusterBootstrap(["m01"], ["a"], draws="all")
+    with pytest.raises(ValueError, match="confidence_level"):
+        percentile_interval(np.zeros((5, 1)), 1.5)
+
+
+def test_percentile_interval_flags_columns_that_cannot_vary():
+    reps = np.column_stack([np.linspace(0, 1, 101), np.full(101, 0.5), np.full(101, np.nan)])
+    reps[:10, 0] = np.nan  # left out, not counted as values
+    low, high, degenerate = percentile_interval(reps, 0.9)
+    assert low[0] == pytest.approx(np.quantile(np.linspace(0, 1, 101)[10:], 0.05))
+    assert high[0] == pytest.approx(np.quantile(np.linspace(0, 1, 101)[10:], 0.95))
+    assert degenerate.tolist() == [False, True, True]
