@@ -37,6 +37,15 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_impactbench(args: argparse.Namespace) -> int:
+    from .impactbench import import_impactbench
+
+    report = import_impactbench(args.dir, name=args.name, data_dir=args.data_dir)
+    print("\n".join(report.lines()))
+    print(f"add '{report.name}' to `benchmarks` in the params to aggregate it with the other results")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pressurebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -48,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_estimate)
+
+    p = sub.add_parser(
+        "import-impactbench",
+        help="import an impactbench benchmark folder (benchmark.yaml, scenarios.json, runs/) into data/",
+    )
+    p.add_argument("dir", help="the impactbench folder, e.g. impactbench/benchmarks/<name>")
+    p.add_argument("--name", help="benchmark id to import it as (default: the folder name)")
+    p.add_argument("--data-dir", default="data", help="where pipeline outputs live (default: data)")
+    p.set_defaults(func=cmd_import_impactbench)
     return parser
 
 

@@ -1,0 +1,429 @@
+"""Stage 2: scenarios. Per metric, demographic-neutral base scenarios, each
+rewritten once per demographic profile.
+
+- Base scenarios: `generation.scenarios_per_metric` per metric, one per call,
+  each call listing the scenarios already written for that metric so the next
+  one is a different situation; a draft nearly duplicating one of them is
+  dropped. Landmark turns must lie in 1..`generation.scenario_turns` (the schema only
+  offers those numbers), be unique, and are stored sorted.
+- Profiles: the Cartesian product of `generation.demographics` (`demographics`).
+  The generator rewrites the base persona and landmark instructions once per
+  profile; the user goal, the latent goal and the turn numbers are copied from
+  the base, so variants of one base scenario differ only in who is asking. With
+  no demographic axes each base scenario becomes one `_v01` row with its own
+  text, without a call.
+- Failures: a draft that stays invalid or duplicated after
+  `generation.max_regenerations` regenerations becomes a `GenerationError`
+  (a failed base scenario: one error, and none of its variants; a failed
+  rewrite: one error for that variant only). The error gate counts scenario
+  rows: expected = metrics x scenarios_per_metric x profiles.
+- Metrics run concurrently; each accepted base scenario starts its rewrites at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, create_model, model_validator
+
+from ..errors import ConfigError
+from ..io import read_yaml_model, write_artifact
+from ..llm.client import ModelClient, ProviderFactory, run_sync
+from ..params import load_params
+from ..prompts import render
+from ..runtime import Progress, StageRun
+from ..schemas import (
+    Benchmark,
+    GenerationError,
+    Landmark,
+    Manifest,
+    Metric,
+    Row,
+    Scenario,
+    ScenariosFile,
+    scenario_id,
+)
+from .demographics import Profile, describe, profiles
+from .generation import answer_budget, generate, generator_id
+from .similarity import near_duplicate_of, normalise
+
+STAGE = "gen_scenarios"
+BASE_PROMPT = "gen_scenario"
+REWRITE_PROMPT = "rewrite_scenario"
+
+PERSONA_MIN, PERSONA_MAX = 20, 400
+GOAL_MIN, GOAL_MAX = 10, 300
+INSTRUCTION_MIN, INSTRUCTION_MAX = 5, 240
+LANDMARK_OVERHEAD_CHARS = 30  # `{"turn": 12, "instruction": ""}`
+
+Persona = Annotated[str, Field(min_length=PERSONA_MIN, max_length=PERSONA_MAX)]
+Goal = Annotated[str, Field(min_length=GOAL_MIN, max_length=GOAL_MAX)]
+Instruction = Annotated[str, Field(min_length=INSTRUCTION_MIN, max_length=INSTRUCTION_MAX)]
+
+
+class _ScenarioDraftBase(Row):
+    persona: Persona
+    user_goal: Goal
+    latent_adversarial_goal: Goal
+
+    @model_validator(mode="after")
+    def _coherent(self):
+        turns = [lm.turn for lm in self.landmarks]
+        if len(set(turns)) != len(turns):
+            raise ValueError("landmark turns must be unique")
+        self.landmarks.sort(key=lambda lm: lm.turn)
+        instructions = [normalise(lm.instruction) for lm in self.landmarks]
+        if len(set(instructions)) != len(instructions):
+            raise ValueError("landmark instructions must differ from each other")
+        if normalise(self.user_goal) == normalise(self.latent_adversarial_goal):
+            raise ValueError("the latent goal must differ from the goal the user states")
+        return self
+
+
+@cache
+def scenario_draft_schema(turns: int) -> type[_ScenarioDraftBase]:
+    """The base-scenario answer for conversations of `turns` turns.
+
+    Turn numbers are an enum of 1..turns rather than a checked integer, so
+    grammar-constrained decoding cannot produce an out-of-range turn at all.
+    """
+    landmark = create_model(
+        "LandmarkDraft",
+        __base__=Row,
+        turn=(Literal[tuple(range(1, turns + 1))], ...),
+        instruction=(Instruction, ...),
+    )
+    return create_model(
+        "ScenarioDraft",
+        __base__=_ScenarioDraftBase,
+        landmarks=(list[landmark], Field(min_length=1, max_length=turns)),
+    )
+
+
+@cache
+def rewrite_draft_schema(n_landmarks: int) -> type[Row]:
+    """A rewrite answers with the persona and exactly one instruction per base landmark, in order:
+    the turn numbers are the base's, so the turn structure cannot drift."""
+    return create_model(
+        "RewriteDraft",
+        __base__=Row,
+        persona=(Persona, ...),
+        landmarks=(list[Instruction], Field(min_length=n_landmarks, max_length=n_landmarks)),
+    )
+
+
+def scenario_text(draft) -> str:
+    return f"{draft.persona} {draft.user_goal} {draft.latent_adversarial_goal}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one run generates from, fixed before the first call."""
+
+    benchmark: Benchmark
+    generator: str
+    scenarios_per_metric: int
+    turns: int
+    profiles: list[Profile]
+    attempts: int
+
+    @property
+    def rows_expected(self) -> int:
+        return len(self.benchmark.metrics) * self.scenarios_per_metric * len(self.profiles)
+
+    @property
+    def rewrites(self) -> bool:
+        return self.profiles != [{}]
+
+
+@dataclass
+class Outcome:
+    rows: list[Scenario]
+    errors: list[GenerationError]
+    near_duplicates: int = 0
+
+
+class _Reporter:
+    """Progress per scenario row; a failed base scenario fails all its rows at once."""
+
+    def __init__(self, progress: Progress | None):
+        self.progress = progress
+
+    def rows(self, ok: bool, n: int = 1) -> None:
+        if self.progress:
+            for _ in range(n):
+                self.progress.update(ok)
+
+
+async def generate_scenarios(
+    client: ModelClient, plan: Plan, progress: Progress | None = None
+) -> Outcome:
+    """All metrics concurrently; rows sorted by id, errors by metric, base scenario and profile."""
+    report = _Reporter(progress)
+    parts = await asyncio.gather(
+        *(_metric(client, plan, m, report) for m in plan.benchmark.metrics)
+    )
+    rows = sorted((r for p in parts for r in p.rows), key=lambda r: r.id)
+    order = {tuple(p.items()): i for i, p in enumerate(plan.profiles)}
+    errors = sorted(
+        (e for p in parts for e in p.errors),
+        key=lambda e: (
+            e.metric_id or "",
+            e.base_id or "",
+            order.get(tuple((e.demographic or {}).items()), -1),
+        ),
+    )
+    return Outcome(rows, errors, sum(p.near_duplicates for p in parts))
+
+
+async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Reporter) -> Outcome:
+    out = Outcome([], [])
+    schema = scenario_draft_schema(plan.turns)
+    max_chars = (
+        PERSONA_MAX + 2 * GOAL_MAX + plan.turns * (INSTRUCTION_MAX + LANDMARK_OVERHEAD_CHARS)
+    )
+    max_tokens = answer_budget(client.spec(plan.generator).max_tokens, max_chars)
+    accepted: dict[str, _ScenarioDraftBase] = {}
+    expansions = []
+    for number in range(1, plan.scenarios_per_metric + 1):
+        base_id = f"{metric.id}_s{number:03d}"
+
+        def messages(rejected, number=number) -> list[dict]:
+            prompt = render(
+                BASE_PROMPT,
+                benchmark=plan.benchmark,
+                metric=metric,
+                turns=plan.turns,
+                number=number,
+                total=plan.scenarios_per_metric,
+                previous=list(accepted.values()) + rejected,
+            )
+            return [{"role": "user", "content": prompt}]
+
+        def accept(draft) -> str | None:
+            twin = near_duplicate_of(
+                scenario_text(draft), {k: scenario_text(d) for k, d in accepted.items()}
+            )
+            return None if twin is None else f"near-duplicate of {twin}"
+
+        result = await generate(
+            client,
+            plan.generator,
+            messages=messages,
+            schema=schema,
+            accept=accept,
+            attempts=plan.attempts,
+            max_tokens=max_tokens,
+        )
+        out.near_duplicates += sum(r.startswith("near-duplicate") for r in result.rejections)
+        if result.value is None:
+            out.errors.append(
+                GenerationError(
+                    stage=STAGE,
+                    metric_id=metric.id,
+                    base_id=base_id,
+                    reason=result.reason("base scenario"),
+                )
+            )
+            report.rows(False, len(plan.profiles))
+            continue
+        accepted[base_id] = result.value
+        expansions.append(
+            asyncio.create_task(_variants(client, plan, metric, number, result.value, report))
+        )
+    for part in await asyncio.gather(*expansions):
+        out.rows += part.rows
+        out.errors += part.errors
+    return out
+
+
+async def _variants(
+    client: ModelClient,
+    plan: Plan,
+    metric: Metric,
+    number: int,
+    base: _ScenarioDraftBase,
+    report: _Reporter,
+) -> Outcome:
+    base_id = f"{metric.id}_s{number:03d}"
+    if not plan.rewrites:
+        report.rows(True)
+        return Outcome(
+            [
+                _row(
+                    metric,
+                    number,
+                    1,
+                    {},
+                    base.persona,
+                    base,
+                    [lm.instruction for lm in base.landmarks],
+                )
+            ],
+            [],
+        )
+    results = await asyncio.gather(*(_rewrite(client, plan, base, p) for p in plan.profiles))
+    out = Outcome([], [])
+    for variant, (profile, result) in enumerate(zip(plan.profiles, results), start=1):
+        report.rows(result.value is not None)
+        if result.value is None:
+            out.errors.append(
+                GenerationError(
+                    stage=STAGE,
+                    metric_id=metric.id,
+                    base_id=base_id,
+                    demographic=profile,
+                    reason=f"rewrite for {describe(profile)}: {result.reason('rewrite')}",
+                )
+            )
+        else:
+            out.rows.append(
+                _row(
+                    metric,
+                    number,
+                    variant,
+                    profile,
+                    result.value.persona,
+                    base,
+                    result.value.landmarks,
+                )
+            )
+    return out
+
+
+async def _rewrite(client: ModelClient, plan: Plan, base: _ScenarioDraftBase, profile: Profile):
+    n = len(base.landmarks)
+    max_chars = PERSONA_MAX + n * (INSTRUCTION_MAX + 4)
+    prompt = render(REWRITE_PROMPT, base=base, profile=describe(profile), n=n)
+
+    def accept(draft) -> str | None:
+        if normalise(draft.persona) == normalise(base.persona):
+            return "the rewritten persona is the base persona unchanged"
+        return None
+
+    return await generate(
+        client,
+        plan.generator,
+        messages=lambda rejected: [{"role": "user", "content": prompt}],
+        schema=rewrite_draft_schema(n),
+        accept=accept,
+        attempts=plan.attempts,
+        max_tokens=answer_budget(client.spec(plan.generator).max_tokens, max_chars),
+    )
+
+
+def _row(
+    metric: Metric,
+    number: int,
+    variant: int,
+    profile: Profile,
+    persona: str,
+    base: _ScenarioDraftBase,
+    instructions: list[str],
+) -> Scenario:
+    sid = scenario_id(metric.id, number, variant)
+    return Scenario(
+        id=sid,
+        metric_id=metric.id,
+        base_id=f"{metric.id}_s{number:03d}",
+        persona=persona.strip(),
+        user_goal=base.user_goal.strip(),
+        latent_adversarial_goal=base.latent_adversarial_goal.strip(),
+        landmarks=[
+            Landmark(turn=lm.turn, instruction=text.strip())
+            for lm, text in zip(base.landmarks, instructions)
+        ],
+        demographic=dict(profile),
+    )
+
+
+def read_metrics(path: Path) -> Benchmark:
+    bench = read_yaml_model(path, Benchmark)
+    if not bench.metrics:
+        reason = "no metrics to write scenarios for"
+        if bench.errors:
+            reason += (
+                f" (gen_metrics recorded {len(bench.errors)} errors: {bench.errors[0].reason})"
+            )
+        raise ConfigError(path, reason, "metrics")
+    return bench
+
+
+def run(
+    params_path: str | Path,
+    benchmark: str,
+    *,
+    provider_factory: ProviderFactory | None = None,
+    arm: str | None = None,
+    generator: str | None = None,
+    metrics_from: Path | None = None,
+) -> Manifest:
+    """Write the scenarios file.
+
+    `generator` overrides `roles.generator` (generator-bias arms); `metrics_from`
+    reads the metrics from another benchmark file instead of this arm's own
+    (an arm that reuses the main arm's metrics).
+    """
+    params = load_params(params_path)
+    gen_id = generator_id(params_path, params, generator)
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=arm, params=params)
+    metrics_path = Path(metrics_from) if metrics_from is not None else stage.layout.benchmark_file
+    g = params.generation
+    plan = Plan(
+        benchmark=read_metrics(metrics_path),
+        generator=gen_id,
+        scenarios_per_metric=g.scenarios_per_metric,
+        turns=g.scenario_turns,
+        profiles=profiles(g.demographics),
+        attempts=1 + g.max_regenerations,
+    )
+    client = stage.client(provider_factory)
+
+    async def core() -> Outcome:
+        async with client:
+            progress = stage.progress(plan.rows_expected)
+            try:
+                return await generate_scenarios(client, plan, progress)
+            finally:
+                progress.close()
+
+    outcome = run_sync(core)
+    write_artifact(
+        stage.layout.scenarios_file,
+        ScenariosFile(benchmark=benchmark, rows=outcome.rows, errors=outcome.errors),
+    )
+    base_errors = sum(e.demographic is None for e in outcome.errors)
+    manifest = stage.finish(
+        client,
+        counts={
+            "metrics": len(plan.benchmark.metrics),
+            "metric_errors_upstream": len(plan.benchmark.errors),
+            "base_scenarios_requested": len(plan.benchmark.metrics) * plan.scenarios_per_metric,
+            "base_scenarios_failed": base_errors,
+            "profiles": len(plan.profiles),
+            "rows_expected": plan.rows_expected,
+            "rows_written": len(outcome.rows),
+            "rewrites_failed": len(outcome.errors) - base_errors,
+            "near_duplicates_dropped": outcome.near_duplicates,
+        },
+        prompts=[BASE_PROMPT, REWRITE_PROMPT] if plan.rewrites else [BASE_PROMPT],
+        params_used={
+            "generator": gen_id,
+            "metrics_from": str(metrics_path),
+            "metric_ids": [m.id for m in plan.benchmark.metrics],
+            "scenarios_per_metric": g.scenarios_per_metric,
+            "scenario_turns": g.scenario_turns,
+            "demographics": g.demographics,
+            "max_regenerations": g.max_regenerations,
+            "repair_retries": params.run.repair_retries,
+        },
+        seeds={"generator": params.models[gen_id].seed},
+    )
+    stage.check_error_rate(
+        plan.rows_expected - len(outcome.rows), plan.rows_expected, "scenario rows"
+    )
+    return manifest

@@ -1,0 +1,92 @@
+"""Ask the generator for one structured item, regenerating a bounded number of times.
+
+The client already repairs malformed structured output; this layer handles
+answers that are well-formed but unacceptable in context (a near-duplicate, a
+rewrite identical to its base). Every attempt uses a distinct `sample` index,
+so a regeneration is a new draw rather than a replay of the cached failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ..errors import ConfigError
+from ..llm.client import ModelClient
+from ..params import Params
+
+T = TypeVar("T", bound=BaseModel)
+
+MAX_REASON_CHARS = 600
+
+
+@dataclass
+class Attempts(Generic[T]):
+    """The accepted item (or None) and why each rejected attempt was rejected."""
+
+    value: T | None = None
+    rejections: list[str] = field(default_factory=list)
+
+    def reason(self, what: str) -> str:
+        """One line for a GenerationError: how many attempts, and the distinct reasons."""
+        distinct = list(dict.fromkeys(self.rejections))
+        text = f"no acceptable {what} after {len(self.rejections)} attempt(s): " + " | ".join(
+            distinct
+        )
+        return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3] + "..."
+
+
+async def generate(
+    client: ModelClient,
+    model_id: str,
+    *,
+    messages: Callable[[list[T]], list[dict]],
+    schema: type[T],
+    accept: Callable[[T], str | None],
+    attempts: int,
+    max_tokens: int | None = None,
+) -> Attempts[T]:
+    """Try up to `attempts` times. `messages(rejected)` builds the prompt, given the drafts
+    rejected so far (so the prompt can say what not to repeat); `accept(draft)` returns
+    None or the reason the draft is unacceptable."""
+    out: Attempts[T] = Attempts()
+    rejected: list[T] = []
+    for attempt in range(attempts):
+        result = await client.chat(
+            model_id, messages(rejected), schema=schema, sample=attempt, max_tokens=max_tokens
+        )
+        if not result.ok:
+            out.rejections.append(result.error or "call failed without a reason")
+            continue
+        problem = accept(result.parsed)
+        if problem is None:
+            out.value = result.parsed
+            return out
+        out.rejections.append(problem)
+        rejected.append(result.parsed)
+    return out
+
+
+def answer_budget(spec_max_tokens: int, max_answer_chars: int) -> int:
+    """A token cap that cannot cut off an answer the schema allows.
+
+    The schema bounds every string and list, so the longest valid answer is known;
+    at worst ~2 characters per token plus JSON punctuation. The registry's
+    `max_tokens` (set for chat turns) is kept when it is larger.
+    """
+    return max(spec_max_tokens, max_answer_chars // 2 + 64)
+
+
+def generator_id(params_path: str | Path, params: Params, override: str | None) -> str:
+    """The model that writes: an explicit override (a generator-bias arm), else `roles.generator`."""
+    if override is None:
+        return params.roles.generator
+    if override not in params.models:
+        raise ConfigError(
+            params_path, f"generator override '{override}' is not in the model registry", "models"
+        )
+    return override
