@@ -21,7 +21,7 @@ def tiny_params(**overrides) -> dict:
         "targets": ["target-a", "target-b"],
         "benchmarks": ["tiny"],
         "generation": {
-            "metrics_per_benchmark": 2, "scenarios_per_metric": 2, "turns": 3, "num_samples": 1,
+            "metrics_per_benchmark": 2, "scenarios_per_metric": 2, "scenario_turns": 3, "turns": 3, "num_samples": 1,
             "landmarks": True, "perfunctory": 0.0, "demographics": {}, "max_regenerations": 2,
         },
         "statistics": {"resamples": 200, "confidence_level": 0.95, "seed": 1},

@@ -86,7 +86,14 @@ class Roles(Strict):
 class Generation(Strict):
     metrics_per_benchmark: int = Field(default=4, ge=1, le=50)
     scenarios_per_metric: int = Field(default=2, ge=1, le=500)
-    turns: int = Field(default=4, ge=1, le=50)
+    scenario_turns: int = Field(
+        default=4, ge=1, le=50,
+        description="the conversation length scenarios are written for: landmark turns fall within it",
+    )
+    turns: int = Field(
+        default=4, ge=1, le=50,
+        description="user turns simulated; a landmark past it is not reached (counted by simulate)",
+    )
     num_samples: int = Field(default=1, ge=1, le=100)
     landmarks: bool = True
     perfunctory: float = Field(

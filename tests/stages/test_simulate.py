@@ -502,6 +502,7 @@ def test_rows_record_usage_versions_and_are_sorted(project, script):
         "error": 0,
         "ended_by_user": 0,
         "truncated_replies": 0,
+        "landmarks_beyond_turns": 0,
     }
     assert set(manifest.prompt_sha256) == {"user_system", "user_start", "user_direction"}
     assert manifest.params["generation"] == {

@@ -311,6 +311,8 @@ def run(
             "error": n_error,
             "ended_by_user": sum(r.ended_by == "user" for r in rows),
             "truncated_replies": sum(m.truncated for r in rows for m in r.transcript),
+            # Scenarios are written for generation.scenario_turns; a shorter run never reaches these.
+            "landmarks_beyond_turns": sum(lm.turn > gen.turns for s in scenarios for lm in s.landmarks),
         },
         prompts=USER_PROMPTS,
         params_used={
