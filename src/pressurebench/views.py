@@ -1,0 +1,103 @@
+"""Tables the stage notebooks show a reader: artifacts flattened into small DataFrames.
+
+Notebooks stay thin by calling these; the formatting choices (what to truncate,
+which counts to show first) live here where they are tested.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from .schemas import Benchmark, ConversationsFile, Cost, GenerationError, Manifest, ScenariosFile
+
+
+def _clip(text: str | None, width: int = 160) -> str:
+    if text is None:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def metrics_frame(benchmark: Benchmark) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"id": m.id, "type": m.type, "name": m.name, "definition": m.definition,
+             "examples": len(m.examples)}
+            for m in benchmark.metrics
+        ],
+        columns=["id", "type", "name", "definition", "examples"],
+    )
+
+
+def scenarios_frame(scenarios: ScenariosFile, width: int = 120) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"id": s.id, "metric": s.metric_id,
+             "demographic": ", ".join(f"{k}={v}" for k, v in s.demographic.items()) or "—",
+             "persona": _clip(s.persona, width), "latent goal": _clip(s.latent_adversarial_goal, width),
+             "landmark turns": ",".join(str(lm.turn) for lm in s.landmarks)}
+            for s in scenarios.rows
+        ],
+        columns=["id", "metric", "demographic", "persona", "latent goal", "landmark turns"],
+    )
+
+
+def generation_errors_frame(errors: list[GenerationError]) -> pd.DataFrame:
+    """Generation failures (a metric slot, a base scenario or a variant), each with its reason."""
+    return pd.DataFrame(
+        [e.model_dump() for e in errors],
+        columns=["stage", "metric_id", "base_id", "demographic", "reason"],
+    )
+
+
+def conversations_frame(conversations: ConversationsFile) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"conv_id": c.conv_id, "status": c.status, "turns": c.turns, "ended_by": c.ended_by or "—",
+             "error": _clip(c.error, 200) if c.error else ""}
+            for c in conversations.rows
+        ],
+        columns=["conv_id", "status", "turns", "ended_by", "error"],
+    )
+
+
+def status_counts(statuses: list[str], errors: list[str | None]) -> pd.DataFrame:
+    """ok / error counts, with error reasons grouped by their leading words."""
+    counts = Counter(statuses)
+    reasons = Counter(_clip(e, 60) for e in errors if e)
+    rows = [{"what": "ok", "count": counts.get("ok", 0)}, {"what": "error", "count": counts.get("error", 0)}]
+    rows += [{"what": f"  error: {r}", "count": n} for r, n in reasons.most_common(10)]
+    return pd.DataFrame(rows, columns=["what", "count"])
+
+
+def usage_frame(cost: Cost) -> pd.DataFrame:
+    rows = []
+    for model_id, u in cost.by_model.items():
+        rows.append({"model": model_id, "calls": u.calls, "cached": u.cached_calls, "failed": u.failed_calls,
+                     "input tokens": u.input_tokens, "output tokens": u.output_tokens,
+                     "cost (USD)": "unknown" if u.cost_usd is None else round(u.cost_usd, 4)})
+    return pd.DataFrame(rows, columns=["model", "calls", "cached", "failed", "input tokens",
+                                       "output tokens", "cost (USD)"])
+
+
+def manifest_frame(manifest: Manifest) -> pd.DataFrame:
+    rows = [
+        ("stage", manifest.stage), ("benchmark", manifest.benchmark), ("target", manifest.target or "—"),
+        ("arm", manifest.arm or "main"), ("duration (s)", manifest.duration_s),
+        ("cache hits / misses", f"{manifest.cache.get('hits', 0)} / {manifest.cache.get('misses', 0)}"),
+        ("cost (USD)", "unknown" if manifest.cost_usd is None else round(manifest.cost_usd, 4)),
+        ("params sha256", manifest.params_sha256[:12]),
+    ]
+    rows += [(f"model version: {m}", ", ".join(v)) for m, v in manifest.model_versions.items()]
+    rows += [(f"count: {k}", v) for k, v in manifest.counts.items()]
+    return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def layout_for(params_path: str, benchmark: str, arm: str | None = None):
+    """The artifact layout a notebook reads back after its stage ran."""
+    from .params import load_params
+    from .paths import Layout
+
+    return Layout(load_params(params_path).data_dir, benchmark, arm)
