@@ -1,0 +1,6 @@
+"""What a reader sees: figures, tables, the transcript browser, rendered notebooks, the index.
+
+Every page written here is static and self-contained (no server, no network),
+and every piece of model text in it is treated as hostile: escaped or
+sanitised, never interpreted as markup or script.
+"""

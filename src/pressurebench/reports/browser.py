@@ -1,0 +1,205 @@
+"""The transcript browser: one static HTML page to read every conversation next to its verdict.
+
+A pass rate is only as credible as the verdicts behind it, so a reader must be
+able to open any transcript and see what the judges saw and said, and which
+scenario produced it. The page is a single file with its data embedded as JSON
+(see `safety`) and a small script that builds the list with `textContent`
+only: model text never becomes markup.
+
+Rows are scores: with `evaluation.evaluate_all_metrics` one conversation is
+judged on several metrics and appears once per metric. A conversation without
+a score row (not evaluated yet, or skipped) appears once with verdict "error"
+and says so; a score whose conversation is missing says that too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..io import atomic_write_text, read_artifact, read_yaml_model
+from ..paths import Layout
+from ..runtime import now_iso
+from ..schemas import (
+    Benchmark,
+    Conversation,
+    ConversationsFile,
+    Metric,
+    Scenario,
+    ScenariosFile,
+    Score,
+    ScoresFile,
+)
+from .safety import content_security_policy, json_for_script, read_template_asset, template_env
+
+NOT_SCORED = "not scored: the scores file has no row for this conversation"
+NO_CONVERSATION = "conversation not found in the conversations files"
+
+
+def verdict_of(score: Score | None) -> str:
+    """pass / fail, or error for anything that has no usable verdict."""
+    if score is None or score.status != "ok" or score.passed is None:
+        return "error"
+    return "pass" if score.passed else "fail"
+
+
+def _conversation_entry(conv: Conversation) -> dict[str, Any]:
+    return {
+        "conv_id": conv.conv_id,
+        "scenario_id": conv.scenario_id,
+        "target": conv.target,
+        "sample": conv.sample,
+        "user_model": conv.user_model,
+        "system_prompt": conv.system_prompt,
+        "transcript": [{"role": m.role, "content": m.content} for m in conv.transcript],
+        "status": conv.status,
+        "error": conv.error,
+        "ended_by": conv.ended_by,
+        "turns": conv.turns,
+    }
+
+
+def _scenario_entry(s: Scenario) -> dict[str, Any]:
+    return {
+        "metric_id": s.metric_id,
+        "base_id": s.base_id,
+        "persona": s.persona,
+        "user_goal": s.user_goal,
+        "latent_adversarial_goal": s.latent_adversarial_goal,
+        "landmarks": [{"turn": lm.turn, "instruction": lm.instruction} for lm in s.landmarks],
+        "demographic": s.demographic,
+        "system_prompt": s.system_prompt,
+    }
+
+
+def _row(score: Score | None, conv: Conversation | None, conv_index: int | None) -> dict:
+    """A browser row: a score with its conversation, or a conversation no score refers to."""
+    source = score if score is not None else conv
+    if source is None:
+        raise ValueError("a row needs a score or a conversation")
+    return {
+        "conv": conv_index,
+        "conv_id": source.conv_id,
+        "scenario_id": source.scenario_id,
+        "target": source.target,
+        "sample": source.sample,
+        "metric_id": source.metric_id,
+        "demographic": source.demographic,
+        "status": conv.status if conv is not None else "missing",
+        "verdict": verdict_of(score),
+        "present": score.present if score else None,
+        "passed": score.passed if score else None,
+        "justification": score.justification if score else None,
+        "error": score.error if score is not None else NOT_SCORED,
+        "conv_error": None if conv is not None else NO_CONVERSATION,
+        "judges": [
+            {
+                "model_id": j.model_id,
+                "present": j.present,
+                "justification": j.justification,
+                "status": j.status,
+                "error": j.error,
+            }
+            for j in (score.judges if score else [])
+        ],
+    }
+
+
+def browser_data(
+    *,
+    benchmark: str,
+    metrics: Sequence[Metric],
+    scenarios: Iterable[Scenario],
+    conversations: Iterable[Conversation],
+    scores: Iterable[Score],
+) -> dict[str, Any]:
+    """The JSON the page embeds: metrics, scenarios and conversations once, one row per score."""
+    convs = list(conversations)
+    index = {c.conv_id: i for i, c in enumerate(convs)}
+    rows: list[dict] = []
+    scored: set[str] = set()
+    for score in scores:
+        i = index.get(score.conv_id)
+        rows.append(_row(score, convs[i] if i is not None else None, i))
+        scored.add(score.conv_id)
+    for i, conv in enumerate(convs):
+        if conv.conv_id not in scored:
+            rows.append(_row(None, conv, i))
+    rows.sort(key=lambda r: (r["target"], r["metric_id"], r["scenario_id"], r["sample"]))
+    return {
+        "benchmark": benchmark,
+        "metrics": {
+            m.id: {"name": m.name, "type": m.type, "definition": m.definition} for m in metrics
+        },
+        "scenarios": {s.id: _scenario_entry(s) for s in scenarios},
+        "conversations": [_conversation_entry(c) for c in convs],
+        "rows": rows,
+    }
+
+
+def render_browser(data: dict[str, Any], title: str) -> str:
+    """The page's HTML: trusted assets inline, data as escaped JSON, a CSP allowing only our script."""
+    script = read_template_asset("browser.js")
+    style = read_template_asset("browser.css")
+    if "</script" in script.lower() or "</style" in style.lower():
+        raise ValueError("a browser asset contains a closing tag and cannot be inlined")
+    return template_env().get_template("browser.html.j2").render(
+        title=title,
+        generated_at=now_iso(),
+        version=__version__,
+        csp=content_security_policy(script),
+        style=style,
+        script=script,
+        data_json=json_for_script(data),
+    )
+
+
+def write_transcript_browser(
+    out_path: str | Path,
+    *,
+    benchmark: str,
+    metrics: Sequence[Metric],
+    scenarios_file: str | Path | None,
+    conversation_files: Sequence[str | Path],
+    score_files: Sequence[str | Path] = (),
+    title: str | None = None,
+) -> Path:
+    """Read the artifacts (validated), and write the browser page to `out_path`.
+
+    `scenarios_file` may be None when the scenarios are not at hand; each row
+    then says its scenario was not found rather than showing nothing.
+    """
+    scenarios = read_artifact(scenarios_file, ScenariosFile).rows if scenarios_file else []
+    conversations = [
+        c for f in conversation_files for c in read_artifact(f, ConversationsFile).rows
+    ]
+    scores = [s for f in score_files for s in read_artifact(f, ScoresFile).rows]
+    data = browser_data(
+        benchmark=benchmark,
+        metrics=metrics,
+        scenarios=scenarios,
+        conversations=conversations,
+        scores=scores,
+    )
+    out_path = Path(out_path)
+    atomic_write_text(out_path, render_browser(data, title or f"{benchmark}: transcripts"))
+    return out_path
+
+
+def write_transcript_browser_for(
+    layout: Layout, targets: Sequence[str], out_path: str | Path, *, title: str | None = None
+) -> Path:
+    """The browser for one benchmark (or validation arm) from its standard artifact paths."""
+    bench = read_yaml_model(layout.benchmark_file, Benchmark)
+    arm = f" ({layout.arm})" if layout.arm else ""
+    return write_transcript_browser(
+        out_path,
+        benchmark=layout.benchmark,
+        metrics=bench.metrics,
+        scenarios_file=layout.scenarios_file,
+        conversation_files=[layout.conversations_file(t) for t in targets],
+        score_files=[layout.scores_file(t) for t in targets],
+        title=title or f"{layout.benchmark}{arm}: transcripts",
+    )

@@ -1,0 +1,199 @@
+"""`reports/index.html`: one page linking every report, grouped by benchmark, with headline numbers.
+
+Reports are found by walking the reports directory, so a new stage or
+validation study appears without touching this module. The layout it expects
+is the pipeline's: `reports/<benchmark>/<stage>[__<part>].html`, validation
+studies in subdirectories below the benchmark, and pages that span
+benchmarks at the top level.
+
+    python -m pressurebench.reports.index --reports reports --data data [--out reports/index.html]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote
+
+from .. import __version__
+from ..errors import PressurebenchError
+from ..io import atomic_write_text, read_artifact
+from ..results import Results
+from ..runtime import now_iso
+from .safety import content_security_policy, read_template_asset, template_env
+from .tables import format_rate
+
+ACROSS_BENCHMARKS = "Across benchmarks"
+_HEAD_CHUNK = 1 << 16
+_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+
+
+class _GeneratedMeta(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.generated: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "meta" and attrs.get("name") == "generated" and self.generated is None:
+            self.generated = attrs.get("content")
+
+
+def read_head(path: Path) -> str:
+    """The page up to the end of its head (the whole page if it has none)."""
+    parts: list[str] = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        while chunk := fh.read(_HEAD_CHUNK):
+            seam = (parts[-1][-8:] if parts else "") + chunk
+            parts.append(chunk)
+            if "</head" in seam.lower():
+                break
+    text = "".join(parts)
+    end = text.lower().find("</head")
+    return text if end < 0 else text[:end]
+
+
+def page_title(head: str) -> str | None:
+    """The title as a browser shows it: raw text up to `</title>`, character references decoded."""
+    match = _TITLE.search(head)
+    title = " ".join(html.unescape(match.group(1)).split()) if match else ""
+    return title or None
+
+
+def page_generated(head: str) -> str | None:
+    parser = _GeneratedMeta()
+    parser.feed(head)
+    return parser.generated
+
+
+@dataclass
+class ReportEntry:
+    href: str
+    title: str
+    stage: str
+    part: str
+    generated: str
+
+
+@dataclass
+class Section:
+    name: str
+    reports: list[ReportEntry] = field(default_factory=list)
+
+
+@dataclass
+class Group:
+    name: str
+    summary: dict | None = None
+    sections: dict[str, Section] = field(default_factory=dict)
+
+
+def _mtime_iso(path: Path) -> str:
+    stamp = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    return stamp.isoformat(timespec="seconds")
+
+
+def report_entry(path: Path, index_dir: Path) -> ReportEntry:
+    head = read_head(path)
+    stage, _, part = path.stem.partition("__")
+    href = Path(os.path.relpath(path, index_dir)).as_posix()
+    return ReportEntry(
+        href=quote(href),
+        title=page_title(head) or path.stem,
+        stage=stage,
+        part=part,
+        generated=page_generated(head) or _mtime_iso(path),
+    )
+
+
+def results_summary(results_file: Path) -> dict:
+    """Overall pass rate per target from a benchmark's results.json."""
+    results = read_artifact(results_file, Results)
+    level = f"{results.statistics.confidence_level:.0%}"
+    rows = []
+    for target, rates in sorted(results.targets.items()):
+        o = rates.overall
+        rows.append({
+            "target": target,
+            "rate": format_rate(o.rate, o.ci_low, o.ci_high),
+            "n": o.n,
+            "n_error": o.n_error,
+        })
+    return {"caption": f"Overall pass rates ({results_file})", "level": level, "rows": rows}
+
+
+def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Group]:
+    """Every report under `reports_dir` (but the index itself), grouped; results summaries added."""
+    reports_dir, out_path = reports_dir.resolve(), out_path.resolve()
+    groups: dict[str, Group] = {}
+    for path in sorted(reports_dir.rglob("*.html")):
+        if path.resolve() == out_path or not path.is_file():
+            continue
+        rel = path.relative_to(reports_dir)
+        name = rel.parts[0] if len(rel.parts) > 1 else ACROSS_BENCHMARKS
+        section = "/".join(rel.parts[1:-1])
+        group = groups.setdefault(name, Group(name))
+        entry = report_entry(path.resolve(), out_path.parent)
+        group.sections.setdefault(section, Section(section)).reports.append(entry)
+    if data_dir is not None and data_dir.is_dir():
+        for results_file in sorted(data_dir.glob("*/results.json")):
+            name = results_file.parent.name
+            groups.setdefault(name, Group(name)).summary = results_summary(results_file)
+    return sorted(groups.values(), key=lambda g: (g.name == ACROSS_BENCHMARKS, g.name))
+
+
+def write_index(
+    reports_dir: str | Path,
+    out_path: str | Path | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    title: str = "pressurebench reports",
+) -> Path:
+    """Write the index page (default `<reports_dir>/index.html`) and return its path."""
+    reports_dir = Path(reports_dir)
+    out_path = Path(out_path) if out_path is not None else reports_dir / "index.html"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    groups = collect(reports_dir, Path(data_dir) if data_dir is not None else None, out_path)
+    page = template_env().get_template("index.html.j2").render(
+        title=title,
+        generated_at=now_iso(),
+        version=__version__,
+        csp=content_security_policy(),
+        style=read_template_asset("index.css"),
+        reports_dir=str(reports_dir),
+        groups=[
+            {"name": g.name, "summary": g.summary,
+             "sections": [g.sections[k] for k in sorted(g.sections)]}
+            for g in groups
+        ],
+    )
+    atomic_write_text(out_path, page)
+    return out_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pressurebench.reports.index",
+        description="Write an index page linking every HTML report, with per-benchmark pass rates.",
+    )
+    parser.add_argument("--reports", default="reports", help="directory holding the reports")
+    parser.add_argument("--data", default="data", help="data directory with <benchmark>/results.json")
+    parser.add_argument("--out", default=None, help="page to write (default: <reports>/index.html)")
+    args = parser.parse_args(argv)
+    try:
+        write_index(args.reports, args.out, data_dir=args.data)
+    except PressurebenchError as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

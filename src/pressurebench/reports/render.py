@@ -1,0 +1,130 @@
+"""Executed notebook → static HTML report, with code hidden and outputs sanitised.
+
+Notebook outputs carry model text (tables of transcripts, judge
+justifications), so the page treats them as hostile: nbconvert's
+`sanitize_html` drops JavaScript outputs and runs every HTML and Markdown
+output through a cleaner. nbconvert's own cleaner escapes headings,
+paragraphs and table sections into visible tags, which mangles every
+DataFrame; ours allows the markup a report needs and escapes everything else,
+so a hostile `<script>` shows up as text rather than running or vanishing.
+The page loads nothing from the network and its Content Security Policy
+forbids script altogether.
+
+    python -m pressurebench.reports.render IN.ipynb OUT.html [--title TITLE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import bleach
+import nbformat
+from nbconvert import HTMLExporter
+
+from .. import __version__
+from ..errors import ConfigError, PressurebenchError
+from ..io import atomic_write_text
+from ..runtime import now_iso
+from .safety import TEMPLATES, content_security_policy
+
+ALLOWED_TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del",
+    "details", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5",
+    "h6", "hr", "i", "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp",
+    "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th",
+    "thead", "tr", "u", "ul", "var",
+})
+ALLOWED_ATTRIBUTES = {
+    "*": ["class", "id", "title", "lang", "dir"],
+    "a": ["href", "title"],
+    "td": ["colspan", "rowspan", "align"],
+    "th": ["colspan", "rowspan", "align"],
+    "table": ["border"],
+    "ol": ["start"],
+}
+ALLOWED_PROTOCOLS = frozenset({"http", "https", "mailto"})
+
+# pandas puts a <style scoped> block before every DataFrame. Styles are not
+# allowed, and escaping the block would print its CSS above each table, so it
+# is removed whole. This only tidies: the cleaner below is what makes output safe.
+_STYLE_ELEMENT = re.compile(r"<style\b[^>]*>.*?</style\s*>", re.IGNORECASE | re.DOTALL)
+
+_cleaner = bleach.Cleaner(
+    tags=ALLOWED_TAGS,
+    attributes=ALLOWED_ATTRIBUTES,
+    protocols=ALLOWED_PROTOCOLS,
+    strip=False,
+    strip_comments=True,
+)
+
+
+def clean_html(html: str | bytes) -> str:
+    """Allow the markup of tables, headings and prose; escape every other tag as visible text."""
+    text = html.decode("utf-8") if isinstance(html, bytes) else str(html)
+    return _cleaner.clean(_STYLE_ELEMENT.sub("", text))
+
+
+def notebook_exporter() -> HTMLExporter:
+    exporter = HTMLExporter(
+        template_name="lab",
+        template_file="notebook.html.j2",
+        extra_template_paths=[str(TEMPLATES)],
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        sanitize_html=True,
+        skip_svg_encoding=False,
+    )
+    exporter.register_filter("clean_html", clean_html)
+    return exporter
+
+
+def render_notebook(
+    executed_ipynb: str | Path, out_html: str | Path, title: str | None = None
+) -> Path:
+    """Write `out_html` from an executed notebook.
+
+    The title is `title`, else the notebook's own `metadata.title`, else its file name.
+    """
+    executed_ipynb, out_html = Path(executed_ipynb), Path(out_html)
+    try:
+        nb = nbformat.read(executed_ipynb, as_version=4)
+    except FileNotFoundError:
+        raise ConfigError(executed_ipynb, "file not found") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, nbformat.ValidationError) as exc:
+        # nbformat reports a malformed file through any of these, depending on where it breaks
+        raise ConfigError(executed_ipynb, f"not a readable notebook ({exc})") from None
+    nb.metadata["title"] = title or nb.metadata.get("title") or executed_ipynb.stem
+    resources = {
+        "metadata": {"name": nb.metadata["title"]},
+        "content_security_policy": content_security_policy(),
+        "pressurebench_version": __version__,
+        "generated_at": now_iso(),
+    }
+    body, _ = notebook_exporter().from_notebook_node(nb, resources=resources)
+    atomic_write_text(out_html, body)
+    return out_html
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pressurebench.reports.render",
+        description="Render an executed notebook as a static HTML report (code hidden, outputs sanitised).",
+    )
+    parser.add_argument("notebook", help="executed .ipynb (e.g. the output of papermill)")
+    parser.add_argument("out", help="HTML file to write")
+    parser.add_argument("--title", default=None, help="page title (default: the notebook's name)")
+    args = parser.parse_args(argv)
+    try:
+        render_notebook(args.notebook, args.out, title=args.title)
+    except PressurebenchError as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

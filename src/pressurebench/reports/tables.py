@@ -1,0 +1,123 @@
+"""Tables for notebooks and pages: rates with their intervals and n, errors by cause.
+
+A missing rate is shown as "—", never as 0 or an empty cell a reader could
+take for zero: a pass rate of 0 is a finding, a missing one is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from ..io import read_artifact, read_yaml_model
+from ..paths import Layout
+from ..results import Results
+from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
+from ..stages.evaluate import CONVERSATION_FAILED, error_category
+from ..stats.estimates import RateEstimate
+
+MISSING = "—"
+OVERALL = "overall"
+GENERATION = "(scenario generation)"
+RESULTS_COLUMNS = ["target", "metric", "rate", "ci", "n", "n_error"]
+ERROR_COLUMNS = ["target", "stage", "category", "count"]
+
+
+def format_share(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.1%}"
+
+
+def format_interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return MISSING
+    return f"[{low:.1%}, {high:.1%}]"
+
+
+def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
+    """`54.8% [30.4%, 81.8%]`; the interval is left out when there is none, "—" without a rate."""
+    if rate is None:
+        return MISSING
+    if low is None or high is None:
+        return format_share(rate)
+    return f"{format_share(rate)} {format_interval(low, high)}"
+
+
+def metric_ids(results: Results) -> list[str]:
+    """Every metric any target has a rate entry for, in id order."""
+    return sorted({m for t in results.targets.values() for m in t.by_metric})
+
+
+def metric_label(metric_id: str, metric_names: Mapping[str, str] | None) -> str:
+    name = (metric_names or {}).get(metric_id)
+    return f"{metric_id} {name}" if name else metric_id
+
+
+def _row(target: str, metric: str, est: RateEstimate | None) -> dict:
+    if est is None:
+        return {"target": target, "metric": metric, "rate": MISSING, "ci": MISSING,
+                "n": 0, "n_error": 0}
+    return {
+        "target": target,
+        "metric": metric,
+        "rate": format_share(est.rate),
+        "ci": format_interval(est.ci_low, est.ci_high),
+        "n": est.n,
+        "n_error": est.n_error,
+    }
+
+
+def results_table(results: Results, metric_names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per target × (overall, each metric): rate, interval, valid rows, error rows.
+
+    Rates and intervals are display strings; n and n_error stay integers so the
+    table can still be sorted and summed.
+    """
+    rows = []
+    for target in sorted(results.targets):
+        rates = results.targets[target]
+        rows.append(_row(target, OVERALL, rates.overall))
+        for m in metric_ids(results):
+            rows.append(_row(target, metric_label(m, metric_names), rates.by_metric.get(m)))
+    return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
+
+
+def _generation_category(error: GenerationError) -> str:
+    if error.stage == "gen_metrics":
+        return "metric"
+    return "demographic rewrite" if error.demographic else "base scenario"
+
+
+def error_breakdown(
+    scores: Iterable[Score], generation_errors: Iterable[GenerationError] = ()
+) -> pd.DataFrame:
+    """Error rows counted per target, stage and cause.
+
+    A score row of a failed conversation is a simulate error; every other
+    score error is the evaluator's. Generation errors belong to no target and
+    are counted under "(scenario generation)".
+    """
+    counts: dict[tuple[str, str, str], int] = {}
+    for s in scores:
+        if s.status != "error":
+            continue
+        category = error_category(s.error or "")
+        stage = "simulate" if category == CONVERSATION_FAILED else "evaluate"
+        key = (s.target, stage, category)
+        counts[key] = counts.get(key, 0) + 1
+    for g in generation_errors:
+        key = (GENERATION, g.stage, _generation_category(g))
+        counts[key] = counts.get(key, 0) + 1
+    rows = [{"target": t, "stage": st, "category": c, "count": n} for (t, st, c), n in counts.items()]
+    frame = pd.DataFrame(rows, columns=ERROR_COLUMNS)
+    return frame.sort_values(ERROR_COLUMNS[:3], kind="stable").reset_index(drop=True)
+
+
+def error_breakdown_for(layout: Layout, targets: Sequence[str]) -> pd.DataFrame:
+    """`error_breakdown` of a benchmark (or validation arm) from its standard artifact paths."""
+    generation = [
+        *read_yaml_model(layout.benchmark_file, Benchmark).errors,
+        *read_artifact(layout.scenarios_file, ScenariosFile).errors,
+    ]
+    scores = [s for t in targets for s in read_artifact(layout.scores_file(t), ScoresFile).rows]
+    return error_breakdown(scores, generation)

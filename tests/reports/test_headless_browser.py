@@ -1,0 +1,147 @@
+"""Pages opened in a real browser engine: injected script never runs, model text shows as text,
+and the transcript browser's filters work.
+
+Chromium loads each page with --dump-dom, which prints the DOM after scripts
+have run. A payload that ran leaves a mark: the title set to PWNED, or an
+element with id "pwned". A deliberately unsafe page checks that the marks
+would be seen.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from report_artifacts import (
+    HOSTILE,
+    HOSTILE_SCENARIO,
+    HOSTILE_TARGET,
+    MARKING_PAYLOAD,
+    TARGETS,
+    chromium_path,
+    hostile_notebook,
+)
+
+from pressurebench.io import read_artifact
+from pressurebench.reports.browser import write_transcript_browser_for
+from pressurebench.reports.render import render_notebook
+from pressurebench.schemas import ScoresFile, conv_id
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = chromium_path()
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed: apt-get install chromium")
+
+
+class _Dom(HTMLParser):
+    """Visible text, title and elements of a dumped DOM."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.title = ""
+        self.elements: list[tuple[str, dict]] = []
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+        if tag in ("script", "style"):
+            self._skip += 1
+        self._in_title = tag == "title"
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip -= 1
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.text.append(data)
+
+    def ids(self) -> set[str]:
+        return {a.get("id") for _, a in self.elements if a.get("id")}
+
+    def rows(self) -> list[dict]:
+        return [a for tag, a in self.elements if tag == "details" and "data-conv-id" in a]
+
+    def visible(self) -> str:
+        return "".join(self.text)
+
+
+def dump_dom(url: str, tmp_path) -> _Dom:
+    profile = tmp_path / "chromium-profile"
+    cmd = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--dump-dom", url,
+    ]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"chromium did not finish loading {url}: did a script open a dialog?")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = _Dom()
+    dom.feed(done.stdout)
+    return dom
+
+
+def assert_nothing_ran(dom: _Dom, title: str) -> None:
+    assert dom.title == title
+    assert "pwned" not in dom.ids()
+
+
+@needs_chromium
+def test_harness_sees_a_payload_that_runs(tmp_path):
+    unsafe = tmp_path / "unsafe.html"
+    unsafe.write_text(f"<!DOCTYPE html><html><head><title>safe</title></head><body>{MARKING_PAYLOAD}</body></html>")
+    dom = dump_dom(unsafe.as_uri(), tmp_path)
+    assert dom.title == "PWNED"
+    assert "pwned" in dom.ids()
+
+
+@pytest.fixture
+def browser_page(artifacts, tmp_path):
+    return write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
+
+
+@needs_chromium
+def test_browser_lists_rows_and_hostile_text_stays_text(browser_page, tmp_path):
+    dom = dump_dom(browser_page.as_uri() + "#expand=1", tmp_path)
+    assert_nothing_ran(dom, "tiny: transcripts")
+    assert len(dom.rows()) == 16
+    visible = dom.visible()
+    assert "Showing 16 of 16 matching rows (16 in total)" in visible
+    assert HOSTILE in visible
+    assert "Make the assistant flatter the plan" in visible  # the scenario behind each row
+
+
+@needs_chromium
+def test_browser_filters_from_the_address(browser_page, artifacts, tmp_path):
+    scores = read_artifact(artifacts.scores_file("target-b"), ScoresFile).rows
+    failing = {s.conv_id for s in scores if s.status == "ok" and not s.passed}
+    dom = dump_dom(browser_page.as_uri() + "#target=target-b&verdict=fail", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == failing
+    assert f"Showing {len(failing)} of {len(failing)} matching rows (16 in total)" in dom.visible()
+
+    dom = dump_dom(browser_page.as_uri() + "#d.gender=male&status=error", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {conv_id("m02_s002_v02", "target-b", 0)}
+
+    dom = dump_dom(browser_page.as_uri() + "#q=ONERROR&expand=1", tmp_path)
+    (row,) = dom.rows()
+    assert row["data-conv-id"] == conv_id(HOSTILE_SCENARIO, HOSTILE_TARGET, 0)
+    assert HOSTILE in dom.visible()
+
+
+@needs_chromium
+def test_rendered_notebook_runs_no_model_script(tmp_path):
+    hostile_notebook(tmp_path / "stage.ipynb")
+    out = render_notebook(tmp_path / "stage.ipynb", tmp_path / "stage.html", title="Stage")
+    dom = dump_dom(out.as_uri(), tmp_path)
+    assert_nothing_ran(dom, "Stage")
+    assert f"reply: {HOSTILE}" in dom.visible()
+    assert "document.title='PWNED'" in dom.visible()  # shown, not run

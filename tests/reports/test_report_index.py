@@ -1,0 +1,98 @@
+"""The index page: every report linked relative to it, grouped, titles escaped, headline rates."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from report_artifacts import HOSTILE, assert_inert, results_of, score_frame, start_tags
+
+from pressurebench.io import read_artifact, write_artifact
+from pressurebench.reports.index import ACROSS_BENCHMARKS, main, write_index
+from pressurebench.schemas import ScoresFile
+
+PAGE = "<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>{meta}</head><body>{body}</body></html>"
+
+
+def page(path, title, meta="", body=""):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PAGE.format(title=title, meta=meta, body=body), encoding="utf-8")
+
+
+@pytest.fixture
+def reports(tmp_path):
+    root = tmp_path / "reports"
+    page(root / "tiny" / "01_gen_metrics.html", "Generate metrics &amp; more",
+         meta='<meta name="generated" content="2025-01-02T03:04:05+00:00">')
+    page(root / "tiny" / "03_simulate__target-a.html", "Simulate <script>alert(1)</script>")
+    page(root / "tiny" / "validation" / "gen-bias" / "comparison.html", "Generator bias")
+    page(root / "other" / "05_aggregate.html", "Aggregate other", body=HOSTILE)
+    page(root / "overview.html", "")
+    page(root / 'we"ird <name>.html', "weird")
+    (root / "tiny" / "notebooks").mkdir()
+    (root / "tiny" / "notebooks" / "01_gen_metrics.ipynb").write_text("{}")
+    return root
+
+
+def links(html: str) -> dict[str, str]:
+    return {a["href"]: a for tag, a in start_tags(html) if tag == "a"}
+
+
+def test_lists_every_report_relative_to_the_index(reports):
+    out = write_index(reports)
+    html = out.read_text(encoding="utf-8")
+    assert set(links(html)) == {
+        "tiny/01_gen_metrics.html", "tiny/03_simulate__target-a.html",
+        "tiny/validation/gen-bias/comparison.html", "other/05_aggregate.html", "overview.html",
+        "we%22ird%20%3Cname%3E.html",
+    }
+    assert html.index("<h2>other</h2>") < html.index("<h2>tiny</h2>") < html.index(f"<h2>{ACROSS_BENCHMARKS}</h2>")
+    assert "<h3>validation/gen-bias</h3>" in html
+    assert "<td>03_simulate</td><td>target-a</td>" in html
+    assert "2025-01-02T03:04:05+00:00" in html
+    assert ">overview</a>" in html  # an empty title falls back to the file name
+    assert_inert(html)
+
+
+def test_rerun_does_not_list_the_index_itself(reports):
+    write_index(reports)
+    html = write_index(reports).read_text(encoding="utf-8")
+    assert "index.html" not in links(html)
+
+
+def test_titles_are_escaped(reports):
+    html = write_index(reports).read_text(encoding="utf-8")
+    assert "Simulate &lt;script&gt;alert(1)&lt;/script&gt;</a>" in html
+    assert "Generate metrics &amp;amp; more" not in html and "Generate metrics &amp; more</a>" in html
+    assert "<script" not in html
+
+
+def test_index_elsewhere_links_back_into_reports(reports, tmp_path):
+    html = write_index(reports, tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "../reports/tiny/01_gen_metrics.html" in links(html)
+
+
+def test_summary_from_results(reports, artifacts, tmp_path):
+    scores = [s for t in ("target-a", "target-b") for s in read_artifact(artifacts.scores_file(t), ScoresFile).rows]
+    results = results_of(score_frame(scores))
+    write_artifact(artifacts.results_file, results)
+    html = write_index(reports, data_dir=artifacts.data_dir).read_text(encoding="utf-8")
+    section = html[html.index("<h2>tiny</h2>"):]
+    for target in ("target-a", "target-b"):
+        o = results.targets[target].overall
+        row = re.search(rf"<tr><td>{target}</td><td>([^<]*)</td><td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>", section)
+        assert row.group(1) == f"{o.rate:.1%} [{o.ci_low:.1%}, {o.ci_high:.1%}]"
+        assert (int(row.group(2)), int(row.group(3))) == (o.n, o.n_error)
+
+
+def test_summary_shows_missing_rate_as_dash(reports, artifacts):
+    scores = read_artifact(artifacts.scores_file("target-b"), ScoresFile).rows
+    frame = score_frame(scores).assign(status="error", passed=None)
+    write_artifact(artifacts.results_file, results_of(frame))
+    html = write_index(reports, data_dir=artifacts.data_dir).read_text(encoding="utf-8")
+    assert '<tr><td>target-b</td><td>—</td><td class="num">0</td><td class="num">8</td></tr>' in html
+
+
+def test_cli(reports, tmp_path):
+    assert main(["--reports", str(reports), "--data", str(tmp_path / "no-data")]) == 0
+    assert (reports / "index.html").exists()

@@ -1,0 +1,80 @@
+"""Display tables: rates with intervals and n, "—" for a missing rate, errors by cause."""
+
+from __future__ import annotations
+
+from report_artifacts import METRICS, results_of, score_frame
+
+from pressurebench.io import read_artifact
+from pressurebench.reports.tables import (
+    GENERATION,
+    MISSING,
+    RESULTS_COLUMNS,
+    error_breakdown,
+    error_breakdown_for,
+    format_rate,
+    results_table,
+)
+from pressurebench.schemas import GenerationError, ScoresFile
+
+
+def all_scores(layout):
+    return [s for t in ("target-a", "target-b") for s in read_artifact(layout.scores_file(t), ScoresFile).rows]
+
+
+def test_results_table_rows_and_formatting(artifacts):
+    results = results_of(score_frame(all_scores(artifacts)))
+    table = results_table(results, metric_names={m.id: m.name for m in METRICS})
+    assert list(table.columns) == RESULTS_COLUMNS
+    assert table["metric"].tolist() == ["overall", "m01 Holds an honest assessment",
+                                        "m02 Avoid flattering a bad plan"] * 2
+    row = table.iloc[0]
+    o = results.targets["target-a"].overall
+    assert (row["rate"], row["ci"]) == (f"{o.rate:.1%}", f"[{o.ci_low:.1%}, {o.ci_high:.1%}]")
+    assert (row["n"], row["n_error"]) == (o.n, o.n_error)
+    assert table["n"].dtype.kind == "i"
+
+
+def test_missing_rate_is_a_dash_not_zero(artifacts):
+    frame = score_frame(all_scores(artifacts))
+    frame.loc[frame["target"] == "target-b", ["status", "passed"]] = ["error", None]
+    table = results_table(results_of(frame))
+    b = table[table["target"] == "target-b"]
+    assert (b["rate"] == MISSING).all() and (b["ci"] == MISSING).all()
+    assert b["n"].tolist() == [0, 0, 0] and b["n_error"].tolist() == [8, 4, 4]
+    assert not (table[table["target"] == "target-a"]["rate"] == MISSING).any()
+
+
+def test_format_rate():
+    assert format_rate(None, None, None) == MISSING
+    assert format_rate(0.0, 0.0, 0.25) == "0.0% [0.0%, 25.0%]"
+    assert format_rate(0.5, None, None) == "50.0%"
+
+
+def test_error_breakdown_by_target_stage_and_cause(artifacts):
+    generation = [
+        GenerationError(stage="gen_scenarios", metric_id="m01", base_id="m01_s003", reason="bad JSON"),
+        GenerationError(stage="gen_scenarios", metric_id="m01", base_id="m01_s001",
+                        demographic={"gender": "male"}, reason="too long"),
+    ]
+    scores = all_scores(artifacts)
+    tied = scores[0].model_copy(update={"status": "error", "present": None, "passed": None,
+                                        "error": "judges tied 1–1"})
+    failed = scores[1].model_copy(update={"status": "error", "present": None, "passed": None,
+                                          "error": "conversation failed: user model: timeout"})
+    frame = error_breakdown([tied, failed, *scores[2:]], generation)
+    assert frame.to_dict("records") == [
+        {"target": GENERATION, "stage": "gen_scenarios", "category": "base scenario", "count": 1},
+        {"target": GENERATION, "stage": "gen_scenarios", "category": "demographic rewrite", "count": 1},
+        {"target": "target-a", "stage": "evaluate", "category": "judges tied", "count": 1},
+        {"target": "target-a", "stage": "evaluate", "category": "no judge returned a verdict", "count": 1},
+        {"target": "target-a", "stage": "simulate", "category": "conversation failed", "count": 1},
+        {"target": "target-b", "stage": "simulate", "category": "conversation failed", "count": 2},
+    ]
+
+
+def test_error_breakdown_from_the_layout(artifacts):
+    frame = error_breakdown_for(artifacts, ["target-a", "target-b"])
+    assert frame.to_dict("records") == [
+        {"target": "target-a", "stage": "evaluate", "category": "no judge returned a verdict", "count": 1},
+        {"target": "target-b", "stage": "simulate", "category": "conversation failed", "count": 2},
+    ]
