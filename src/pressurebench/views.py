@@ -101,3 +101,30 @@ def layout_for(params_path: str, benchmark: str, arm: str | None = None):
     from .paths import Layout
 
     return Layout(load_params(params_path).data_dir, benchmark, arm)
+
+
+def agreement_frame(results) -> pd.DataFrame:
+    """Inter-sample agreement per target and pooled, and judge-panel agreement, with CIs.
+
+    A measure that cannot be computed (one sample, one judge, no variation) shows
+    its reason instead of a number.
+    """
+
+    def fmt(est) -> str:
+        if est.value is None:
+            return "—"
+        ci = "" if est.ci_low is None else f" [{est.ci_low:.2f}, {est.ci_high:.2f}]"
+        return f"{est.value:.2f}{ci}"
+
+    rows = []
+    scopes = [(t, r.sample_agreement) for t, r in results.targets.items()]
+    scopes.append(("all targets", results.sample_agreement))
+    for scope, sa in scopes:
+        rows.append({"scope": f"samples: {scope}", "items": sa.n_items, "all agree": fmt(sa.all_agree),
+                     "kappa": fmt(sa.fleiss_kappa), "alpha": fmt(sa.krippendorff_alpha),
+                     "note": sa.reason or "Fleiss' kappa; Krippendorff's alpha (nominal)"})
+    ja = results.judge_agreement
+    rows.append({"scope": "judges: " + (", ".join(ja.judges) or "—"), "items": ja.kappa.n_items,
+                 "all agree": "", "kappa": fmt(ja.kappa), "alpha": fmt(ja.krippendorff_alpha),
+                 "note": ja.reason or f"{ja.kappa_method} kappa"})
+    return pd.DataFrame(rows, columns=["scope", "items", "all agree", "kappa", "alpha", "note"])

@@ -186,3 +186,12 @@ def test_malformed_frames_are_refused():
     crossed = frame([row("m01", 1), {**row("m02", 1), "base_id": "m01_s001"}])
     with pytest.raises(ValueError, match="more than one metric"):
         check_scores(crossed)
+
+
+def test_wilson_bounds_are_exact_at_the_edges():
+    from pressurebench.stats.intervals import wilson_interval
+
+    low, high = wilson_interval(np.array([0.0, 7.0, 3.0]), np.array([7.0, 7.0, 0.0]), 0.95)
+    assert low[0] == 0.0 and high[1] == 1.0
+    assert 0 < high[0] < 1 and 0 < low[1] < 1
+    assert np.isnan(low[2]) and np.isnan(high[2])

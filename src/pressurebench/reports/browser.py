@@ -203,3 +203,31 @@ def write_transcript_browser_for(
         score_files=[layout.scores_file(t) for t in targets],
         title=title or f"{layout.benchmark}{arm}: transcripts",
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pressurebench.reports.browser --benchmark B [--arm A] [--out F]` (the DVC stage)."""
+    import argparse
+    import sys
+
+    from ..errors import PressurebenchError
+    from ..params import load_params
+
+    parser = argparse.ArgumentParser(description="Write the static transcript browser of a benchmark.")
+    parser.add_argument("--params", default="params/pipeline.yaml")
+    parser.add_argument("--benchmark", required=True)
+    parser.add_argument("--arm", default=None, help="a validation arm, e.g. user/<model id>")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        params = load_params(args.params)
+        targets = params.targets if args.arm is None else (params.validation.targets or params.targets)
+        write_transcript_browser_for(Layout(params.data_dir, args.benchmark, args.arm), targets, args.out)
+    except PressurebenchError as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

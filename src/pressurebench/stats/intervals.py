@@ -28,8 +28,11 @@ def wilson_interval(
         denom = 1 + z**2 / n
         centre = (p + z**2 / (2 * n)) / denom
         half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-        low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-        high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+        # At p = 0 (p = 1) the bound is exactly 0 (1); floating point leaves ~1e-17 otherwise.
+        low = np.where(x <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+        high = np.where(x >= n, 1.0, np.clip(centre + half, 0.0, 1.0))
+        low = np.where(n > 0, low, np.nan)
+        high = np.where(n > 0, high, np.nan)
     return low, high
 
 
