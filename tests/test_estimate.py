@@ -59,3 +59,20 @@ def test_cli_reports_one_line_errors(project, capsys):
     assert main(["check"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "params/pipeline.yaml: generation.turns" in err
+
+
+def test_check_names_a_param_dvc_declares_but_the_file_lacks(project, capsys):
+    from support import REPO
+
+    (project.root / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    project.write_params(run={"max_error_rate": 0.5})  # tiny params lack e.g. run.truncated_replies
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "params/pipeline.yaml: run." in err and "dvc.yaml stage" in err
+
+
+def test_repository_params_spell_out_every_declared_key():
+    from pressurebench.dvc_params import check_declared_params
+    from support import REPO
+
+    assert check_declared_params(REPO / "dvc.yaml", REPO / "params" / "pipeline.yaml") > 20

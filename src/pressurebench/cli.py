@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from .errors import PressurebenchError, StageFailed
 from .io import read_yaml_model
 from .params import load_params
@@ -24,6 +25,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
+    if Path("dvc.yaml").is_file():
+        from .dvc_params import check_declared_params
+
+        n = check_declared_params(Path("dvc.yaml"), Path(args.params))
+        print(f"ok  dvc.yaml: all {n} declared params are in {args.params}")
     return 0
 
 
