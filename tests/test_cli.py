@@ -1,4 +1,4 @@
-"""`pressurebench estimate`: call counts follow from the params exactly; unknown prices stay unknown."""
+"""The command line: `estimate` call counts follow from the params exactly, `check` names what is wrong."""
 
 from __future__ import annotations
 
