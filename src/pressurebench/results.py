@@ -23,7 +23,8 @@ from .stats.rates import TargetRates, target_rates
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (
     "stratified cluster bootstrap: base scenarios drawn with replacement within each metric, "
-    "n_h - 1 draws per metric weighted n_h / (n_h - 1); percentile intervals"
+    "n_h - 1 draws per metric weighted n_h / (n_h - 1), single-scenario metrics collapsed into "
+    "one stratum; percentile intervals"
 )
 
 

@@ -80,9 +80,9 @@ def test_each_replicate_keeps_every_metric_at_its_own_size():
     weights = np.vstack(list(boot.weights()))
     assert weights.shape == (500, 8)
     assert np.allclose(weights[:, :4].sum(axis=1), 4)
-    assert np.allclose(weights[:, 4:7].sum(axis=1), 3)
-    assert np.all(weights[:, 7] == 1)  # a lone base scenario enters every replicate once
-    assert weights[:, :4].std(axis=0).min() > 0  # and the others are really redrawn
+    # The lone base scenario of m03 joins the smallest other metric (m02) and is redrawn with it.
+    assert np.allclose(weights[:, 4:8].sum(axis=1), 4)
+    assert weights[:, :8].std(axis=0).min() > 0
 
 
 def test_same_seed_same_replicates_other_seed_other_replicates():
@@ -126,3 +126,35 @@ def test_percentile_interval_flags_columns_that_cannot_vary():
     assert low[0] == pytest.approx(np.quantile(np.linspace(0, 1, 101)[10:], 0.05))
     assert high[0] == pytest.approx(np.quantile(np.linspace(0, 1, 101)[10:], 0.95))
     assert degenerate.tolist() == [False, True, True]
+
+
+def test_single_scenario_metrics_are_collapsed_so_the_bootstrap_still_varies():
+    from pressurebench.stats.bootstrap import ClusterBootstrap, collapse_singleton_strata
+
+    strata = np.array(["m01", "m02", "m03", "m04"])
+    assert len(set(collapse_singleton_strata(strata))) == 1
+    lone = np.array(["m01", "m02", "m02", "m03", "m03", "m03"])
+    collapsed = collapse_singleton_strata(lone)
+    assert list(collapsed) == ["m02", "m02", "m02", "m03", "m03", "m03"]
+    assert list(collapse_singleton_strata(np.array(["m01"]))) == ["m01"]
+
+    boot = ClusterBootstrap(strata, ["a", "b", "c", "d"], resamples=500, seed=1)
+    ratios = boot.replicate_ratios(np.array([1.0, 0.0, 1.0, 0.0]), np.ones(4))
+    assert np.nanstd(ratios) > 0.05  # one scenario per metric: uncertainty is not zero
+
+
+def test_rank_probabilities_are_withheld_when_replicates_cannot_vary():
+    import pandas as pd
+
+    from pressurebench.stats.bootstrap import ClusterBootstrap
+    from pressurebench.stats.ranking import compare_targets
+
+    rows = [dict(target=t, metric_id="m01", metric_type="positive", base_id="m01_s001",
+                 scenario_id=f"m01_s001_v0{v}", sample=0, status="ok", passed=p)
+            for t, p in (("a", True), ("b", False)) for v in (1, 2)]
+    scores = pd.DataFrame(rows)
+    boot = ClusterBootstrap.from_scores(scores, resamples=200, seed=0)
+    ranking = compare_targets(scores, boot).ranking
+    assert ranking.reason and "cannot be estimated" in ranking.reason
+    assert all(r.rank_probabilities == [] for r in ranking.ranks)
+    assert [r.rank for r in ranking.ranks] == [1.0, 2.0]

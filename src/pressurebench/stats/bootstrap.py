@@ -10,8 +10,12 @@ Within a metric of n_h base scenarios a replicate draws n_h − 1 of them and
 weights each draw by n_h / (n_h − 1) (McCarthy & Snowden 1985; Rao & Wu
 1988). Drawing n_h of n_h shrinks the variance by (n_h − 1) / n_h, which is a
 large bias at the handful of scenarios per metric a benchmark has (half the
-variance at two). A metric with a single base scenario cannot be resampled: it
-enters every replicate once and contributes no resampling variance.
+variance at two). A metric with a single base scenario cannot be resampled on
+its own, so such strata are collapsed (Wolter 2007, "collapsed strata"): all
+single-scenario metrics form one stratum and are redrawn together; a lone one
+joins the smallest other metric. Without that, a benchmark with one scenario
+per metric would have no resampling variance at all and claim certainty. Only
+a benchmark with a single base scenario overall stays unresampled.
 
 The replicate weights depend only on the clusters, the number of resamples and
 the seed. Every statistic computed through the same `ClusterBootstrap` sees the
@@ -76,7 +80,8 @@ class ClusterBootstrap:
         self.seed = seed
         self.draws = draws
 
-        stratum_codes, _ = pd.factorize(np.asarray(strata, dtype=object), sort=True)
+        strata = collapse_singleton_strata(np.asarray(strata, dtype=object))
+        stratum_codes, _ = pd.factorize(strata, sort=True)
         sizes = np.bincount(stratum_codes)
         order = np.argsort(stratum_codes, kind="stable")
         starts = np.cumsum(sizes) - sizes
@@ -196,6 +201,23 @@ class ClusterBootstrap:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = np.where(sums[:, g:] > 0, sums[:, :g] / sums[:, g:], np.nan)
         return ratios[:, 0] if flat else ratios
+
+
+def collapse_singleton_strata(strata: np.ndarray) -> np.ndarray:
+    """Relabel strata that hold one cluster so they are resampled together (see module doc)."""
+    labels = np.asarray(strata, dtype=object)
+    values, counts = np.unique(labels.astype(str), return_counts=True)
+    singles = values[counts == 1]
+    if len(singles) == 0:
+        return labels
+    if len(singles) == 1:
+        others = values[counts > 1]
+        if len(others) == 0:
+            return labels
+        merged_into = others[np.argmin(counts[counts > 1])]
+    else:
+        merged_into = "+".join(singles)
+    return np.where(np.isin(labels.astype(str), singles), merged_into, labels)
 
 
 def percentile_interval(

@@ -17,7 +17,7 @@ from pydantic import Field
 from scipy.stats import rankdata
 
 from . import methods
-from .bootstrap import ClusterBootstrap
+from .bootstrap import ClusterBootstrap, percentile_interval
 from .differences import estimate_differences
 from .estimates import Difference, Strict
 from .frame import passes, valid_mask
@@ -149,7 +149,15 @@ def _ranking(targets, successes, trials, cluster, bootstrap: ClusterBootstrap) -
     t = _by_cluster(cluster, bootstrap.n_clusters, trials * shared)
     rates = s.sum(axis=0) / t.sum(axis=0)
     point = rankdata(-np.round(rates, RANK_DECIMALS), method="average")
-    probabilities = rank_probabilities(bootstrap.replicate_ratios(s, t))
+    replicates = bootstrap.replicate_ratios(s, t)
+    reason = None
+    if percentile_interval(replicates, 0.95)[2].all():
+        # Replicates that never vary would put every target at its point rank with
+        # probability 1: a certainty the data cannot give. Say so instead.
+        probabilities = np.empty((len(targets), 0))
+        reason = "the bootstrap replicates do not vary (a single base scenario): rank uncertainty cannot be estimated"
+    else:
+        probabilities = rank_probabilities(replicates)
     return Ranking(
         n_scenarios=int(shared.sum()),
         n_clusters=int((t[:, 0] > 0).sum()),
@@ -163,4 +171,5 @@ def _ranking(targets, successes, trials, cluster, bootstrap: ClusterBootstrap) -
             )
             for i, target in enumerate(targets)
         ],
+        reason=reason,
     )
