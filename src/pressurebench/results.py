@@ -7,6 +7,8 @@ can be compared replicate by replicate. Missing data is None, never 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from typing import Literal
 
 import pandas as pd
@@ -18,7 +20,7 @@ from .stats.estimates import Strict
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
 from .stats.ranking import TargetComparison, compare_targets
-from .stats.rates import TargetRates, target_rates
+from .stats.rates import TargetRates, no_data, target_rates
 
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (
@@ -78,12 +80,20 @@ def error_counts(scores: pd.DataFrame) -> dict[str, ErrorCounts]:
 
 
 def build_results(
-    scores: pd.DataFrame, *, resamples: int, confidence_level: float, seed: int, benchmark: str
+    scores: pd.DataFrame,
+    *,
+    resamples: int,
+    confidence_level: float,
+    seed: int,
+    benchmark: str,
+    metric_ids: Sequence[str] = (),
 ) -> Results:
     """Pass rates, breakdowns, demographic gaps, target comparisons and agreement for one benchmark.
 
     `scores` holds one row per judged conversation of every target (see
-    `pressurebench.stats.frame`).
+    `pressurebench.stats.frame`). Every metric in `metric_ids` appears in each
+    target's `by_metric`, with a null rate where it has no rows (for instance
+    when its scenarios failed to generate): absent data is shown, not hidden.
     """
     check_scores(scores)
     check_confidence_level(confidence_level)
@@ -92,6 +102,10 @@ def build_results(
     rates = target_rates(scores, bootstrap, confidence_level=confidence_level)
     gaps = demographic_gaps(scores, bootstrap, confidence_level=confidence_level)
     errors = error_counts(scores)
+    for per_target in rates.values():
+        filled = {**{m: no_data() for m in metric_ids}, **per_target.by_metric}
+        per_target.by_metric.clear()
+        per_target.by_metric.update(sorted(filled.items()))
     targets = {
         target: TargetResults(
             **dict(rates[target]),

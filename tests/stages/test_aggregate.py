@@ -405,3 +405,18 @@ def test_evaluate_then_aggregate_with_a_panel(project, script):
     assert results.judge_agreement.kappa.n_items == 12
     summary = json.loads((LAYOUT.root / "metrics.json").read_text())
     assert summary["targets"]["target-a"]["errors_judges_tied"] == 2
+
+
+def test_a_metric_without_rows_is_reported_as_no_data_not_hidden():
+    import pandas as pd
+
+    from pressurebench.results import build_results
+
+    rows = [dict(target="t", metric_id="m01", metric_type="positive", base_id=f"m01_s00{b}",
+                 scenario_id=f"m01_s00{b}_v01", sample=0, status="ok", passed=b % 2 == 0)
+            for b in range(1, 5)]
+    results = build_results(pd.DataFrame(rows), resamples=200, confidence_level=0.95, seed=1,
+                            benchmark="b", metric_ids=["m01", "m02"])
+    missing = results.targets["t"].by_metric["m02"]
+    assert missing.rate is None and missing.n == 0 and missing.ci_low is None
+    assert results.targets["t"].by_metric["m01"].n == 4

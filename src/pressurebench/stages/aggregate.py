@@ -167,9 +167,9 @@ def run(
         )
     metrics_path = arm_input(layout, lambda lay: lay.benchmark_file)
     scenarios_path = arm_input(layout, lambda lay: lay.scenarios_file)
+    bench = read_yaml_model(metrics_path, Benchmark)
     generation_errors = generation_error_counts(
-        read_yaml_model(metrics_path, Benchmark).errors
-        + read_artifact(scenarios_path, ScenariosFile).errors
+        bench.errors + read_artifact(scenarios_path, ScenariosFile).errors
     )
 
     stats = params.statistics
@@ -179,6 +179,7 @@ def run(
         confidence_level=stats.confidence_level,
         seed=stats.seed,
         benchmark=benchmark,
+        metric_ids=[m.id for m in bench.metrics],
     )
     write_artifact(layout.results_file, results)
     summary = metrics_summary(
