@@ -41,7 +41,7 @@ from ..paths import benchmark_source
 from ..prompts import render
 from ..runtime import Progress, StageRun
 from ..schemas import Benchmark, GenerationError, Manifest, Metric, Row
-from .generation import answer_budget, generate, generator_id
+from .generation import generate, generator_id
 from .similarity import near_duplicate_of
 
 STAGE = "gen_metrics"
@@ -51,7 +51,6 @@ NAME_MAX = 80
 DEFINITION_MIN, DEFINITION_MAX = 30, 600
 EXAMPLE_MIN, EXAMPLE_MAX = 5, 200
 EXAMPLES_MIN, EXAMPLES_MAX = 3, 5
-MAX_ANSWER_CHARS = NAME_MAX + DEFINITION_MAX + EXAMPLES_MAX * EXAMPLE_MAX
 
 MetricType = Literal["positive", "negative"]
 Example = Annotated[str, Field(min_length=EXAMPLE_MIN, max_length=EXAMPLE_MAX)]
@@ -134,7 +133,6 @@ async def generate_metrics(
     metrics: list[Metric] = []
     errors: list[GenerationError] = []
     duplicates = 0
-    max_tokens = answer_budget(client.spec(generator).max_tokens, MAX_ANSWER_CHARS)
     for slot in range(1, count + 1):
         kind = slot_type(slot)
 
@@ -162,7 +160,6 @@ async def generate_metrics(
             schema=DRAFTS[kind],
             accept=accept,
             attempts=attempts,
-            max_tokens=max_tokens,
         )
         duplicates += sum(r.startswith("near-duplicate") for r in outcome.rejections)
         if outcome.value is None:

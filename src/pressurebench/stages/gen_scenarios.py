@@ -48,7 +48,7 @@ from ..schemas import (
     scenario_id,
 )
 from .demographics import Profile, describe, profiles
-from .generation import answer_budget, generate, generator_id
+from .generation import generate, generator_id
 from .similarity import near_duplicate_of, normalise
 
 STAGE = "gen_scenarios"
@@ -58,7 +58,6 @@ REWRITE_PROMPT = "rewrite_scenario"
 PERSONA_MIN, PERSONA_MAX = 20, 400
 GOAL_MIN, GOAL_MAX = 10, 300
 INSTRUCTION_MIN, INSTRUCTION_MAX = 5, 240
-LANDMARK_OVERHEAD_CHARS = 30  # `{"turn": 12, "instruction": ""}`
 
 Persona = Annotated[str, Field(min_length=PERSONA_MIN, max_length=PERSONA_MAX)]
 Goal = Annotated[str, Field(min_length=GOAL_MIN, max_length=GOAL_MAX)]
@@ -183,10 +182,6 @@ async def generate_scenarios(
 async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Reporter) -> Outcome:
     out = Outcome([], [])
     schema = scenario_draft_schema(plan.turns)
-    max_chars = (
-        PERSONA_MAX + 2 * GOAL_MAX + plan.turns * (INSTRUCTION_MAX + LANDMARK_OVERHEAD_CHARS)
-    )
-    max_tokens = answer_budget(client.spec(plan.generator).max_tokens, max_chars)
     accepted: dict[str, _ScenarioDraftBase] = {}
     expansions = []
     for number in range(1, plan.scenarios_per_metric + 1):
@@ -217,7 +212,6 @@ async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Repo
             schema=schema,
             accept=accept,
             attempts=plan.attempts,
-            max_tokens=max_tokens,
         )
         out.near_duplicates += sum(r.startswith("near-duplicate") for r in result.rejections)
         if result.value is None:
@@ -297,7 +291,6 @@ async def _variants(
 
 async def _rewrite(client: ModelClient, plan: Plan, base: _ScenarioDraftBase, profile: Profile):
     n = len(base.landmarks)
-    max_chars = PERSONA_MAX + n * (INSTRUCTION_MAX + 4)
     prompt = render(REWRITE_PROMPT, base=base, profile=describe(profile), n=n)
 
     def accept(draft) -> str | None:
@@ -312,7 +305,6 @@ async def _rewrite(client: ModelClient, plan: Plan, base: _ScenarioDraftBase, pr
         schema=rewrite_draft_schema(n),
         accept=accept,
         attempts=plan.attempts,
-        max_tokens=answer_budget(client.spec(plan.generator).max_tokens, max_chars),
     )
 
 

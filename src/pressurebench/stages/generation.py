@@ -48,7 +48,6 @@ async def generate(
     schema: type[T],
     accept: Callable[[T], str | None],
     attempts: int,
-    max_tokens: int | None = None,
 ) -> Attempts[T]:
     """Try up to `attempts` times. `messages(rejected)` builds the prompt, given the drafts
     rejected so far (so the prompt can say what not to repeat); `accept(draft)` returns
@@ -57,7 +56,7 @@ async def generate(
     rejected: list[T] = []
     for attempt in range(attempts):
         result = await client.chat(
-            model_id, messages(rejected), schema=schema, sample=attempt, max_tokens=max_tokens
+            model_id, messages(rejected), schema=schema, sample=attempt
         )
         if not result.ok:
             out.rejections.append(result.error or "call failed without a reason")
@@ -69,16 +68,6 @@ async def generate(
         out.rejections.append(problem)
         rejected.append(result.parsed)
     return out
-
-
-def answer_budget(spec_max_tokens: int, max_answer_chars: int) -> int:
-    """A token cap that cannot cut off an answer the schema allows.
-
-    The schema bounds every string and list, so the longest valid answer is known;
-    at worst ~2 characters per token plus JSON punctuation. The registry's
-    `max_tokens` (set for chat turns) is kept when it is larger.
-    """
-    return max(spec_max_tokens, max_answer_chars // 2 + 64)
 
 
 def generator_id(params_path: str | Path, params: Params, override: str | None) -> str:
