@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Literal
 
 import anthropic
-import httpx
+import httpx2
 import jsonschema
 import openai
 import pytest
@@ -431,7 +431,7 @@ def test_wrong_or_missing_key_is_401(mock):
             base_url=mock.anthropic_base_url, api_key="wrong", max_retries=0
         ).messages.create(model=CLAUDE, max_tokens=5, messages=[{"role": "user", "content": "x"}])
     assert err.value.body["error"]["type"] == "authentication_error"
-    response = httpx.post(
+    response = httpx2.post(
         f"{mock.openai_base_url}/chat/completions", json={"model": GPT, "messages": []}
     )
     assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
