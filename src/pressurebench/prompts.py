@@ -26,9 +26,15 @@ def prompt_sha256(name: str) -> str:
     return hashlib.sha256(template_text(name).encode("utf-8")).hexdigest()
 
 
+@lru_cache(maxsize=None)
+def _template(name: str) -> jinja2.Template:
+    """Compiled once: compiling costs far more than rendering, and stages render per call."""
+    return _ENV.from_string(template_text(name))
+
+
 def render(name: str, **values) -> str:
     """Render template `name`; a missing value is an error, never an empty string."""
-    return _ENV.from_string(template_text(name)).render(**values).strip()
+    return _template(name).render(**values).strip()
 
 
 def prompt_hashes(names: list[str]) -> dict[str, str]:

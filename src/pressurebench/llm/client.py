@@ -14,6 +14,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Awaitable, Callable, TypeVar
 
@@ -21,10 +22,11 @@ from pydantic import BaseModel, ValidationError
 
 from ..params import ModelSpec, Params
 from ..schemas import ModelUsage
+from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
 from .providers import Provider, make_provider
-from .types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
+from .types import ProviderAuthError, ProviderRequest, ProviderResponse, RejectedError, RetryableError
 
 T = TypeVar("T")
 ProviderFactory = Callable[[str, ModelSpec, "str | None"], Provider]
@@ -79,7 +81,12 @@ def add_cost(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
+@lru_cache(maxsize=256)
 def schema_for(model: type[BaseModel]) -> dict:
+    """Built once per class (it is rebuilt from the model's fields on every call otherwise).
+
+    The dict is shared by every request with this schema: read it, never change it.
+    """
     return model.model_json_schema()
 
 
@@ -119,6 +126,7 @@ class ModelClient:
             params.run.cache_dir,
             repair_retries=params.run.repair_retries,
             max_retries=params.run.max_retries,
+            backoff_base_s=params.run.backoff_base_s,
             **kwargs,
         )
 
@@ -156,20 +164,25 @@ class ModelClient:
         are errors. A truncated reply is an error too, unless the caller accepts a
         cut-off *text* reply (`allow_truncated`): then it is ok and flagged
         `truncated`, so the caller can record it. A cut-off structured reply is
-        always an error.
+        always an error, so structured calls get at least the tokens their schema's
+        longest valid answer needs (`llm.budget`).
         """
         state = self._states[model_id]
         spec = state.spec
         result = CallResult(model_id=model_id, ok=False)
         convo = list(messages)
+        if schema is not None:
+            max_tokens = structured_budget(schema_for(schema), max_tokens or spec.max_tokens)
         started = time.perf_counter()
         for attempt in range(self.repair_retries + 1 if schema else 1):
             result.attempts = attempt + 1
             try:
                 resp, cached = await self._complete(model_id, state, convo, schema, sample, max_tokens)
             except (RetryableError, RejectedError) as exc:
-                result.error = str(exc)
+                result.error = self._scrub(str(exc))
                 break
+            except ProviderAuthError as exc:
+                raise ProviderAuthError(self._scrub(str(exc))) from None
             result.provider_calls += 0 if cached else 1
             result.cached = cached if attempt == 0 else (result.cached and cached)
             result.input_tokens += resp.input_tokens
@@ -269,6 +282,21 @@ class ModelClient:
         if self.use_cache:
             self.cache.put(key, material, response.__dict__)
         return response, False
+
+    def _scrub(self, text: str) -> str:
+        """Error text with every API key of the registry replaced by its variable's name.
+
+        Error reasons go into artifacts, reports and terminals. Whatever a
+        transport or SDK quotes about a failed request (its headers, say) must
+        not carry a key there. (Values under 8 characters are no real key, and
+        replacing them would garble the text.)
+        """
+        for state in self._states.values():
+            env = state.spec.api_key_env
+            secret = os.environ.get(env) if env else None
+            if secret and len(secret) >= 8:
+                text = text.replace(secret, f"${env}")
+        return text
 
     def _provider(self, model_id: str, state: _ModelState) -> Provider:
         if state.provider is None:

@@ -1,4 +1,11 @@
-"""Anthropic messages; structured output through one forced tool whose input is the answer."""
+"""Anthropic messages; structured output through one forced tool whose input is the answer.
+
+As for OpenAI, the `anthropic` SDK configures the endpoint (base URL, auth, API
+version, headers) and `JsonTransport` sends the requests, because the SDK's
+per-call CPU (request building, its pool, typed reply models: about 3 ms)
+exceeded the exchange itself several times over (see perf/README.md). The
+body is the one `messages.create` sends.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,8 @@ import anthropic
 
 from ...params import ModelSpec
 from ..types import ProviderRequest, ProviderResponse, RetryableError
-from .http_errors import classify_status, status_error_message
-from .openai_provider import http_limits
+from .http_errors import classify_status, reply_error_message
+from .http_transport import JsonTransport, sdk_endpoint
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length",
            "refusal": "refusal", "pause_turn": "other"}
@@ -18,71 +25,67 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max
 class AnthropicProvider:
     def __init__(self, spec: ModelSpec, api_key: str | None):
         self.spec = spec
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key or "unused",
-            base_url=spec.base_url,
-            max_retries=0,
-            timeout=spec.timeout_s,
+        sdk = anthropic.AsyncAnthropic(
+            api_key=api_key or "unused", base_url=spec.base_url,
             default_headers=spec.extra_headers or None,
-            http_client=anthropic.DefaultAsyncHttpxClient(limits=http_limits(), timeout=spec.timeout_s),
         )
+        self.url, self.headers = sdk_endpoint(sdk, "/v1/messages")
+        self._http = JsonTransport(self.describe(), max_connections=spec.concurrency)
 
     def describe(self) -> str:
         return f"anthropic {self.spec.model}" + (f" at {self.spec.base_url}" if self.spec.base_url else "")
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         system = [m["content"] for m in request.messages if m["role"] == "system"]
-        messages = [m for m in request.messages if m["role"] != "system"]
-        kwargs: dict = {
+        body: dict = {
             "model": self.spec.model,
-            "messages": messages,
+            "messages": [m for m in request.messages if m["role"] != "system"],
             "max_tokens": request.max_tokens,
-            "timeout": request.timeout_s,
+            "temperature": min(request.temperature, 1.0),
         }
-        # The 2.x SDK has no sampling keyword arguments; the API still takes them in the body.
-        sampling = {"temperature": min(request.temperature, 1.0)}
         if request.top_p is not None:
-            sampling["top_p"] = request.top_p
-        kwargs["extra_body"] = sampling
+            body["top_p"] = request.top_p
         if system:
-            kwargs["system"] = "\n\n".join(system)
+            body["system"] = "\n\n".join(system)
         tool = request.schema_name or "answer"
         if request.schema is not None:
-            kwargs["tools"] = [{
+            body["tools"] = [{
                 "name": tool,
                 "description": "Give your answer by calling this tool.",
                 "input_schema": request.schema,
             }]
-            kwargs["tool_choice"] = {"type": "tool", "name": tool}
+            body["tool_choice"] = {"type": "tool", "name": tool}
+        reply = await self._http.post(self.url, body, self.headers, request.timeout_s)
+        if not 200 <= reply.status < 300:
+            message = reply_error_message(reply.status, reply.body)
+            raise classify_status(reply.status, message, reply.headers, self.describe())
         try:
-            resp = await self._client.messages.create(**kwargs)
-        except anthropic.APIStatusError as exc:
-            raise classify_status(exc.status_code, status_error_message(exc), exc.response.headers, self.describe()) from None
-        except anthropic.APITimeoutError:
-            raise RetryableError(f"{self.describe()}: timed out after {request.timeout_s:g}s") from None
-        except anthropic.APIConnectionError as exc:
-            raise RetryableError(f"{self.describe()}: connection error: {exc}") from None
-        except (anthropic.APIResponseValidationError, ValueError) as exc:
-            raise RetryableError(f"{self.describe()}: malformed response: {exc}") from None
-        text = None
-        blocks = getattr(resp, "content", None) or []
-        if request.schema is not None:
-            for block in blocks:
-                if getattr(block, "type", None) == "tool_use" and block.name == tool:
-                    text = json.dumps(block.input)
-                    break
-        else:
-            parts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
-            text = "".join(parts) if parts else None
-        usage = resp.usage
-        return ProviderResponse(
-            text=text,
-            finish_reason=_FINISH.get(resp.stop_reason or "", "other"),
-            input_tokens=getattr(usage, "input_tokens", 0) or 0,
-            output_tokens=getattr(usage, "output_tokens", 0) or 0,
-            model_version=resp.model,
-        )
+            return _parse(reply.body, tool if request.schema is not None else None)
+        except (ValueError, LookupError, TypeError, AttributeError) as exc:
+            raise RetryableError(f"{self.describe()}: malformed response: {exc!r}") from None
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._http.aclose()
 
+
+def _parse(raw: bytes, tool: str | None) -> ProviderResponse:
+    """A message's JSON: the forced tool's input when `tool` is set, else the text blocks."""
+    resp = json.loads(raw)
+    blocks = resp.get("content") or []
+    text = None
+    if tool is not None:
+        for block in blocks:
+            if block.get("type") == "tool_use" and block.get("name") == tool:
+                text = json.dumps(block["input"])
+                break
+    else:
+        parts = [b["text"] for b in blocks if b.get("type") == "text"]
+        text = "".join(parts) if parts else None
+    usage = resp.get("usage") or {}
+    return ProviderResponse(
+        text=text,
+        finish_reason=_FINISH.get(resp.get("stop_reason") or "", "other"),
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+        model_version=resp.get("model"),
+    )

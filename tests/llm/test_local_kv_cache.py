@@ -1,0 +1,116 @@
+"""Prompt states of the embedded model: bounded, prompt-only, and outputs unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from pressurebench.llm.providers.local_prompt_states import MIN_REUSE_TOKENS, PromptStates  # noqa: E402
+
+
+class State:
+    """Stands in for llama_cpp.LlamaState: what PromptStates reads and cuts back."""
+
+    def __init__(self, n_tokens: int, size: int = 100, vocab: int = 8):
+        self.n_tokens = n_tokens
+        self.llama_state_size = size
+        self.scores = np.ones((min(n_tokens, 16), vocab), dtype=np.single)
+
+
+def tokens(n: int, start: int = 1000) -> tuple[int, ...]:
+    return tuple(range(start, start + n))
+
+
+def test_only_the_prompt_of_a_completion_is_kept():
+    states = PromptStates(capacity_bytes=10_000)
+    prompt, generated = tokens(40), tokens(10, start=5000)
+    states[prompt + generated] = State(50)
+    states.commit(40)
+    found = states[prompt + tokens(5, start=7000)]
+    assert list(states.states) == [prompt]
+    assert found.n_tokens == 40 and found.scores.shape == (16, 8) and not found.scores.any()
+    # a prompt that continues with the generated tokens still reuses only the prompt
+    assert states[prompt + generated].n_tokens == 40
+
+
+def test_an_uncommitted_state_is_never_reused():
+    states = PromptStates(capacity_bytes=10_000)
+    states[tokens(40)] = State(40)
+    assert tokens(40) not in states
+    states[tokens(40)] = State(40)
+    states.commit(0)  # a failed call has no prompt to keep
+    assert not states.states
+
+
+def test_the_longest_shared_prefix_wins_and_short_ones_do_not_count():
+    states = PromptStates(capacity_bytes=10_000)
+    short, long = tokens(MIN_REUSE_TOKENS + 5), tokens(MIN_REUSE_TOKENS + 20)
+    for key in (short, long):
+        states[key] = State(len(key))
+        states.commit(len(key))
+    assert states[long + (1,)].n_tokens == len(long)
+    assert states[short + (1,)].n_tokens == len(short)
+    assert tokens(MIN_REUSE_TOKENS - 1) + (-1,) not in states
+
+
+def test_memory_is_bounded_least_recently_used_first():
+    states = PromptStates(capacity_bytes=250)
+    keys = [tokens(40, start=s) for s in (0, 10_000, 20_000)]
+    for key in keys[:2]:
+        states[key] = State(40, size=100)
+        states.commit(40)
+    states[keys[0]]  # used again: now the most recent
+    states[keys[2]] = State(40, size=100)
+    states.commit(40)
+    assert list(states.states) == [keys[0], keys[2]] and states.cache_size == 200
+
+
+@pytest.mark.slow
+def test_outputs_are_identical_with_and_without_prompt_states(tmp_path):
+    """Interleaved turns of two roles, as simulate makes them, give the same text either way."""
+    from pressurebench.llm import ModelClient
+    from pressurebench.llm.providers import local_provider
+    from pressurebench.params import ModelSpec
+
+    spec = ModelSpec(provider="local", model="smollm2-135m-instruct", temperature=0.7, max_tokens=24)
+    loaded = local_provider._Loaded.get(local_provider.resolve_gguf(spec.model), spec.n_ctx)
+    roles = {
+        "advisor": "You are a careful financial advisor. Answer in one short sentence. " * 3,
+        "client": "You role-play a client who wants praise for a risky plan. One sentence. " * 3,
+    }
+
+    async def conversation():
+        history = {role: [{"role": "system", "content": text}] for role, text in roles.items()}
+        said = []
+        async with ModelClient({"smol": spec}, tmp_path / "c", use_cache=False) as client:
+            for turn in range(3):
+                for role, other in (("client", "advisor"), ("advisor", "client")):
+                    history[role].append({"role": "user", "content": said[-1] if said else "Begin."})
+                    result = await client.chat("smol", history[role], allow_truncated=True)
+                    assert result.ok, result.error
+                    history[role].append({"role": "assistant", "content": result.text})
+                    said.append(result.text)
+        return said
+
+    def play(with_states: bool) -> tuple[list[str], int]:
+        """The replies, and how many prompt tokens llama.cpp evaluated for them."""
+        import llama_cpp
+
+        loaded.llama.set_cache(loaded.states if with_states else None)
+        loaded.states.states.clear()
+        loaded.llama.reset()
+        llama_cpp.llama_perf_context_reset(loaded.llama.ctx)
+        said = asyncio.run(conversation())
+        return said, llama_cpp.llama_perf_context(loaded.llama.ctx).n_p_eval
+
+    try:
+        plain, plain_evaluated = play(False)
+        reused, reused_evaluated = play(True)
+    finally:
+        loaded.llama.set_cache(loaded.states)
+    assert reused == plain
+    assert reused_evaluated < plain_evaluated * 0.8  # the states were used, not bypassed
