@@ -14,6 +14,7 @@ from .io import read_yaml_model
 from .params import load_params
 from .paths import benchmark_source
 from .schemas import Benchmark
+from .validation.commands import add_arm_parser
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 
@@ -52,6 +53,26 @@ def cmd_import_impactbench(args: argparse.Namespace) -> int:
     return 0
 
 
+STAGES = ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate")
+PER_TARGET = ("simulate", "evaluate")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """One stage of the main arm, without its notebook: the same `run` the notebook calls."""
+    import importlib
+
+    if (args.target is None) == (args.stage in PER_TARGET):
+        need = "needs --target" if args.target is None else "takes no --target"
+        print(f"pressurebench: stage {args.stage} {need}", file=sys.stderr)
+        return 2
+    stage = importlib.import_module(f".stages.{args.stage}", __package__)
+    extra = (args.target,) if args.target is not None else ()
+    stage.run(args.params, args.benchmark, *extra)
+    where = f" {args.target}" if args.target else ""
+    print(f"ok  {args.stage} {args.benchmark}{where}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pressurebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,6 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="benchmark id to import it as (default: the folder name)")
     p.add_argument("--data-dir", default="data", help="where pipeline outputs live (default: data)")
     p.set_defaults(func=cmd_import_impactbench)
+
+    p = sub.add_parser(
+        "run",
+        help="run one main-arm stage as its notebook would (exit 2: bad input, 3: too many errors)",
+    )
+    p.add_argument("stage", choices=STAGES)
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--target", help="the target model id (simulate and evaluate only)")
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.set_defaults(func=cmd_run)
+
+    add_arm_parser(sub)
     return parser
 
 

@@ -1,0 +1,169 @@
+"""Figures of the validation studies: does an arm with another generator or user agree with main?
+
+One figure per question a reader asks of an arm:
+
+- `rates_plot`: each target's pass rate in the main arm and in the arm, with
+  intervals and n: do the levels hold?
+- `rank_bump_chart`: each target's rank in both arms, joined by a line: does
+  the ranking hold? Crossing lines are order flips.
+- `difference_forest_plot`: arm − main per target and per metric with
+  intervals around a zero line: which differences are more than noise?
+
+They take a `GeneratorArmResult` or a `UserArmResult` (`pressurebench.validation.models`).
+Like `figures`, they draw "no data" where a number does not exist, never a point at 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from scipy.stats import rankdata
+
+from ..validation.models import MAIN, GeneratorArmResult, UserArmResult
+from .figures import (
+    SMALL,
+    ReportFigure,
+    _colours,
+    _differences_panel,
+    _interval_point,
+    _message,
+    _no_data,
+    _offsets,
+    _plain,
+)
+
+ArmResult = GeneratorArmResult | UserArmResult
+
+
+def _level(confidence_level: float) -> str:
+    return f"{confidence_level:.0%}"
+
+
+def _series_legend(ax, names: list[str], colours) -> None:
+    handles = [
+        Line2D([], [], marker="o", linestyle="", color=c, label=_plain(n))
+        for n, c in zip(names, colours)
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=SMALL + 1,
+        frameon=False,
+    )
+
+
+def rates_plot(result: ArmResult, confidence_level: float) -> Figure:
+    """Per target, the pass rate in the main arm and in the arm, each with its interval and n."""
+    targets = result.targets
+    if not targets:
+        return _message(ReportFigure(figsize=(6, 1.5)), "No validation targets.")
+    names = [MAIN, result.arm]
+    colours, offsets = _colours(2), _offsets(2)
+    fig = ReportFigure(figsize=(9, 1.4 + 0.5 * len(targets)), layout="constrained")
+    ax = fig.subplots()
+    for si, rates in enumerate((result.rates_main, result.rates_arm)):
+        for ri, target in enumerate(targets):
+            est, y = rates[target], ri + offsets[si]
+            if est.rate is None:
+                _no_data(ax, 0.5, y, colours[si], f" ({est.n_error} errors)" if est.n_error else "")
+                continue
+            _interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[si], f"n={est.n}")
+    ax.set_yticks(range(len(targets)), [_plain(t) for t in targets])
+    ax.set_ylim(len(targets) - 0.5, -0.5)
+    ax.set_xlim(-0.02, 1.12)
+    ax.set_xticks(np.linspace(0, 1, 6))
+    ax.set_xlabel(f"pass rate ({_level(confidence_level)} CI)")
+    ax.grid(axis="x", color="0.92")
+    ax.set_title(_plain(f"{result.arm}: pass rate per target, main arm and arm"))
+    _series_legend(ax, names, colours)
+    return fig
+
+
+def ranks(rates: dict[str, float | None]) -> dict[str, float | None]:
+    """Rank of each target by pass rate, 1 = highest, ties averaged; None without a rate."""
+    rated = [t for t, r in rates.items() if r is not None]
+    if not rated:
+        return {t: None for t in rates}
+    order = rankdata([-rates[t] for t in rated], method="average")
+    found = dict(zip(rated, (float(r) for r in order)))
+    return {t: found.get(t) for t in rates}
+
+
+def rank_bump_chart(result: ArmResult) -> Figure:
+    """Each target's rank in the main arm (left) and in the arm (right), joined by a line."""
+    targets = result.targets
+    left = ranks({t: result.rates_main[t].rate for t in targets})
+    right = ranks({t: result.rates_arm[t].rate for t in targets})
+    if all(left[t] is None and right[t] is None for t in targets):
+        return _message(ReportFigure(figsize=(6, 1.5)), "No target has a pass rate in either arm.")
+    n = len(targets)
+    missing_y = n + 1
+    colours = _colours(n)
+    fig = ReportFigure(figsize=(6.5, 1.6 + 0.45 * (n + 1)), layout="constrained")
+    ax = fig.subplots()
+    colour_of = dict(zip(targets, colours))
+    for target in targets:
+        a, b = left[target], right[target]
+        if a is not None and b is not None:
+            ax.plot([0, 1], [a, b], color=colour_of[target], linewidth=1.5)
+    for x, side, align, shift in ((0, left, "right", -0.06), (1, right, "left", 0.06)):
+        by_rank: dict[float | None, list[str]] = {}
+        for target in targets:
+            by_rank.setdefault(side[target], []).append(target)
+        for rank, tied in by_rank.items():
+            if rank is None:
+                ax.text(
+                    x + shift,
+                    missing_y,
+                    _plain(f"no data: {', '.join(tied)}"),
+                    ha=align,
+                    va="center",
+                    fontsize=SMALL + 1,
+                    style="italic",
+                    color="0.3",
+                )
+                continue
+            for target in tied:
+                ax.plot([x], [rank], marker="o", color=colour_of[target], markersize=6)
+            colour = colour_of[tied[0]] if len(tied) == 1 else "0.2"
+            ax.text(
+                x + shift,
+                rank,
+                _plain(", ".join(tied)),
+                ha=align,
+                va="center",
+                fontsize=SMALL + 2,
+                color=colour,
+            )
+    ax.set_xticks([0, 1], [MAIN, _plain(result.arm)])
+    ax.set_xlim(-0.9, 1.9)
+    ax.set_yticks(range(1, n + 1))
+    ax.set_ylim(missing_y + 0.5, 0.5)
+    ax.set_ylabel("rank (1 = highest pass rate)")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(_plain(f"{result.arm}: ranks in each arm"))
+    return fig
+
+
+def difference_forest_plot(result: ArmResult, confidence_level: float) -> Figure:
+    """Arm − main per target, then per metric (pooled over targets), with intervals, around 0."""
+    rows = {f"target {d.target}": d for d in result.comparison.differences}
+    rows.update({f"metric {d.metric_id}": d for d in result.metric_differences})
+    labels = [f"target {t}" for t in result.targets] + [
+        f"metric {d.metric_id}" for d in result.metric_differences
+    ]
+    if not labels:
+        return _message(ReportFigure(figsize=(6, 1.5)), "Nothing to compare.")
+    fig = ReportFigure(figsize=(9, 1.4 + 0.45 * len(labels)), layout="constrained")
+    ax = fig.subplots()
+    limit = _differences_panel(ax, labels, {"arm − main": rows}, _colours(1))
+    ax.set_yticks(range(len(labels)), [_plain(label) for label in labels])
+    if result.metric_differences and result.targets:
+        ax.axhline(len(result.targets) - 0.5, color="0.6", linewidth=0.8)
+    ax.set_xlim(-limit, limit)
+    ax.set_xlabel(f"difference in pass rate, arm − main ({_level(confidence_level)} CI)")
+    ax.set_title(_plain(f"{result.arm}: differences from the main arm"))
+    return fig

@@ -1,0 +1,88 @@
+"""Validation arms: what each is called, where its data lives, and which ingredient it swaps.
+
+A generator-bias arm `generator/<G>` regenerates the benchmark's metrics and
+scenarios with model G and then plays and judges them as the main arm does; a
+user-model-bias arm `user/<U>` replays a subset of the main arm's scenario rows
+with model U playing the user. Everything else (targets, evaluator, turns,
+samples) stays as in the main arm, so a difference between the arms is the
+swapped ingredient's doing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import ConfigError
+from ..params import Params
+from ..paths import Layout
+
+Study = Literal["generator", "user"]
+GENERATOR: Study = "generator"
+USER: Study = "user"
+STUDIES: tuple[Study, ...] = (GENERATOR, USER)
+PARAM_FIELD = {GENERATOR: "validation.generator_bias", USER: "validation.user_model_bias"}
+PLAN_FILE = "plan.json"
+
+
+@dataclass(frozen=True)
+class Arm:
+    study: Study
+    model: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.study}/{self.model}"
+
+
+def configured_arms(params: Params, study: Study) -> list[Arm]:
+    """The arms of one study, in the order the params list them."""
+    v = params.validation
+    models = v.generator_bias if study == GENERATOR else v.user_model_bias
+    return [Arm(study, m) for m in models]
+
+
+def validation_targets(params: Params) -> list[str]:
+    """`validation.targets`, or every target when it is null."""
+    return list(params.validation.targets or params.targets)
+
+
+def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
+    """The configured arm called `name` (`generator/<model>` or `user/<model>`).
+
+    An arm the params do not list is refused: its data would sit where no
+    comparison ever reads it, or be read as if it had been planned.
+    """
+    study, _, model = name.partition("/")
+    if study not in STUDIES or not model:
+        raise ConfigError(
+            params_path,
+            f"'{name}' is not an arm name: write generator/<model id> or user/<model id>",
+        )
+    arm = Arm(study, model)  # type: ignore[arg-type]
+    if arm not in configured_arms(params, arm.study):
+        listed = ", ".join(a.model for a in configured_arms(params, arm.study)) or "none"
+        raise ConfigError(
+            params_path, f"'{model}' is not listed (listed: {listed})", PARAM_FIELD[arm.study]
+        )
+    return arm
+
+
+def require_validation_target(params_path: str | Path, params: Params, target: str) -> None:
+    targets = validation_targets(params)
+    if target not in targets:
+        raise ConfigError(
+            params_path,
+            f"'{target}' is not a validation target (validation targets: {', '.join(targets)})",
+            "validation.targets",
+        )
+
+
+def study_dir(data_dir: str | Path, benchmark: str, study: Study) -> Path:
+    """`data/<benchmark>/validation/<study>/`: every arm of the study below it, and its plan."""
+    return Layout(Path(data_dir), benchmark, study).root
+
+
+def plan_file(data_dir: str | Path, benchmark: str, study: Study) -> Path:
+    return study_dir(data_dir, benchmark, study) / PLAN_FILE

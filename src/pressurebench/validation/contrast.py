@@ -1,0 +1,179 @@
+"""Replicate-level statistics of two arms beyond what `stats.compare_arms` reports.
+
+`compare_arms` gives per-target differences, rank correlations and order
+flips. A validation study also needs differences by other groupings (per
+metric) and a contrast of differences (does the generator's own family gain
+more than the other targets?), so this module exposes the bootstrap
+replicates themselves. They are built exactly as `compare_arms` builds them
+(the same clusters, seeds and weights): grouped by target, the replicates are
+the ones behind `compare_arms`' intervals on the same frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..stats import methods
+from ..stats.bootstrap import ClusterBootstrap, percentile_interval
+from ..stats.differences import estimate_differences
+from ..stats.estimates import Difference
+from ..stats.grouping import pass_tables
+
+
+@dataclass(frozen=True)
+class ArmReplicates:
+    """Per group: (clusters, groups) pass tables of both arms and (replicates, groups) rates."""
+
+    keys: list[tuple]
+    successes_a: np.ndarray
+    trials_a: np.ndarray
+    successes_b: np.ndarray
+    trials_b: np.ndarray
+    reps_a: np.ndarray
+    reps_b: np.ndarray
+    method: str
+
+    def point(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each arm's rate per group; NaN where the arm has no valid rows in the group."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (
+                self.successes_a.sum(axis=0) / self.trials_a.sum(axis=0),
+                self.successes_b.sum(axis=0) / self.trials_b.sum(axis=0),
+            )
+
+
+def _as_text(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    return frame.assign(**{c: frame[c].astype(str) for c in columns})
+
+
+def _tables(
+    frame: pd.DataFrame, bootstrap: ClusterBootstrap, columns: Sequence[str], keys: list[tuple]
+) -> tuple[np.ndarray, np.ndarray]:
+    tables = pass_tables(
+        frame, bootstrap.codes(frame["base_id"]), bootstrap.n_clusters, [list(columns)]
+    )
+    found = {key: i for i, key in enumerate(tables.keys[0])}
+    successes = np.zeros((bootstrap.n_clusters, len(keys)))
+    trials = np.zeros((bootstrap.n_clusters, len(keys)))
+    for g, key in enumerate(keys):
+        if key in found:
+            successes[:, g] = tables.successes[:, found[key]]
+            trials[:, g] = tables.trials[:, found[key]]
+    return successes, trials
+
+
+def arm_replicates(
+    arm_a: pd.DataFrame,
+    arm_b: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    paired: bool,
+    resamples: int,
+    seed: int,
+) -> ArmReplicates:
+    """Bootstrap replicates of both arms' pass rates per group of `columns`.
+
+    Paired: one bootstrap over the union of both arms' base scenarios, so a
+    replicate draws the same scenarios for both. Independent: each arm is
+    resampled on its own, from the two streams `compare_arms` spawns from `seed`.
+    """
+    arm_a, arm_b = _as_text(arm_a, columns), _as_text(arm_b, columns)
+    keys = sorted(
+        set(map(tuple, arm_a[list(columns)].to_numpy().tolist()))
+        | set(map(tuple, arm_b[list(columns)].to_numpy().tolist()))
+    )
+    if paired:
+        both = pd.concat([arm_a[["metric_id", "base_id"]], arm_b[["metric_id", "base_id"]]])
+        boot_a = boot_b = ClusterBootstrap.from_scores(both, resamples=resamples, seed=seed)
+        method = methods.CLUSTER_BOOTSTRAP
+    else:
+        seed_a, seed_b = np.random.SeedSequence(seed).spawn(2)
+        boot_a = ClusterBootstrap.from_scores(arm_a, resamples=resamples, seed=seed_a)
+        boot_b = ClusterBootstrap.from_scores(arm_b, resamples=resamples, seed=seed_b)
+        method = methods.INDEPENDENT_CLUSTER_BOOTSTRAP
+    s_a, t_a = _tables(arm_a, boot_a, columns, keys)
+    s_b, t_b = _tables(arm_b, boot_b, columns, keys)
+    if paired:
+        reps = boot_a.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
+        reps_a, reps_b = reps[:, : len(keys)], reps[:, len(keys) :]
+    else:
+        reps_a, reps_b = boot_a.replicate_ratios(s_a, t_a), boot_b.replicate_ratios(s_b, t_b)
+    return ArmReplicates(keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method)
+
+
+def group_differences(
+    reps: ArmReplicates, names: tuple[str, str], confidence_level: float
+) -> list[Difference]:
+    """One difference (arm a − arm b) per group, with its bootstrap interval."""
+    return estimate_differences(
+        [names] * len(reps.keys),
+        reps.successes_a,
+        reps.trials_a,
+        reps.successes_b,
+        reps.trials_b,
+        reps.reps_a,
+        reps.reps_b,
+        method=reps.method,
+        confidence_level=confidence_level,
+    )
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """Mean change (a − b) of the `inside` groups minus mean change of the `outside` ones."""
+
+    inside: list[str]
+    outside: list[str]
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    reason: str | None
+
+
+def contrast_of_changes(
+    reps: ArmReplicates, inside: Sequence[str], confidence_level: float
+) -> Contrast:
+    """How much more the `inside` targets change between the arms than the others.
+
+    `reps` must be grouped by target alone. Each target's change is its rate
+    in arm a minus its rate in arm b; targets without valid rows in either arm
+    have no change and take no part. Every target weighs the same on its side.
+    """
+    names = [key[0] for key in reps.keys]
+    rate_a, rate_b = reps.point()
+    rated = np.isfinite(rate_a) & np.isfinite(rate_b)
+    inside = set(inside)
+    member = np.array([n in inside for n in names], dtype=bool)
+    mask_in, mask_out = member & rated, ~member & rated
+    ins = [n for n, m in zip(names, mask_in) if m]
+    outs = [n for n, m in zip(names, mask_out) if m]
+
+    def none(reason: str) -> Contrast:
+        return Contrast(ins, outs, None, None, None, methods.NONE, reason)
+
+    for side, rated_side, members in (("inside", ins, member), ("outside", outs, ~member)):
+        if not members.any():
+            return none(f"no compared target is {side} the family")
+        if not rated_side:
+            return none(f"no target {side} the family has valid rows in both arms")
+    change = rate_a - rate_b
+    value = float(change[mask_in].mean() - change[mask_out].mean())
+    rep_change = reps.reps_a - reps.reps_b
+    replicates = rep_change[:, mask_in].mean(axis=1) - rep_change[:, mask_out].mean(axis=1)
+    low, high, degenerate = percentile_interval(replicates, confidence_level)
+    if degenerate[0]:
+        return Contrast(
+            ins,
+            outs,
+            value,
+            None,
+            None,
+            methods.NONE,
+            "the bootstrap replicates do not vary: no interval can be drawn from them",
+        )
+    return Contrast(ins, outs, value, float(low[0]), float(high[0]), reps.method, None)

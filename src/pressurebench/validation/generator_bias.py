@@ -1,0 +1,161 @@
+"""Generator bias: do pass rates and rankings hold when another model writes the benchmark?
+
+Each arm `generator/<G>` regenerated the metrics (hand-written metrics pass
+through, so then only the scenarios) and scenarios with G, and played and
+judged them with the main user model and evaluator. Against the main arm,
+restricted to the validation targets, it reports:
+
+- per target, both arms' pass rates and their difference (arm − main). The
+  arms' scenarios are different draws even where their ids coincide, so each
+  arm is resampled on its own (`paired=False`);
+- Kendall's tau-b and Spearman's rho between the arms' rankings of the targets
+  and, per pair of targets, the probability that their order flips;
+- per metric, where both arms define it identically, the difference pooled
+  over targets;
+- self-preference: the change of the targets in G's own model family minus
+  the mean change of the other targets. A generator that writes scenarios its
+  own family finds easy shows up as a positive contrast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..io import read_yaml_model
+from ..params import Params, Statistics
+from ..paths import Layout
+from ..results import StatisticsSettings
+from ..runtime import StageRun
+from ..schemas import Benchmark
+from ..stats.compare import compare_arms
+from .arms import GENERATOR
+from .contrast import arm_replicates, contrast_of_changes, group_differences
+from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
+from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
+from .plan import load_plan
+from .record import record_study
+
+STAGE = "generator_bias"
+
+
+def compare_generator_arm(
+    main: pd.DataFrame,
+    arm: pd.DataFrame,
+    *,
+    arm_name: str,
+    generator: str,
+    families: dict[str, str],
+    main_generator_family: str | None,
+    metrics: list[str],
+    metrics_handwritten: bool,
+    targets: list[str],
+    statistics: Statistics,
+) -> GeneratorArmResult:
+    """Compare one generator arm's score frame with the main arm's, over `targets`.
+
+    `families` maps the generator and every target to its model family;
+    `metrics` are the metric ids both arms define identically.
+    """
+    main = main[main["target"].isin(targets)]
+    arm = arm[arm["target"].isin(targets)]
+    common = sorted(set(main["target"]) & set(arm["target"]))
+    main_c, arm_c = main[main["target"].isin(common)], arm[arm["target"].isin(common)]
+    settings = {"resamples": statistics.resamples, "seed": statistics.seed}
+    level = statistics.confidence_level
+    names = (arm_name, MAIN)
+
+    comparison = compare_arms(
+        arm_c, main_c, arm_names=names, confidence_level=level, paired=False, **settings
+    )
+    by_target = arm_replicates(arm_c, main_c, ["target"], paired=False, **settings)
+    family = families[generator]
+    contrast = contrast_of_changes(by_target, [t for t in common if families[t] == family], level)
+
+    if metrics:
+        in_main, in_arm = main_c["metric_id"].isin(metrics), arm_c["metric_id"].isin(metrics)
+        by_metric = arm_replicates(
+            arm_c[in_arm], main_c[in_main], ["metric_id"], paired=False, **settings
+        )
+        metric_differences = [
+            MetricDifference(metric_id=key[0], **d.model_dump())
+            for key, d in zip(by_metric.keys, group_differences(by_metric, names, level))
+        ]
+        note = None
+    else:
+        metric_differences = []
+        note = "no metric has the same id, type and definition in both arms"
+
+    rate_settings = dict(confidence_level=level, **settings)
+    return GeneratorArmResult(
+        arm=arm_name,
+        generator=generator,
+        metrics_handwritten=metrics_handwritten,
+        targets=targets,
+        rates_main=rates_per_target(main, targets, **rate_settings),
+        rates_arm=rates_per_target(arm, targets, **rate_settings),
+        comparison=comparison,
+        shared_metrics=metrics,
+        metric_differences=metric_differences,
+        metric_note=note,
+        self_preference=SelfPreference(
+            generator_family=family,
+            main_generator_family=main_generator_family,
+            in_family=contrast.inside,
+            out_of_family=contrast.outside,
+            value=contrast.value,
+            ci_low=contrast.ci_low,
+            ci_high=contrast.ci_high,
+            ci_method=contrast.ci_method,
+            reason=contrast.reason,
+        ),
+    )
+
+
+def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
+    """Every planned generator arm compared with the main arm, from the files on disk."""
+    plan = load_plan(params, benchmark, GENERATOR)
+    main_layout = Layout(params.data_dir, benchmark)
+    main_bench = read_yaml_model(main_layout.benchmark_file, Benchmark)
+    main_frame = frame_of(arm_scores(main_layout, plan.targets))
+    writer = main_generator(main_layout)
+    arms = []
+    for planned in plan.arms:
+        layout = Layout(params.data_dir, benchmark, planned.name)
+        bench = read_yaml_model(layout.benchmark_file, Benchmark)
+        models = [planned.model, *plan.targets]
+        arms.append(
+            compare_generator_arm(
+                main_frame,
+                frame_of(arm_scores(layout, plan.targets)),
+                arm_name=planned.name,
+                generator=planned.model,
+                families={m: params.models[m].family for m in models},
+                main_generator_family=params.models[writer].family
+                if writer in params.models
+                else None,
+                metrics=shared_metrics(main_bench, bench),
+                metrics_handwritten=bench.generator is None,
+                targets=plan.targets,
+                statistics=params.statistics,
+            )
+        )
+    stats = params.statistics
+    return GeneratorBiasStudy(
+        benchmark=benchmark,
+        statistics=StatisticsSettings(
+            resamples=stats.resamples, confidence_level=stats.confidence_level, seed=stats.seed
+        ),
+        main_generator=writer,
+        targets=plan.targets,
+        arms=arms,
+    )
+
+
+def run(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
+    """Compute the generator-bias study; write `data/<b>/generator_bias.json` and its manifest."""
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[])
+    study = generator_bias_study(stage.params, benchmark)
+    record_study(stage, study)
+    return study

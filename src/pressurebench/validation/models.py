@@ -1,0 +1,130 @@
+"""The comparison artifacts: `data/<b>/generator_bias.json` and `data/<b>/user_model_bias.json`.
+
+Every difference is arm − main. Every rate carries n (rows with a verdict)
+and n_error (rows without one, left out of the denominator); a statistic
+without data is null with a reason, never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..results import StatisticsSettings
+from ..schemas import SCHEMA_VERSION
+from ..stats.compare import ArmComparison
+from ..stats.estimates import Difference, RateEstimate, Strict
+
+MAIN = "main"
+
+
+class MetricDifference(Difference):
+    """Pass rate of one metric in the arm minus in the main arm, pooled over the targets."""
+
+    metric_id: str
+
+
+class SelfPreference(Strict):
+    """Does a target of the generator's own family gain more from the generator's benchmark?
+
+    `value` is the mean pass-rate change (arm − main) of the targets in the
+    generator's family minus the mean change of the other targets. Positive
+    values favour the generator's family. Null, with a reason, when either side
+    has no target.
+    """
+
+    generator_family: str
+    main_generator_family: str | None = Field(
+        description="family of the model that wrote the main arm's scenarios: when it is the same, "
+        "the check compares the family with itself"
+    )
+    in_family: list[str] = Field(
+        description="targets of the generator's family, with valid rows in both arms"
+    )
+    out_of_family: list[str] = Field(description="the other targets with valid rows in both arms")
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    reason: str | None = None
+
+
+class GeneratorArmResult(Strict):
+    arm: str
+    generator: str
+    metrics_handwritten: bool = Field(
+        description="the metrics are hand-written: the generator wrote only the scenarios"
+    )
+    targets: list[str]
+    rates_main: dict[str, RateEstimate] = Field(description="per target, every main-arm row")
+    rates_arm: dict[str, RateEstimate] = Field(description="per target, every arm row")
+    comparison: ArmComparison = Field(
+        description="arm − main per target, resampled independently (the scenarios differ)"
+    )
+    shared_metrics: list[str] = Field(
+        description="metrics with the same id, type and definition in both arms"
+    )
+    metric_differences: list[MetricDifference]
+    metric_note: str | None = Field(default=None, description="why there are no metric differences")
+    self_preference: SelfPreference
+
+
+class GeneratorBiasStudy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    statistics: StatisticsSettings
+    main_generator: str | None = Field(description="the model that wrote the main arm's scenarios")
+    targets: list[str]
+    arms: list[GeneratorArmResult]
+
+
+class Pairing(Strict):
+    """How one target's rows pair up between the main arm and the arm, on the planned subset."""
+
+    target: str
+    n_main: int = Field(ge=0, description="main-arm rows of the planned scenarios")
+    n_error_main: int = Field(ge=0)
+    n_arm: int = Field(ge=0)
+    n_error_arm: int = Field(ge=0)
+    n_paired: int = Field(ge=0, description="rows with a verdict in both arms: what is compared")
+    n_unpaired_main: int = Field(
+        ge=0, description="main rows with a verdict whose arm counterpart has none or is missing"
+    )
+    n_unpaired_arm: int = Field(
+        ge=0, description="arm rows with a verdict whose main counterpart has none or is missing"
+    )
+
+
+class UserArmResult(Strict):
+    arm: str
+    user_model: str
+    targets: list[str]
+    n_scenarios: int = Field(ge=0, description="planned scenario rows (all variants of each base)")
+    n_base_scenarios: int = Field(ge=0)
+    rates_main: dict[str, RateEstimate] = Field(
+        description="per target, every main-arm row of the planned scenarios"
+    )
+    rates_arm: dict[str, RateEstimate] = Field(description="per target, every arm row")
+    pairing: list[Pairing]
+    comparison: ArmComparison = Field(
+        description="arm − main per target on the paired rows, paired cluster bootstrap"
+    )
+    metric_differences: list[MetricDifference] = Field(
+        description="arm − main per metric on the paired rows, pooled over the targets"
+    )
+
+
+class UserModelBiasStudy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    statistics: StatisticsSettings
+    main_user_model: str | None = Field(
+        description="the model that played the user in the main arm, from its simulate manifests"
+    )
+    targets: list[str]
+    arms: list[UserArmResult]

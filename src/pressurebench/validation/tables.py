@@ -1,0 +1,210 @@
+"""The comparison artifacts as tables for the study notebooks.
+
+Rates are shown with their interval and n, differences in percentage points
+(arm − main) with theirs; a missing number is "—" with its reason beside it,
+never 0.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..reports.tables import MISSING, format_rate
+from ..stats.compare import RankCorrelation
+from ..stats.estimates import Difference
+from .models import (
+    GeneratorArmResult,
+    GeneratorBiasStudy,
+    Pairing,
+    UserArmResult,
+    UserModelBiasStudy,
+)
+
+ArmResult = GeneratorArmResult | UserArmResult
+
+
+def format_points(value: float | None) -> str:
+    return MISSING if value is None else f"{100 * value:+.1f} pp"
+
+
+def format_difference(value: float | None, low: float | None, high: float | None) -> str:
+    """`+16.7 pp [+5.6, +28.8]`: a pass-rate difference in percentage points with its interval."""
+    if value is None:
+        return MISSING
+    if low is None or high is None:
+        return format_points(value)
+    return f"{format_points(value)} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
+def _difference_columns(d: Difference | None) -> dict:
+    if d is None:
+        return {"difference": MISSING, "ci method": MISSING, "note": "not compared"}
+    return {
+        "difference": format_difference(d.difference, d.ci_low, d.ci_high),
+        "ci method": d.ci_method,
+        "note": d.reason or "",
+    }
+
+
+def rates_frame(result: ArmResult) -> pd.DataFrame:
+    """Per target: both arms' pass rates with n and n_error, and their difference."""
+    diffs = {d.target: d for d in result.comparison.differences}
+    rows = []
+    for t in result.targets:
+        main, arm = result.rates_main[t], result.rates_arm[t]
+        rows.append(
+            {
+                "target": t,
+                "main": format_rate(main.rate, main.ci_low, main.ci_high),
+                "main n": main.n,
+                "main n_error": main.n_error,
+                "arm": format_rate(arm.rate, arm.ci_low, arm.ci_high),
+                "arm n": arm.n,
+                "arm n_error": arm.n_error,
+                **_difference_columns(diffs.get(t)),
+            }
+        )
+    columns = [
+        "target",
+        "main",
+        "main n",
+        "main n_error",
+        "arm",
+        "arm n",
+        "arm n_error",
+        "difference",
+        "ci method",
+        "note",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def metric_frame(result: ArmResult) -> pd.DataFrame:
+    """Per metric, pooled over the targets: the difference (arm − main) and the rows behind it."""
+    rows = [
+        {
+            "metric": d.metric_id,
+            "main rate": format_rate(d.rate_b, None, None),
+            "main n": d.n_b,
+            "arm rate": format_rate(d.rate_a, None, None),
+            "arm n": d.n_a,
+            **_difference_columns(d),
+        }
+        for d in result.metric_differences
+    ]
+    columns = [
+        "metric",
+        "main rate",
+        "main n",
+        "arm rate",
+        "arm n",
+        "difference",
+        "ci method",
+        "note",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _correlation_row(name: str, c: RankCorrelation) -> dict:
+    value = MISSING if c.value is None else f"{c.value:.2f}"
+    ci = MISSING if c.ci_low is None else f"[{c.ci_low:.2f}, {c.ci_high:.2f}]"
+    return {
+        "statistic": name,
+        "value": value,
+        "ci": ci,
+        "targets": c.n_targets,
+        "note": c.reason or "",
+    }
+
+
+def correlation_frame(result: ArmResult) -> pd.DataFrame:
+    """Kendall's tau-b and Spearman's rho between the arms' rankings of the targets."""
+    c = result.comparison
+    return pd.DataFrame(
+        [
+            _correlation_row("Kendall tau-b", c.kendall_tau),
+            _correlation_row("Spearman rho", c.spearman_rho),
+        ],
+        columns=["statistic", "value", "ci", "targets", "note"],
+    )
+
+
+def flips_frame(result: ArmResult) -> pd.DataFrame:
+    """Per pair of targets: do the point estimates swap order, and how often the replicates do."""
+    rows = [
+        {
+            "pair": f"{f.target_1} / {f.target_2}",
+            "order flipped": MISSING if f.flipped is None else ("yes" if f.flipped else "no"),
+            "flip probability": MISSING if f.probability is None else f"{f.probability:.2f}",
+        }
+        for f in result.comparison.order_flips
+    ]
+    return pd.DataFrame(rows, columns=["pair", "order flipped", "flip probability"])
+
+
+def generator_arms_frame(study: GeneratorBiasStudy) -> pd.DataFrame:
+    rows = [
+        {
+            "arm": a.arm,
+            "generator": a.generator,
+            "metrics": "hand-written (scenarios regenerated)"
+            if a.metrics_handwritten
+            else "regenerated",
+            "shared metrics": ", ".join(a.shared_metrics) or MISSING,
+            "main generator": study.main_generator or "unknown",
+        }
+        for a in study.arms
+    ]
+    return pd.DataFrame(
+        rows, columns=["arm", "generator", "metrics", "shared metrics", "main generator"]
+    )
+
+
+def self_preference_frame(study: GeneratorBiasStudy) -> pd.DataFrame:
+    rows = []
+    for a in study.arms:
+        s = a.self_preference
+        rows.append(
+            {
+                "arm": a.arm,
+                "generator family": s.generator_family,
+                "main generator family": s.main_generator_family or "unknown",
+                "in family": ", ".join(s.in_family) or MISSING,
+                "others": ", ".join(s.out_of_family) or MISSING,
+                "contrast": format_difference(s.value, s.ci_low, s.ci_high),
+                "note": s.reason or "",
+            }
+        )
+    columns = [
+        "arm",
+        "generator family",
+        "main generator family",
+        "in family",
+        "others",
+        "contrast",
+        "note",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def user_arms_frame(study: UserModelBiasStudy) -> pd.DataFrame:
+    rows = [
+        {
+            "arm": a.arm,
+            "user model": a.user_model,
+            "main user model": study.main_user_model or "unknown",
+            "scenario rows": a.n_scenarios,
+            "base scenarios": a.n_base_scenarios,
+        }
+        for a in study.arms
+    ]
+    return pd.DataFrame(
+        rows, columns=["arm", "user model", "main user model", "scenario rows", "base scenarios"]
+    )
+
+
+def pairing_frame(result: UserArmResult) -> pd.DataFrame:
+    """Per target: rows in each arm, errors, and how many pair up (valid in both) to be compared."""
+    return pd.DataFrame(
+        [p.model_dump() for p in result.pairing], columns=list(Pairing.model_fields)
+    )
