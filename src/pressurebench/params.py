@@ -147,6 +147,11 @@ class Run(Strict):
     reports_dir: str = "reports"
     repair_retries: int = Field(default=2, ge=0, le=5)
     max_retries: int = Field(default=5, ge=0, le=20)
+    backoff_base_s: float = Field(
+        default=1.0, gt=0.0, le=60.0,
+        description="first retry waits up to this long (full jitter), doubling per attempt; "
+        "a provider's retry-after is always honoured",
+    )
 
 
 class Params(Strict):
@@ -207,19 +212,32 @@ def load_params(path: str | Path) -> Params:
 
 
 def require_api_keys(path: str | Path, params: Params, model_ids: list[str]) -> None:
-    """Fail before any call when a model that will be used has no key in its variable.
+    """Fail before any call when a model that will be used has no usable key in its variable.
 
     `.env` in the working directory is read first (without overriding the environment).
+    A key with surrounding whitespace or a line break (a copy-paste slip) is refused
+    here too: sent as a header it would fail every call, and the message never quotes it.
     """
     load_dotenv_once()
     for model_id in dict.fromkeys(model_ids):
         spec = params.models[model_id]
-        if spec.api_key_env and not os.environ.get(spec.api_key_env):
+        if not spec.api_key_env:
+            continue
+        key = os.environ.get(spec.api_key_env)
+        field = f"models.{model_id}.api_key_env"
+        if not key:
             raise ConfigError(
                 path,
                 f"environment variable {spec.api_key_env} is not set (needed by model '{model_id}'); "
                 "export it or put it in .env",
-                f"models.{model_id}.api_key_env",
+                field,
+            )
+        if key != key.strip() or not key.isprintable():
+            raise ConfigError(
+                path,
+                f"environment variable {spec.api_key_env} holds whitespace or control characters "
+                f"around or inside the key (needed by model '{model_id}'); remove them",
+                field,
             )
 
 

@@ -359,13 +359,12 @@ def test_an_unexpected_exception_in_one_row_does_not_stop_the_others(project, sc
     assert fine.status == "ok"
 
 
-def test_a_scenario_whose_metric_is_unknown_is_an_error_row(project, script):
-    seed_inputs([scenario("m07"), scenario("m01")])
+def test_a_scenario_whose_metric_is_unknown_refuses_the_file_before_any_call(project, script):
+    layout = seed_inputs([scenario("m07"), scenario("m01")])
     script.responder = conversing()
-    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
-    known, unknown = read_rows()
-    assert known.status == "ok"
-    assert unknown.status == "error" and "no metric 'm07'" in unknown.error
+    with pytest.raises(ConfigError, match=r"rows\[0\]\.metric_id: metric 'm07' is not defined"):
+        simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    assert not script.calls and not layout.conversations_file("target-a").exists()
 
 
 def test_bad_credentials_stop_the_stage(project, script):

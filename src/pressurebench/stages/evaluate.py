@@ -261,6 +261,9 @@ def load_conversations(path: Path, benchmark: str, target: str) -> Conversations
             raise ConfigError(
                 path, f"holds target '{conv.target}', expected '{target}'", f"rows[{i}].target"
             )
+    if not convs.rows:
+        # Judging nothing would write an empty scores file that looks like a finished run.
+        raise ConfigError(path, "no conversations to judge; re-run simulate", "rows")
     return convs
 
 

@@ -267,7 +267,7 @@ def run(
     bench_path = _benchmark_path(layout, Layout(params.data_dir, benchmark))
     bench = read_yaml_model(bench_path, Benchmark)
     scen_path = Path(scenarios_path) if scenarios_path is not None else layout.scenarios_file
-    scenarios = _select(scen_path, benchmark, scenario_ids)
+    scenarios = _select(scen_path, benchmark, scenario_ids, bench, bench_path)
     gen = params.generation
     sim = Simulation(
         benchmark=bench,
@@ -345,7 +345,19 @@ def _benchmark_path(layout: Layout, main: Layout) -> Path:
     return layout.benchmark_file
 
 
-def _select(path: Path, benchmark: str, scenario_ids: list[str] | None) -> list[Scenario]:
+def _select(
+    path: Path,
+    benchmark: str,
+    scenario_ids: list[str] | None,
+    bench: Benchmark,
+    bench_path: Path,
+) -> list[Scenario]:
+    """The scenario rows to play, refusing a file that does not fit the metrics or plays nothing.
+
+    Both are input errors, found before any call: rows of a metric the benchmark
+    no longer defines would all be error rows, and no rows at all would be a
+    run that called no model yet reports success.
+    """
     scenarios = read_artifact(path, ScenariosFile)
     if scenarios.benchmark != benchmark:
         raise ConfigError(
@@ -353,11 +365,27 @@ def _select(path: Path, benchmark: str, scenario_ids: list[str] | None) -> list[
             f"holds scenarios of benchmark '{scenarios.benchmark}', not '{benchmark}'",
             "benchmark",
         )
-    if scenario_ids is None:
-        return scenarios.rows
-    known = {s.id for s in scenarios.rows}
-    missing = sorted(set(scenario_ids) - known)
-    if missing:
-        raise ConfigError(path, f"no scenario with id {', '.join(missing)}", "rows")
-    wanted = set(scenario_ids)
-    return [s for s in scenarios.rows if s.id in wanted]
+    metric_ids = [m.id for m in bench.metrics]
+    for i, s in enumerate(scenarios.rows):
+        if s.metric_id not in metric_ids:
+            raise ConfigError(
+                path,
+                f"metric '{s.metric_id}' is not defined in {bench_path} "
+                f"(known: {', '.join(metric_ids) or 'none'}); re-run the earlier stages",
+                f"rows[{i}].metric_id",
+            )
+    rows = scenarios.rows
+    if scenario_ids is not None:
+        known = {s.id for s in scenarios.rows}
+        missing = sorted(set(scenario_ids) - known)
+        if missing:
+            raise ConfigError(path, f"no scenario with id {', '.join(missing)}", "rows")
+        wanted = set(scenario_ids)
+        rows = [s for s in scenarios.rows if s.id in wanted]
+    if not rows:
+        upstream = (
+            f" (gen_scenarios recorded {len(scenarios.errors)} errors under 'errors')"
+            if scenarios.errors else ""
+        )
+        raise ConfigError(path, f"no scenario rows to simulate{upstream}", "rows")
+    return rows
