@@ -30,8 +30,8 @@ def test_demographics_samples_panel_and_validation_arms(project):
     main_eval = [x for x in lines if x.stage == "evaluate" and x.arm.startswith("tiny/main")]
     assert {x.model_id for x in main_eval} == {"judge", "gen"}
     assert all(x.calls == 4 * 6 * 2 for x in main_eval)
-    arm_sim = [x for x in lines if x.stage == "simulate" and x.arm.startswith("tiny/user:gen")]
-    assert {x.arm for x in arm_sim} == {"tiny/user:gen/target-a"}
+    arm_sim = [x for x in lines if x.stage == "simulate" and x.arm.startswith("tiny/user/gen")]
+    assert {x.arm for x in arm_sim} == {"tiny/user/gen/target-a"}
     assert all(x.calls == 24 * 2 * 3 // 2 for x in arm_sim)
 
 

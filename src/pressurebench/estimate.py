@@ -65,9 +65,9 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
         bench = read_yaml_model(benchmark_source(bench_name, root), Benchmark)
         arms = [("main", params.roles.generator, params.roles.user, params.targets, 1.0)]
         val_targets = params.validation.targets or params.targets
-        arms += [(f"generator:{m}", m, params.roles.user, val_targets, params.validation.fraction)
+        arms += [(f"generator/{m}", m, params.roles.user, val_targets, params.validation.fraction)
                  for m in params.validation.generator_bias]
-        arms += [(f"user:{m}", None, m, val_targets, params.validation.fraction)
+        arms += [(f"user/{m}", None, m, val_targets, params.validation.fraction)
                  for m in params.validation.user_model_bias]
         for arm, generator, user, targets, fraction in arms:
             n_metrics = len(bench.metrics) or g.metrics_per_benchmark

@@ -283,6 +283,15 @@ class UserTurn(Row):
     message: str = Field(min_length=1, max_length=500)
     end_conversation: StrictBool
 
+    @field_validator("message")
+    @classmethod
+    def _says_something(cls, v: str) -> str:
+        # Whitespace satisfies minLength in constrained decoding; rejecting it here makes
+        # the client re-ask (a repair retry) instead of the turn failing outright.
+        if not v.strip():
+            raise ValueError("the message is blank: write what the user says")
+        return v
+
 
 # --- provenance --------------------------------------------------------------
 

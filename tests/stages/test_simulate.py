@@ -332,15 +332,38 @@ def test_first_turn_failure_leaves_an_empty_transcript_as_an_error_row(project, 
     assert script.calls_to("target-a") == []
 
 
-def test_a_blank_user_message_is_an_error_row_not_sent(project, script):
+def test_a_blank_user_message_is_re_asked_and_never_sent(project, script):
     seed_inputs([scenario()])
     script.responder = failing(
         "user", 2, {"thought": "", "message": "  ", "end_conversation": False}
     )
     simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
     (row,) = read_rows()
-    assert row.status == "error" and "empty message at turn 2" in row.error
+    assert row.status == "ok"
+    assert all(m.content.strip() for m in row.transcript)
+    assert len(script.calls_to("user")) == len(script.calls_to("target-a")) + 1  # one repair
+
+
+def test_a_user_model_that_stays_blank_is_an_error_row(project, script):
+    project.write_params(run={"repair_retries": 1})
+    seed_inputs([scenario()])
+    base = conversing()
+    asked = []
+
+    def respond(model_id, request):
+        if request.schema is not None:
+            asked.append(model_id)
+            if len(asked) > 1:
+                return {"thought": "", "message": " ", "end_conversation": False}
+        return base(model_id, request)
+
+    script.responder = respond
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    (row,) = read_rows()
+    assert row.status == "error" and "user model 'user' failed at turn 2" in row.error
+    assert "blank" in row.error
     assert row.turns == 1 and len(script.calls_to("target-a")) == 1
+    assert len(script.calls_to("user")) == 1 + 2  # turn 1, then turn 2 and its one repair
 
 
 def test_an_unexpected_exception_in_one_row_does_not_stop_the_others(project, script):

@@ -172,9 +172,7 @@ async def _play(
         move: UserTurn = result.parsed
         if move.end_conversation and turn > 1:
             return "user", None
-        text = move.message.strip()
-        if not text:
-            return None, f"user model '{sim.user_model}' wrote an empty message at turn {turn}"
+        text = move.message.strip()  # never blank: UserTurn rejects that, so it was re-asked
         transcript.append(
             Message(role="user", content=add_typos(text, sim.perfunctory, message_seed(cid, turn)))
         )
