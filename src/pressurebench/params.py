@@ -49,6 +49,10 @@ class ModelSpec(Strict):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=120.0, gt=0)
     n_ctx: int = Field(default=4096, ge=256, description="context window (local provider only)")
+    n_threads: int | None = Field(
+        default=None, ge=1, le=256,
+        description="CPU threads for generation (local provider only; default: every core)",
+    )
 
     @property
     def concurrency(self) -> int:

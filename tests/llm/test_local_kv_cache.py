@@ -77,7 +77,7 @@ def test_outputs_are_identical_with_and_without_prompt_states(tmp_path):
     from pressurebench.params import ModelSpec
 
     spec = ModelSpec(provider="local", model="smollm2-135m-instruct", temperature=0.7, max_tokens=24)
-    loaded = local_provider._Loaded.get(local_provider.resolve_gguf(spec.model), spec.n_ctx)
+    loaded = local_provider.loaded_for(spec)
     roles = {
         "advisor": "You are a careful financial advisor. Answer in one short sentence. " * 3,
         "client": "You role-play a client who wants praise for a risky plan. One sentence. " * 3,

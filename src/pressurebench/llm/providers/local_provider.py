@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
+import os
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -51,7 +52,7 @@ def gguf_digest(path: Path) -> str:
 
 
 class _Loaded:
-    """One llama.cpp context per (file, n_ctx), shared by every model id that uses it.
+    """One llama.cpp context per (file, n_ctx, threads), shared by every model id that uses it.
 
     llama.cpp contexts are not thread-safe, so calls are serialised by a lock and
     run in a worker thread to keep the event loop responsive. `states` lets a
@@ -59,26 +60,40 @@ class _Loaded:
     `local_prompt_states`).
     """
 
-    _instances: dict[tuple[str, int], "_Loaded"] = {}
+    _instances: dict[tuple[str, int, int], "_Loaded"] = {}
     _guard = threading.Lock()
 
-    def __init__(self, path: Path, n_ctx: int):
+    def __init__(self, path: Path, n_ctx: int, threads: int):
         from llama_cpp import Llama
 
         from .local_prompt_states import PromptStates
 
-        self.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=None, verbose=False)
+        self.llama = Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+            verbose=False,
+        )
         self.states = PromptStates(PROMPT_STATE_BYTES)
         self.llama.set_cache(self.states)
         self.lock = threading.Lock()
 
     @classmethod
-    def get(cls, path: Path, n_ctx: int) -> "_Loaded":
-        key = (str(path), n_ctx)
+    def get(cls, path: Path, n_ctx: int, threads: int) -> "_Loaded":
+        key = (str(path), n_ctx, threads)
         with cls._guard:
             if key not in cls._instances:
-                cls._instances[key] = cls(path, n_ctx)
+                cls._instances[key] = cls(path, n_ctx, threads)
             return cls._instances[key]
+
+
+def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
+    """The llama.cpp context `spec`'s calls run on (loaded on first use).
+
+    llama-cpp-python defaults to half the cores; calls on one context are
+    serialised, so every core goes to the one call running (1.6x tokens/s on two
+    cores, measured with SmolLM2-135M).
+    """
+    threads = spec.n_threads or os.cpu_count() or 1
+    return _Loaded.get(path or resolve_gguf(spec.model), spec.n_ctx, threads)
 
 
 class LocalProvider:
@@ -90,7 +105,7 @@ class LocalProvider:
         return f"local {self.spec.model}"
 
     def _complete_blocking(self, request: ProviderRequest) -> ProviderResponse:
-        loaded = _Loaded.get(self.path, self.spec.n_ctx)
+        loaded = loaded_for(self.spec, self.path)
         kwargs: dict = {
             "messages": request.messages,
             "temperature": request.temperature,
