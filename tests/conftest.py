@@ -12,8 +12,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fakes import Script  # noqa: E402
-from support import TINY_BENCHMARK, tiny_params  # noqa: E402
+from fakes import Script
+from support import TINY_BENCHMARK, tiny_params
+
 
 @dataclass
 class Project:

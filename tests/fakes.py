@@ -9,8 +9,9 @@ exception instance (raised, e.g. RetryableError).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pressurebench.llm.types import ProviderRequest, ProviderResponse
 from pressurebench.params import ModelSpec

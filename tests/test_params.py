@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from support import tiny_params
 from pressurebench.errors import ConfigError
 from pressurebench.params import load_params, require_api_keys
+from support import tiny_params
 
 
 def write(tmp_path, data) -> str:

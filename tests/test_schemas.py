@@ -10,7 +10,14 @@ from pydantic import ValidationError
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.schemas import (
-    Benchmark, Conversation, ConversationsFile, JudgeOutput, Scenario, Score, base_id_of, conv_id,
+    Benchmark,
+    Conversation,
+    ConversationsFile,
+    JudgeOutput,
+    Scenario,
+    Score,
+    base_id_of,
+    conv_id,
     scenario_id,
 )
 

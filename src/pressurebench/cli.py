@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
 from .errors import PressurebenchError, StageFailed
 from .io import read_yaml_model
 from .params import load_params

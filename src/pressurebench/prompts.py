@@ -7,7 +7,7 @@ reviewable as text, and their hash says exactly which wording produced a run.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import jinja2
@@ -17,7 +17,7 @@ _ENV = jinja2.Environment(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def template_text(name: str) -> str:
     return resources.files("pressurebench").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
 
@@ -26,7 +26,7 @@ def prompt_sha256(name: str) -> str:
     return hashlib.sha256(template_text(name).encode("utf-8")).hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template(name: str) -> jinja2.Template:
     """Compiled once: compiling costs far more than rendering, and stages render per call."""
     return _ENV.from_string(template_text(name))

@@ -8,7 +8,6 @@ can be compared replicate by replicate. Missing data is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from typing import Literal
 
 import pandas as pd

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from pressurebench.llm.providers.local_prompt_states import MIN_REUSE_TOKENS, PromptStates  # noqa: E402
+from pressurebench.llm.providers.local_prompt_states import MIN_REUSE_TOKENS, PromptStates
 
 
 class State:

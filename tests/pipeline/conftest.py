@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from pipeline_support import mock_params
+
 from support import REPO
 
 VENV_BIN = Path(sys.executable).parent

@@ -7,11 +7,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from pipeline_support import run
+
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.results import Results
-from pressurebench.schemas import Benchmark, ConversationsFile, Cost, Manifest, ScenariosFile, ScoresFile
+from pressurebench.schemas import (
+    Benchmark,
+    ConversationsFile,
+    Cost,
+    Manifest,
+    ScenariosFile,
+    ScoresFile,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from pipeline_support import run
 
 pytestmark = pytest.mark.slow

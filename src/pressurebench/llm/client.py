@@ -13,10 +13,11 @@ import json
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,7 +27,13 @@ from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
 from .providers import Provider, make_provider
-from .types import ProviderAuthError, ProviderRequest, ProviderResponse, RejectedError, RetryableError
+from .types import (
+    ProviderAuthError,
+    ProviderRequest,
+    ProviderResponse,
+    RejectedError,
+    RetryableError,
+)
 
 T = TypeVar("T")
 ProviderFactory = Callable[[str, ModelSpec, "str | None"], Provider]
@@ -120,7 +127,7 @@ class ModelClient:
         self._factory = provider_factory or make_provider
 
     @classmethod
-    def from_params(cls, params: Params, **kwargs) -> "ModelClient":
+    def from_params(cls, params: Params, **kwargs) -> ModelClient:
         return cls(
             params.models,
             params.run.cache_dir,
@@ -130,7 +137,7 @@ class ModelClient:
             **kwargs,
         )
 
-    async def __aenter__(self) -> "ModelClient":
+    async def __aenter__(self) -> ModelClient:
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -96,7 +96,7 @@ class JsonTransport:
                 url, data=encode_json(body), headers=headers, timeout=timeout, proxy=self._proxies[url]
             ) as resp:
                 return HttpReply(resp.status, resp.headers, await resp.read())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RetryableError(f"{self.who}: timed out after {timeout_s:g}s") from None
         except aiohttp.ClientError as exc:
             # str, never repr: the repr of a response error holds the request headers, key included.

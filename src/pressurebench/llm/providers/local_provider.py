@@ -12,7 +12,7 @@ import hashlib
 import importlib.util
 import os
 import threading
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ...errors import PressurebenchError
@@ -42,7 +42,7 @@ def resolve_gguf(model: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def gguf_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -60,7 +60,7 @@ class _Loaded:
     `local_prompt_states`).
     """
 
-    _instances: dict[tuple[str, int, int], "_Loaded"] = {}
+    _instances: dict[tuple[str, int, int], _Loaded] = {}
     _guard = threading.Lock()
 
     def __init__(self, path: Path, n_ctx: int, threads: int):
@@ -77,7 +77,7 @@ class _Loaded:
         self.lock = threading.Lock()
 
     @classmethod
-    def get(cls, path: Path, n_ctx: int, threads: int) -> "_Loaded":
+    def get(cls, path: Path, n_ctx: int, threads: int) -> _Loaded:
         key = (str(path), n_ctx, threads)
         with cls._guard:
             if key not in cls._instances:
