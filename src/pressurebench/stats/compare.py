@@ -172,6 +172,46 @@ def _order_flips(
     return out
 
 
+def arm_bootstraps(
+    arm_a: pd.DataFrame, arm_b: pd.DataFrame, *, paired: bool, resamples: int, seed: int
+) -> tuple[ClusterBootstrap, ClusterBootstrap, str]:
+    """The bootstraps two arms are resampled with, and the name of that method.
+
+    Paired: one bootstrap over the union of both arms' base scenarios, so a
+    replicate draws the same scenarios for both and their difference keeps the
+    pairing. Independent: each arm on its own, from two streams spawned from `seed`.
+    """
+    if paired:
+        both = pd.concat([arm_a[["metric_id", "base_id"]], arm_b[["metric_id", "base_id"]]])
+        boot = ClusterBootstrap.from_scores(both, resamples=resamples, seed=seed)
+        return boot, boot, methods.CLUSTER_BOOTSTRAP
+    seed_a, seed_b = np.random.SeedSequence(seed).spawn(2)
+    return (
+        ClusterBootstrap.from_scores(arm_a, resamples=resamples, seed=seed_a),
+        ClusterBootstrap.from_scores(arm_b, resamples=resamples, seed=seed_b),
+        methods.INDEPENDENT_CLUSTER_BOOTSTRAP,
+    )
+
+
+def arm_replicate_ratios(
+    boot_a: ClusterBootstrap,
+    boot_b: ClusterBootstrap,
+    tables_a: tuple[np.ndarray, np.ndarray],
+    tables_b: tuple[np.ndarray, np.ndarray],
+    *,
+    paired: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Replicate pass rates of both arms' groups from their (successes, trials) tables.
+
+    Paired arms are drawn in one pass, so replicate r of both uses the same draw.
+    """
+    (s_a, t_a), (s_b, t_b) = tables_a, tables_b
+    if not paired:
+        return boot_a.replicate_ratios(s_a, t_a), boot_b.replicate_ratios(s_b, t_b)
+    reps = boot_a.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
+    return reps[:, : s_a.shape[1]], reps[:, s_a.shape[1] :]
+
+
 def compare_arms(
     arm_a: pd.DataFrame,
     arm_b: pd.DataFrame,
@@ -195,22 +235,12 @@ def compare_arms(
     targets = sorted(set(arm_a["target"].astype(str)) & set(arm_b["target"].astype(str)))
     arm_a = arm_a[arm_a["target"].astype(str).isin(targets)]
     arm_b = arm_b[arm_b["target"].astype(str).isin(targets)]
-    if paired:
-        both = pd.concat([arm_a[["metric_id", "base_id"]], arm_b[["metric_id", "base_id"]]])
-        boot_a = boot_b = ClusterBootstrap.from_scores(both, resamples=resamples, seed=seed)
-        method = methods.CLUSTER_BOOTSTRAP
-    else:
-        seed_a, seed_b = np.random.SeedSequence(seed).spawn(2)
-        boot_a = ClusterBootstrap.from_scores(arm_a, resamples=resamples, seed=seed_a)
-        boot_b = ClusterBootstrap.from_scores(arm_b, resamples=resamples, seed=seed_b)
-        method = methods.INDEPENDENT_CLUSTER_BOOTSTRAP
+    boot_a, boot_b, method = arm_bootstraps(
+        arm_a, arm_b, paired=paired, resamples=resamples, seed=seed
+    )
     s_a, t_a = _target_tables(arm_a, boot_a, targets)
     s_b, t_b = _target_tables(arm_b, boot_b, targets)
-    if paired:
-        reps = boot_a.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
-        reps_a, reps_b = reps[:, : len(targets)], reps[:, len(targets) :]
-    else:
-        reps_a, reps_b = boot_a.replicate_ratios(s_a, t_a), boot_b.replicate_ratios(s_b, t_b)
+    reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
     differences = estimate_differences(
         [arm_names] * len(targets),
         s_a,

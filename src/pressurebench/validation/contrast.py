@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..stats import methods
 from ..stats.bootstrap import ClusterBootstrap, percentile_interval
+from ..stats.compare import arm_bootstraps, arm_replicate_ratios
 from ..stats.differences import estimate_differences
 from ..stats.estimates import Difference
 from ..stats.grouping import pass_tables
@@ -86,22 +87,12 @@ def arm_replicates(
         set(map(tuple, arm_a[list(columns)].to_numpy().tolist()))
         | set(map(tuple, arm_b[list(columns)].to_numpy().tolist()))
     )
-    if paired:
-        both = pd.concat([arm_a[["metric_id", "base_id"]], arm_b[["metric_id", "base_id"]]])
-        boot_a = boot_b = ClusterBootstrap.from_scores(both, resamples=resamples, seed=seed)
-        method = methods.CLUSTER_BOOTSTRAP
-    else:
-        seed_a, seed_b = np.random.SeedSequence(seed).spawn(2)
-        boot_a = ClusterBootstrap.from_scores(arm_a, resamples=resamples, seed=seed_a)
-        boot_b = ClusterBootstrap.from_scores(arm_b, resamples=resamples, seed=seed_b)
-        method = methods.INDEPENDENT_CLUSTER_BOOTSTRAP
+    boot_a, boot_b, method = arm_bootstraps(
+        arm_a, arm_b, paired=paired, resamples=resamples, seed=seed
+    )
     s_a, t_a = _tables(arm_a, boot_a, columns, keys)
     s_b, t_b = _tables(arm_b, boot_b, columns, keys)
-    if paired:
-        reps = boot_a.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
-        reps_a, reps_b = reps[:, : len(keys)], reps[:, len(keys) :]
-    else:
-        reps_a, reps_b = boot_a.replicate_ratios(s_a, t_a), boot_b.replicate_ratios(s_b, t_b)
+    reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
     return ArmReplicates(keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method)
 
 
