@@ -14,6 +14,11 @@
    prompt tokens actually evaluated and the time spent on them (llama.cpp's
    own counters), and whether the transcripts are identical (they must be).
 
+3. Threads. The plain replies generated with llama-cpp-python's default
+   thread count (half the cores) and with the provider's (every core, since
+   calls on one context run one at a time), alternating call by call. Printed:
+   generated tokens per second both ways and their ratio.
+
 Run: .venv/bin/python perf/embedded_model.py
 """
 
@@ -177,6 +182,42 @@ def prompt_reuse() -> list[tuple[str, float, Counters, object]]:
     return out
 
 
+# --- 3. threads -------------------------------------------------------------------------
+
+
+def threads(rounds: int = 2) -> dict:
+    """Tokens/s of the plain calls with the library's default threads and with the provider's."""
+    ours = loaded().llama
+    default = llama_cpp.Llama(
+        model_path=str(local_provider.resolve_gguf(MODEL)), n_ctx=TARGET.n_ctx, verbose=False
+    )
+    paths = {"default": default, "every core": ours}
+    totals = {name: [0.0, 0] for name in paths}
+    plain = [messages for messages, schema in CALLS if schema is None]
+    ours.set_cache(None)
+    for round_no in range(rounds):
+        for i, messages in enumerate(plain):
+            names = list(paths) if (i + round_no) % 2 == 0 else list(paths)[::-1]
+            for name in names:
+                llama = paths[name]
+                llama.reset()
+                t0 = time.perf_counter()
+                out = llama.create_chat_completion(
+                    messages=messages, max_tokens=TARGET.max_tokens, temperature=0.7, seed=i
+                )
+                totals[name][0] += time.perf_counter() - t0
+                totals[name][1] += out["usage"]["completion_tokens"]
+    ours.set_cache(loaded().states)
+    rates = {name: tokens / seconds for name, (seconds, tokens) in totals.items()}
+    return {
+        "default threads": default.n_threads,
+        "every core": ours.n_threads,
+        "default tok/s": rates["default"],
+        "every core tok/s": rates["every core"],
+        "ratio": rates["every core"] / rates["default"],
+    }
+
+
 def main() -> int:
     print(f"embedded model: {MODEL} via llama-cpp-python {llama_cpp.__version__}")
     print(f"machine: {machine()}")
@@ -198,6 +239,10 @@ def main() -> int:
     same = base_row.transcript == cached_row.transcript
     print(f"prompt reuse: wall {base_wall:.1f} s -> {cached_wall:.1f} s "
           f"({1 - cached_wall / base_wall:+.0%} saved), transcripts identical: {same}")
+    t = threads()
+    print(f"threads: {t['default threads']} (library default) {t['default tok/s']:.1f} tok/s, "
+          f"{t['every core']} (provider) {t['every core tok/s']:.1f} tok/s, "
+          f"ratio {t['ratio']:.2f}")
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     return 0 if o["ratio"] >= GOAL_RATIO and same else 1
 

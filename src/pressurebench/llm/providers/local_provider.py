@@ -89,8 +89,8 @@ def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
     """The llama.cpp context `spec`'s calls run on (loaded on first use).
 
     llama-cpp-python defaults to half the cores; calls on one context are
-    serialised, so every core goes to the one call running (1.6x tokens/s on two
-    cores, measured with SmolLM2-135M).
+    serialised, so every core goes to the one call running (1.45x tokens/s on two
+    cores with SmolLM2-135M: perf/embedded_model.py).
     """
     threads = spec.n_threads or os.cpu_count() or 1
     return _Loaded.get(path or resolve_gguf(spec.model), spec.n_ctx, threads)
