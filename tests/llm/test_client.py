@@ -194,3 +194,17 @@ def test_local_seed_is_derived_from_the_request(tmp_path):
     run(client.chat("m", MSGS, sample=1))
     seeds = [c.request.seed for c in script.calls]
     assert seeds[0] == seeds[1] != seeds[2]
+
+
+def test_local_replies_are_cached_per_decoder(tmp_path, monkeypatch):
+    """Another llama-cpp-python release or sampling method misses the cache and draws new seeds."""
+    script = Script(lambda mid, req: "x")
+    spec = ModelSpec(provider="local", model="smollm2-135m-instruct")
+    client = ModelClient({"m": spec}, tmp_path, provider_factory=script.factory())
+    run(client.chat("m", MSGS))
+    run(client.chat("m", MSGS))
+    assert len(script.calls) == 1
+    monkeypatch.setattr("pressurebench.llm.client.local_decoder", lambda: "another decoder")
+    run(client.chat("m", MSGS))
+    assert len(script.calls) == 2
+    assert script.calls[0].request.seed != script.calls[1].request.seed

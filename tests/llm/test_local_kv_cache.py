@@ -15,10 +15,10 @@ from pressurebench.llm.providers.local_prompt_states import MIN_REUSE_TOKENS, Pr
 class State:
     """Stands in for llama_cpp.LlamaState: what PromptStates reads and cuts back."""
 
-    def __init__(self, n_tokens: int, size: int = 100, vocab: int = 8):
+    def __init__(self, n_tokens: int, size: int = 100):
         self.n_tokens = n_tokens
         self.llama_state_size = size
-        self.scores = np.ones((min(n_tokens, 16), vocab), dtype=np.single)
+        self.input_ids = np.arange(n_tokens, dtype=np.intc)
 
 
 def tokens(n: int, start: int = 1000) -> tuple[int, ...]:
@@ -26,28 +26,42 @@ def tokens(n: int, start: int = 1000) -> tuple[int, ...]:
 
 
 def test_only_the_prompt_of_a_completion_is_kept():
-    states = PromptStates(capacity_bytes=10_000)
+    store = PromptStates(capacity_bytes=10_000)
+    states = store.for_context()
     prompt, generated = tokens(40), tokens(10, start=5000)
     states[prompt + generated] = State(50)
     states.commit(40)
     found = states[prompt + tokens(5, start=7000)]
-    assert list(states.states) == [prompt]
-    assert found.n_tokens == 40 and found.scores.shape == (16, 8) and not found.scores.any()
+    assert list(store.states) == [prompt]
+    assert found.n_tokens == 40 and len(found.input_ids) == 40
     # a prompt that continues with the generated tokens still reuses only the prompt
     assert states[prompt + generated].n_tokens == 40
 
 
 def test_an_uncommitted_state_is_never_reused():
-    states = PromptStates(capacity_bytes=10_000)
+    store = PromptStates(capacity_bytes=10_000)
+    states = store.for_context()
     states[tokens(40)] = State(40)
     assert tokens(40) not in states
     states[tokens(40)] = State(40)
     states.commit(0)  # a failed call has no prompt to keep
-    assert not states.states
+    assert not store.states
+
+
+def test_contexts_share_states_but_not_their_pending_completions():
+    """Two contexts finish calls at the same time: each commits its own state, both can reuse it."""
+    store = PromptStates(capacity_bytes=10_000)
+    a, b = store.for_context(), store.for_context()
+    a[tokens(40) + tokens(5, start=9000)] = State(45)
+    b[tokens(50, start=3000)] = State(50)
+    a.commit(40)
+    b.commit(50)
+    assert b[tokens(40) + (7,)].n_tokens == 40
+    assert a[tokens(50, start=3000) + (7,)].n_tokens == 50
 
 
 def test_the_longest_shared_prefix_wins_and_short_ones_do_not_count():
-    states = PromptStates(capacity_bytes=10_000)
+    states = PromptStates(capacity_bytes=10_000).for_context()
     short, long = tokens(MIN_REUSE_TOKENS + 5), tokens(MIN_REUSE_TOKENS + 20)
     for key in (short, long):
         states[key] = State(len(key))
@@ -58,7 +72,8 @@ def test_the_longest_shared_prefix_wins_and_short_ones_do_not_count():
 
 
 def test_memory_is_bounded_least_recently_used_first():
-    states = PromptStates(capacity_bytes=250)
+    store = PromptStates(capacity_bytes=250)
+    states = store.for_context()
     keys = [tokens(40, start=s) for s in (0, 10_000, 20_000)]
     for key in keys[:2]:
         states[key] = State(40, size=100)
@@ -66,7 +81,7 @@ def test_memory_is_bounded_least_recently_used_first():
     states[keys[0]]  # used again: now the most recent
     states[keys[2]] = State(40, size=100)
     states.commit(40)
-    assert list(states.states) == [keys[0], keys[2]] and states.cache_size == 200
+    assert list(store.states) == [keys[0], keys[2]] and store.cache_size == 200
 
 
 @pytest.mark.slow
@@ -96,21 +111,28 @@ def test_outputs_are_identical_with_and_without_prompt_states(tmp_path):
                     said.append(result.text)
         return said
 
+    async def warm_up():
+        async with ModelClient({"smol": spec}, tmp_path / "w", use_cache=False) as client:
+            await client.chat("smol", [{"role": "user", "content": "Hi."}], allow_truncated=True)
+
     def play(with_states: bool) -> tuple[list[str], int]:
         """The replies, and how many prompt tokens llama.cpp evaluated for them."""
         import llama_cpp
 
-        loaded.llama.set_cache(loaded.states if with_states else None)
-        loaded.states.states.clear()
-        loaded.llama.reset()
-        llama_cpp.llama_perf_context_reset(loaded.llama.ctx)
+        loaded.states.clear()
+        for context in loaded.contexts:
+            context.set_cache(loaded.states.for_context() if with_states else None)
+            context.reset()
+            llama_cpp.llama_perf_context_reset(context.ctx)
         said = asyncio.run(conversation())
-        return said, llama_cpp.llama_perf_context(loaded.llama.ctx).n_p_eval
+        return said, sum(llama_cpp.llama_perf_context(c.ctx).n_p_eval for c in loaded.contexts)
 
+    asyncio.run(warm_up())  # one call at a time: contexts exist before the first play
     try:
         plain, plain_evaluated = play(False)
         reused, reused_evaluated = play(True)
     finally:
-        loaded.llama.set_cache(loaded.states)
+        for context in loaded.contexts:
+            context.set_cache(loaded.states.for_context())
     assert reused == plain
     assert reused_evaluated < plain_evaluated * 0.8  # the states were used, not bypassed

@@ -27,6 +27,7 @@ from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
 from .providers import Provider, make_provider
+from .providers.local_provider import decoder as local_decoder
 from .types import (
     ProviderAuthError,
     ProviderRequest,
@@ -261,6 +262,8 @@ class ModelClient:
             "schema": json_schema,
             "sample": sample,
         }
+        if spec.provider == "local":
+            material["decoder"] = local_decoder()
         key = cache_key(material)
         seed = spec.seed
         if spec.provider == "local":

@@ -1,10 +1,11 @@
 """Prompt states for the embedded model: a conversation's next turn evaluates only its new tokens.
 
 In a simulated conversation each turn's prompt is the previous prompt of the
-same role plus the new messages, but user and target calls alternate on one
-llama.cpp context, so llama.cpp's own reuse (of whatever the context last
-held) finds nothing to reuse. Keeping the state after each prompt, keyed by
-its tokens, lets the next call restore the longest matching one.
+same role plus the new messages, but user and target calls alternate (and
+run on several llama.cpp contexts), so llama.cpp's own reuse (of whatever the
+context last held) finds nothing to reuse. Keeping the state after each
+prompt, keyed by its tokens, lets the next call restore the longest matching
+one, on whichever context it runs.
 
 Only the prompt part of a state is ever reused. llama-cpp-python saves the
 state after generating, but generated tokens were evaluated one at a time,
@@ -16,9 +17,9 @@ prompts does not: outputs are identical with and without these states
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
-import numpy as np
 from llama_cpp import Llama
 from llama_cpp.llama_cache import BaseLlamaCache
 
@@ -27,24 +28,27 @@ from llama_cpp.llama_cache import BaseLlamaCache
 MIN_REUSE_TOKENS = 32
 
 
-class PromptStates(BaseLlamaCache):
+class PromptStates:
     """Least-recently-used llama.cpp states keyed by prompt tokens, at most `capacity_bytes`.
 
-    llama-cpp-python hands over the state of each completion (`__setitem__`);
-    the provider then calls `commit(prompt_tokens)`, which keeps it cut back
-    to the prompt. A state that is never committed is never reused.
+    Shared by every context of one model file; each context reaches it through
+    its own `ContextStates`. Thread-safe: contexts run calls at the same time.
     """
 
     def __init__(self, capacity_bytes: int):
-        super().__init__(capacity_bytes)
+        self.capacity_bytes = capacity_bytes
         self.states: OrderedDict[tuple[int, ...], object] = OrderedDict()
-        self._pending: tuple[tuple[int, ...], object] | None = None
+        self._lock = threading.Lock()
 
     @property
     def cache_size(self) -> int:
+        with self._lock:
+            return self._size()
+
+    def _size(self) -> int:
         return sum(state.llama_state_size for state in self.states.values())
 
-    def _find_longest_prefix_key(self, key: tuple[int, ...]) -> tuple[int, ...] | None:
+    def _longest_prefix_key(self, key: tuple[int, ...]) -> tuple[int, ...] | None:
         best, best_len = None, MIN_REUSE_TOKENS - 1
         for candidate in self.states:
             n = Llama.longest_token_prefix(candidate, key)
@@ -52,33 +56,65 @@ class PromptStates(BaseLlamaCache):
                 best, best_len = candidate, n
         return best
 
+    def find(self, key: tuple[int, ...]) -> object | None:
+        """The state whose prompt shares the longest prefix with `key` (marked as used)."""
+        with self._lock:
+            found = self._longest_prefix_key(key)
+            if found is None:
+                return None
+            self.states.move_to_end(found)
+            return self.states[found]
+
+    def keep(self, prompt: tuple[int, ...], state) -> None:
+        with self._lock:
+            self.states.pop(prompt, None)
+            self.states[prompt] = state
+            while self.states and self._size() > self.capacity_bytes:
+                self.states.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.states.clear()
+
+    def for_context(self) -> ContextStates:
+        return ContextStates(self)
+
+
+class ContextStates(BaseLlamaCache):
+    """One context's door to the shared `PromptStates`, in llama-cpp-python's cache interface.
+
+    llama-cpp-python hands over the state of each completion (`__setitem__`);
+    the provider then calls `commit(prompt_tokens)`, which keeps it cut back
+    to the prompt. A state that is never committed is never reused.
+    """
+
+    def __init__(self, store: PromptStates):
+        super().__init__(store.capacity_bytes)
+        self.store = store
+        self._pending: tuple[tuple[int, ...], object] | None = None
+
+    @property
+    def cache_size(self) -> int:
+        return self.store.cache_size
+
     def __getitem__(self, key) -> object:
-        found = self._find_longest_prefix_key(tuple(key))
+        found = self.store.find(tuple(key))
         if found is None:
             raise KeyError("no stored prompt shares a prefix with this one")
-        self.states.move_to_end(found)
-        return self.states[found]
+        return found
 
     def __contains__(self, key) -> bool:
-        return self._find_longest_prefix_key(tuple(key)) is not None
+        return self.store.find(tuple(key)) is not None
 
     def __setitem__(self, key, state) -> None:
         self._pending = (tuple(key), state)
 
     def commit(self, prompt_tokens: int) -> None:
         """Keep the last completion's state, cut back to its first `prompt_tokens` tokens."""
-        if self._pending is None or prompt_tokens <= 0:
-            self._pending = None
+        pending, self._pending = self._pending, None
+        if pending is None or prompt_tokens <= 0:
             return
-        key, state = self._pending
-        self._pending = None
+        key, state = pending
         state.n_tokens = prompt_tokens
-        # Logits are recomputed after every restore (llama-cpp-python decodes at least one
-        # token before sampling), so the stored ones need no memory: a zero view will do.
-        rows, vocab = min(prompt_tokens, state.scores.shape[0]), state.scores.shape[1]
-        state.scores = np.broadcast_to(np.zeros((1, vocab), dtype=np.single), (rows, vocab))
-        prompt = key[:prompt_tokens]
-        self.states.pop(prompt, None)
-        self.states[prompt] = state
-        while self.states and self.cache_size > self.capacity_bytes:
-            self.states.popitem(last=False)
+        state.input_ids = state.input_ids[:prompt_tokens]
+        self.store.keep(key[:prompt_tokens], state)

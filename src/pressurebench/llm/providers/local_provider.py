@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import threading
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -43,6 +45,20 @@ def resolve_gguf(model: str) -> Path:
 
 
 @cache
+def decoder() -> str:
+    """How the embedded model chooses tokens: part of its cache keys and seeds (`llm.client`).
+
+    Another llama-cpp-python release or sampling method gives other outputs for
+    the same request, so replies cached under one must not be replayed under another.
+    """
+    try:
+        version = importlib.metadata.version("llama_cpp_python")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not installed"
+    return f"llama-cpp-python {version}, grammar checked after sampling"
+
+
+@cache
 def gguf_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -52,48 +68,85 @@ def gguf_digest(path: Path) -> str:
 
 
 class _Loaded:
-    """One llama.cpp context per (file, n_ctx, threads), shared by every model id that uses it.
+    """The llama.cpp contexts of one GGUF file, shared by every model id that uses it.
 
-    llama.cpp contexts are not thread-safe, so calls are serialised by a lock and
-    run in a worker thread to keep the event loop responsive. `states` lets a
-    prompt that extends an earlier one skip re-evaluating it (see
-    `local_prompt_states`).
+    A context runs one call at a time. Decoding a small model is bound by
+    per-token overhead more than by arithmetic, so two calls on two contexts
+    with one core each generate more tokens per second than one call with two
+    cores (perf/embedded_model.py). The model gets `cores` cores: up to that
+    many calls run at once, each on a context of its own, and a call that
+    starts while no other is waiting gets every free core. Thread counts do
+    not change outputs (tests/llm/test_local_provider.py), so neither does
+    which context a call lands on. `states` lets a prompt that extends an
+    earlier one skip re-evaluating it, on any context (`local_prompt_states`).
     """
 
     _instances: dict[tuple[str, int, int], _Loaded] = {}
     _guard = threading.Lock()
 
-    def __init__(self, path: Path, n_ctx: int, threads: int):
-        from llama_cpp import Llama
-
+    def __init__(self, path: Path, n_ctx: int, cores: int):
         from .local_prompt_states import PromptStates
 
-        self.llama = Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-            verbose=False,
-        )
+        self.path, self.n_ctx, self.cores = path, n_ctx, cores
         self.states = PromptStates(PROMPT_STATE_BYTES)
-        self.llama.set_cache(self.states)
-        self.lock = threading.Lock()
+        self.contexts: list = []
+        self._idle: list = []
+        self._free_cores = cores
+        self._waiting = 0
+        self._turn = threading.Condition()
 
     @classmethod
-    def get(cls, path: Path, n_ctx: int, threads: int) -> _Loaded:
-        key = (str(path), n_ctx, threads)
+    def get(cls, path: Path, n_ctx: int, cores: int) -> _Loaded:
+        key = (str(path), n_ctx, cores)
         with cls._guard:
             if key not in cls._instances:
-                cls._instances[key] = cls(path, n_ctx, threads)
+                cls._instances[key] = cls(path, n_ctx, cores)
             return cls._instances[key]
+
+    def _new_context(self):
+        from .local_context import LocalContext
+
+        context = LocalContext(
+            model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.cores,
+            n_threads_batch=self.cores, verbose=False,
+        )
+        context.set_cache(self.states.for_context())
+        return context
+
+    @contextmanager
+    def context(self):
+        """A free context with the cores this call may use; blocks while all cores are busy."""
+        with self._turn:
+            self._waiting += 1
+            while self._free_cores == 0:
+                self._turn.wait()
+            self._waiting -= 1
+            threads = self._free_cores if self._waiting == 0 else 1
+            self._free_cores -= threads
+            context = self._idle.pop() if self._idle else None
+        try:
+            if context is None:
+                context = self._new_context()
+                with self._turn:
+                    self.contexts.append(context)
+            context.use_threads(threads)
+            yield context
+        finally:
+            with self._turn:
+                self._free_cores += threads
+                if context is not None:
+                    self._idle.append(context)
+                self._turn.notify_all()
 
 
 def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
-    """The llama.cpp context `spec`'s calls run on (loaded on first use).
+    """The llama.cpp contexts `spec`'s calls run on (loaded on first use).
 
-    llama-cpp-python defaults to half the cores; calls on one context are
-    serialised, so every core goes to the one call running (1.45x tokens/s on two
-    cores with SmolLM2-135M: perf/embedded_model.py).
+    llama-cpp-python defaults to half the cores for one context; the provider
+    shares every core among concurrent calls (`n_threads` caps them).
     """
-    threads = spec.n_threads or os.cpu_count() or 1
-    return _Loaded.get(path or resolve_gguf(spec.model), spec.n_ctx, threads)
+    cores = spec.n_threads or os.cpu_count() or 1
+    return _Loaded.get(path or resolve_gguf(spec.model), spec.n_ctx, cores)
 
 
 class LocalProvider:
@@ -116,13 +169,17 @@ class LocalProvider:
             kwargs["top_p"] = request.top_p
         if request.schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.schema}
-        with loaded.lock:
+        with loaded.context() as context:
+            states = context.cache  # None only where a measurement switched prompt reuse off
+            usage: dict = {}
             try:
-                out = loaded.llama.create_chat_completion(**kwargs)
+                out = context.create_chat_completion(**kwargs)
+                usage = out.get("usage") or {}
             except ValueError as exc:  # e.g. the prompt exceeds the context window
                 raise RejectedError(f"{self.describe()}: {exc}") from None
-            usage = out.get("usage") or {}
-            loaded.states.commit(usage.get("prompt_tokens", 0))
+            finally:
+                if states is not None:  # a failed call keeps no state (commit(0) drops it)
+                    states.commit(usage.get("prompt_tokens", 0))
         choice = out["choices"][0]
         finish = choice.get("finish_reason") or "other"
         return ProviderResponse(
