@@ -22,7 +22,9 @@ from .io import read_yaml, validate_as
 ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
-LOCAL_DEFAULT_CONCURRENCY = 1
+# Calls in flight per model id. The embedded model runs as many calls at once as it has
+# cores (a llama.cpp context each) and queues the rest, so a few in flight keep every core busy.
+LOCAL_DEFAULT_CONCURRENCY = 4
 REMOTE_DEFAULT_CONCURRENCY = 8
 
 
