@@ -110,3 +110,12 @@ def test_family():
     assert ModelSpec(provider="openai", model="gpt-4o-2024-08-06").family == "gpt"
     assert ModelSpec(provider="anthropic", model="claude-sonnet-4-5").family == "claude"
     assert ModelSpec(provider="local", model="smollm2-135m-instruct").family == "smollm"
+
+
+def test_repeat_penalty_is_a_local_setting(tmp_path):
+    data = tiny_params()
+    data["models"]["user"]["repeat_penalty"] = 1.1
+    message = error_of(tmp_path, data)
+    assert "models.user" in message and "repeat_penalty is a local-provider setting" in message
+    data["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct", "repeat_penalty": 1.1}
+    assert load_params(write(tmp_path, data)).models["user"].repeat_penalty == 1.1

@@ -53,8 +53,20 @@ class ModelSpec(Strict):
     n_ctx: int = Field(default=4096, ge=256, description="context window (local provider only)")
     n_threads: int | None = Field(
         default=None, ge=1, le=256,
-        description="CPU threads for generation (local provider only; default: every core)",
+        description="CPU cores the model's calls share (local provider only; default: every core)",
     )
+    repeat_penalty: float | None = Field(
+        default=None, gt=0.0, le=2.0,
+        description="divide the logits of recently generated tokens by this (local provider only)",
+    )
+
+    @model_validator(mode="after")
+    def _local_only_settings(self):
+        if self.provider != "local" and self.repeat_penalty is not None:
+            raise ValueError(
+                f"repeat_penalty is a local-provider setting; {self.provider} models take none"
+            )
+        return self
 
     @property
     def concurrency(self) -> int:

@@ -208,3 +208,14 @@ def test_local_replies_are_cached_per_decoder(tmp_path, monkeypatch):
     run(client.chat("m", MSGS))
     assert len(script.calls) == 2
     assert script.calls[0].request.seed != script.calls[1].request.seed
+
+
+def test_local_repeat_penalty_reaches_the_provider_and_the_cache_key(tmp_path):
+    script = Script(lambda mid, req: "x")
+    plain = ModelSpec(provider="local", model="smollm2-135m-instruct")
+    penalised = ModelSpec(provider="local", model="smollm2-135m-instruct", repeat_penalty=1.15)
+    client = ModelClient({"a": plain, "b": penalised}, tmp_path, provider_factory=script.factory())
+    run(client.chat("a", MSGS))
+    run(client.chat("b", MSGS))
+    assert [c.request.repeat_penalty for c in script.calls] == [None, 1.15]
+    assert script.calls[0].request.seed != script.calls[1].request.seed  # another cache key

