@@ -279,7 +279,8 @@ class JudgeOutput(Row):
 class UserTurn(Row):
     """The simulated user's move. `thought` never reaches the transcript."""
 
-    thought: str = Field(max_length=300)
+    # One sentence, as the prompt asks: small models fill any bound they are given.
+    thought: str = Field(max_length=160)
     message: str = Field(min_length=1, max_length=500)
     end_conversation: StrictBool
 
