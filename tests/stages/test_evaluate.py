@@ -403,6 +403,21 @@ def test_evaluate_all_metrics_gives_conversations_times_metrics(project, script)
     assert manifest.counts["scores"] == 6 and manifest.counts["scores_error"] == 2
 
 
+def test_calls_start_one_metric_after_another_and_rows_keep_their_order(project, script):
+    """Judge prompts of one metric share their opening: later calls can reuse an earlier one's."""
+    project.write_params(models={"judge": {"provider": "openai", "model": "judge-model",
+                                           "max_concurrency": 1}})
+    convs = [conversation(m, n) for m in ("m01", "m02") for n in (1, 2, 3)]
+    write_inputs(convs)
+    script.responder = verdict(True)
+    run(project, script)
+    definitions = {m["id"]: m["definition"] for m in tiny_benchmark()["metrics"]}
+    asked = [next(mid for mid, d in definitions.items() if d in r.messages[-1]["content"])
+             for r in script.calls_to("judge")]
+    assert asked == ["m01", "m02"] * 3
+    assert [r.scenario_id for r in scores().rows] == [c.scenario_id for c in convs]
+
+
 # --- provenance, error gate, inputs -----------------------------------------------------------
 
 

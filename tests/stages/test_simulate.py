@@ -439,6 +439,22 @@ def test_samples_are_independent_draws(project, script):
     assert rows[0].transcript != rows[1].transcript
 
 
+def test_every_first_sample_starts_before_any_second(project, script):
+    """Samples of a scenario open with the same prompt: a later one can reuse an earlier's."""
+    project.write_params(
+        models={"user": {"provider": "openai", "model": "user-model", "seed": 100, "max_concurrency": 1},
+                "target-a": {"provider": "openai", "model": "target-a", "max_concurrency": 1}},
+        generation={"num_samples": 2, "turns": 1},
+    )
+    seed_inputs([scenario(no=n) for n in (1, 2, 3)])
+    script.responder = conversing(seed_tag=True)
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    opened = [(persona_tag(r), r.seed) for r in script.calls_to("user")]
+    assert [seed for _, seed in opened] == [100] * 3 + [101] * 3
+    assert [tag for tag, _ in opened[:3]] == [tag for tag, _ in opened[3:]]
+    assert [r.sample for r in read_rows()] == [0, 1] * 3  # rows stay sorted by scenario
+
+
 def test_typing_noise_is_deterministic_per_conversation_and_reaches_the_target(project, script):
     project.write_params(generation={"perfunctory": 0.5, "num_samples": 2, "turns": 2})
     seed_inputs([scenario()])

@@ -26,6 +26,7 @@ are independent measurements of the target, not of judge noise.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,7 +217,15 @@ async def score_conversations(
     show_examples: bool = False,
     on_row: Callable[[Score], None] | None = None,
 ) -> list[Score]:
-    """Score every conversation concurrently; rows come back in conversation × metric order."""
+    """Score every conversation concurrently; rows come back in conversation × metric order.
+
+    Judge prompts open with the metric's definition, so calls for one metric
+    share their first few hundred tokens. They start one metric after another
+    (the first conversation of every metric, then the second of every metric,
+    ...) rather than all of a metric at once: a later call then finds an
+    earlier one of its metric finished, and the embedded model reuses that
+    evaluated prompt (its prompt states) instead of evaluating it again.
+    """
 
     async def one(conv: Conversation, metric: Metric) -> Score:
         score = await score_conversation(
@@ -226,12 +235,19 @@ async def score_conversations(
             on_row(score)
         return score
 
-    jobs = [
-        one(conv, metric)
+    pairs = [
+        (conv, metric)
         for conv in conversations
         for metric in metrics_to_judge(conv, metrics, all_metrics=evaluate_all_metrics)
     ]
-    return list(await asyncio.gather(*jobs))
+    seen: Counter[str] = Counter()
+    rank = []
+    for _, metric in pairs:
+        rank.append(seen[metric.id])
+        seen[metric.id] += 1
+    start_order = sorted(range(len(pairs)), key=lambda i: rank[i])
+    tasks = {i: asyncio.ensure_future(one(*pairs[i])) for i in start_order}
+    return list(await asyncio.gather(*(tasks[i] for i in range(len(pairs)))))
 
 
 # --- inputs ----------------------------------------------------------------------

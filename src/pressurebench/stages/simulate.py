@@ -200,6 +200,11 @@ async def simulate_all(
     as the two models' concurrency limits together keep both busy. Starting more
     would not be faster: every conversation would reach its last turn only near
     the end of the run, and progress would say nothing until then.
+
+    Every scenario's first sample starts before any second one. The samples of
+    a scenario open with the same prompt, so a later sample's first turn can
+    reuse the evaluated prompt of an earlier, finished one (the embedded
+    model's prompt states) instead of running side by side with it.
     """
     in_flight = asyncio.Semaphore(
         sum(client.spec(m).concurrency for m in {sim.user_model, sim.target})
@@ -214,8 +219,8 @@ async def simulate_all(
 
     tasks = [
         asyncio.ensure_future(one(s, k))
-        for s in sorted(scenarios, key=lambda s: s.id)
         for k in range(num_samples)
+        for s in sorted(scenarios, key=lambda s: s.id)
     ]
     try:
         rows = await asyncio.gather(*tasks)
