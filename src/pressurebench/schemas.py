@@ -279,9 +279,10 @@ class JudgeOutput(Row):
 class UserTurn(Row):
     """The simulated user's move. `thought` never reaches the transcript."""
 
-    # One sentence, as the prompt asks: small models fill any bound they are given.
+    # One sentence and one to three sentences, as the prompt asks: small models fill any
+    # bound they are given.
     thought: str = Field(max_length=160)
-    message: str = Field(min_length=1, max_length=500)
+    message: str = Field(min_length=1, max_length=400)
     end_conversation: StrictBool
 
     @field_validator("message")

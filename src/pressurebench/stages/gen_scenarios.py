@@ -55,9 +55,11 @@ STAGE = "gen_scenarios"
 BASE_PROMPT = "gen_scenario"
 REWRITE_PROMPT = "rewrite_scenario"
 
-PERSONA_MIN, PERSONA_MAX = 20, 400
-GOAL_MIN, GOAL_MAX = 10, 300
-INSTRUCTION_MIN, INSTRUCTION_MAX = 5, 240
+# The prompts ask for one or two sentences (persona) and one sentence (goals, landmark
+# instructions); the bounds leave room for that and no more, since small models fill them.
+PERSONA_MIN, PERSONA_MAX = 20, 300
+GOAL_MIN, GOAL_MAX = 10, 200
+INSTRUCTION_MIN, INSTRUCTION_MAX = 5, 160
 
 Persona = Annotated[str, Field(min_length=PERSONA_MIN, max_length=PERSONA_MAX)]
 Goal = Annotated[str, Field(min_length=GOAL_MIN, max_length=GOAL_MAX)]
