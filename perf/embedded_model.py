@@ -2,10 +2,10 @@
 
 1. Overhead. The same calls (3 structured `UserTurn` answers, 3 plain replies,
    same seeds), one at a time, each from a reset context, through three paths,
-   alternating call by call, twice over:
+   alternating call by call, four times over:
    - `pressurebench`: `ModelClient` with the `local` provider (response cache off);
    - `llama-cpp-python`: `Llama.create_chat_completion`, called directly with
-     the same request and the same thread count;
+     the same request on a context with the library's defaults;
    - `same decoder, direct`: the provider's own `LocalContext`, called directly.
    Printed: generated tokens per second per path and kind of call, and the
    ratios. pressurebench / llama-cpp-python is the goal (≥ 0.9): on plain
@@ -20,11 +20,11 @@
    evaluated and the time spent on them (llama.cpp's own counters), and
    whether the transcripts are identical (they must be).
 
-3. Cores. Eight plain replies with llama-cpp-python's default thread count
-   (half the cores), with every core (what the provider gives a lone call),
-   and through the provider eight at once (side by side, a context per core).
-   Printed: generated tokens per second each way and the ratios, and whether
-   the provider's outputs match one call at a time.
+3. Cores. Eight plain replies, one at a time on one context with
+   llama-cpp-python's default thread count (half the cores) and with every
+   core, and through the provider eight at once (side by side on its contexts,
+   one thread each here). Printed: generated tokens per second each way and
+   the ratios, and whether the provider's outputs match one call at a time.
 
 Run: .venv/bin/python perf/embedded_model.py
 """
@@ -32,6 +32,7 @@ Run: .venv/bin/python perf/embedded_model.py
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -140,7 +141,7 @@ def direct(llama, r) -> tuple[float, int, str]:
     return time.perf_counter() - t0, out["usage"]["completion_tokens"], out["choices"][0]["message"]["content"]
 
 
-def overhead(rounds: int = 2) -> dict:
+def overhead(rounds: int = 4) -> dict:
     """Per-call layers only: one call at a time, every call from a reset context, no prompt states.
 
     The paths alternate call by call (and their order rotates too), so a change
@@ -150,8 +151,7 @@ def overhead(rounds: int = 2) -> dict:
     requests: list = []
     for messages, schema in CALLS:  # warm-up, and the requests (with their seeds) to replay
         through_pressurebench(messages, schema, requests)
-    library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=USER.n_ctx, n_threads=pool.cores,
-                              n_threads_batch=pool.cores, verbose=False)
+    library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=USER.n_ctx, verbose=False)
     ours = pool.contexts[0]
     paths = ("pressurebench", "llama-cpp-python", "same decoder, direct")
     totals = {(path, kind): [0.0, 0] for path in paths for kind in ("plain", "structured")}
@@ -168,7 +168,6 @@ def overhead(rounds: int = 2) -> dict:
                 elif path == "llama-cpp-python":
                     seconds, tokens, texts[path] = direct(library, request)
                 else:
-                    ours.use_threads(pool.cores)
                     seconds, tokens, texts[path] = direct(ours, request)
                 totals[path, kind][0] += seconds
                 totals[path, kind][1] += tokens
@@ -228,40 +227,44 @@ PLAIN = [[{"role": "user", "content": text}] for text in (
 
 
 def cores() -> dict:
-    """Tokens/s of eight plain replies: library threads, every core, and side by side in the pool."""
+    """Tokens/s of eight plain replies: one context one call at a time, and the provider's contexts."""
     pool = loaded()
-    library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx, verbose=False)
+    half = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx, verbose=False)
+    every = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx,
+                            n_threads=os.cpu_count(), n_threads_batch=os.cpu_count(), verbose=False)
     requests: list = []
-    factory = recording(requests)
 
-    async def provider_calls(together: bool) -> tuple[float, int, list[str]]:
+    async def side_by_side() -> tuple[float, int, list[str]]:
         async with ModelClient({"smol": TARGET}, tempfile.mkdtemp(prefix="pb-perf-"), use_cache=False,
-                               provider_factory=factory) as client:
+                               provider_factory=recording(requests)) as client:
             t0 = time.perf_counter()
-            if together:
-                results = await asyncio.gather(*[client.chat("smol", m, allow_truncated=True)
-                                                 for m in PLAIN])
-            else:
-                results = [await client.chat("smol", m, allow_truncated=True) for m in PLAIN]
+            results = await asyncio.gather(*[client.chat("smol", m, allow_truncated=True)
+                                             for m in PLAIN])
             return (time.perf_counter() - t0, sum(r.output_tokens for r in results),
                     [r.text for r in results])
 
     fresh(pool.contexts, None)
-    alone = asyncio.run(provider_calls(together=False))
-    fresh(pool.contexts, None)
-    side_by_side = asyncio.run(provider_calls(together=True))
+    provider = asyncio.run(side_by_side())
     fresh(pool.contexts, pool.states)
-    t0, tokens = time.perf_counter(), 0
-    for request in requests[: len(PLAIN)]:
-        tokens += direct(library, request)[1]
-    default = (time.perf_counter() - t0, tokens)
-    rates = {"default": rate(list(default)), "alone": rate(list(alone[:2])),
-             "side by side": rate(list(side_by_side[:2]))}
+    one_at_a_time = {}
+    for name, llama in (("half the cores", half), ("every core", every)):
+        seconds, tokens, texts = 0.0, 0, []
+        for request in requests:
+            s, n, text = direct(llama, request)
+            seconds, tokens = seconds + s, tokens + n
+            texts.append(text)
+        one_at_a_time[name] = (seconds, tokens, texts)
+    rates = {name: rate(list(v[:2])) for name, v in one_at_a_time.items()}
+    rates["side by side"] = rate(list(provider[:2]))
+    order = [r.messages for r in requests]
+    provider_texts = [provider[2][PLAIN.index(m)] for m in order]
     return {
-        "default threads": library.n_threads, "cores": pool.cores, "rates": rates,
-        "every core / default": rates["alone"] / rates["default"],
-        "side by side / alone": rates["side by side"] / rates["alone"],
-        "same outputs": alone[2] == side_by_side[2],
+        "threads": (half.n_threads, every.n_threads, pool.n_contexts, pool.threads),
+        "rates": rates,
+        "side by side / half": rates["side by side"] / rates["half the cores"],
+        "side by side / every": rates["side by side"] / rates["every core"],
+        "same outputs": provider_texts == one_at_a_time["half the cores"][2]
+        == one_at_a_time["every core"][2],
     }
 
 
@@ -295,11 +298,12 @@ def main() -> int:
 
     c = cores()
     r = c["rates"]
-    print(f"cores: library default ({c['default threads']} thread) {r['default']:.1f} tok/s, "
-          f"every core for a lone call ({c['cores']} threads) {r['alone']:.1f} tok/s "
-          f"(x{c['every core / default']:.2f}), {len(PLAIN)} calls side by side on a context per "
-          f"core {r['side by side']:.1f} tok/s (x{c['side by side / alone']:.2f} over one at a time); "
-          f"same outputs: {c['same outputs']}")
+    half, every, contexts, threads = c["threads"]
+    print(f"cores: one call at a time on one context with {half} thread(s) (library default) "
+          f"{r['half the cores']:.1f} tok/s, with {every} threads {r['every core']:.1f} tok/s; "
+          f"{len(PLAIN)} calls through the provider, side by side on {contexts} contexts of "
+          f"{threads} thread(s) {r['side by side']:.1f} tok/s (x{c['side by side / half']:.2f} "
+          f"and x{c['side by side / every']:.2f}); same outputs: {c['same outputs']}")
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     ok = o["ratio"] >= GOAL_RATIO and o["same outputs"] and same and c["same outputs"]
     return 0 if ok else 1

@@ -46,17 +46,17 @@ def test_one_short_structured_call(tmp_path):
 
 
 class FakeContext:
-    """Records the thread counts it is given; stands in for a loaded llama.cpp context."""
+    """Stands in for a loaded llama.cpp context: records the threads that ran it."""
+
+    cache = None
 
     def __init__(self):
-        self.threads: list[int] = []
-        self.cache = None
-
-    def use_threads(self, threads: int) -> None:
-        self.threads.append(threads)
+        self.ran_on: set[int] = set()
 
 
-def test_a_lone_call_gets_every_core_and_concurrent_calls_share_them(monkeypatch, tmp_path):
+def test_calls_share_at_most_one_context_per_core_each_always_on_its_own_thread(
+    monkeypatch, tmp_path
+):
     import threading
     import time
 
@@ -64,52 +64,78 @@ def test_a_lone_call_gets_every_core_and_concurrent_calls_share_them(monkeypatch
 
     loaded = _Loaded(tmp_path / "m.gguf", 512, cores=2)
     monkeypatch.setattr(loaded, "_new_context", FakeContext)
-    with loaded.context() as context:
-        assert context.threads == [2]
+    running, peak, lock = [0], [0], threading.Lock()
 
-    busy, peak, lock = [0], [0], threading.Lock()
+    def call(context):
+        context.ran_on.add(threading.get_ident())
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+        return context
 
-    def call():
-        with loaded.context() as ctx:
-            with lock:
-                busy[0] += ctx.threads[-1]
-                peak[0] = max(peak[0], busy[0])
-            time.sleep(0.05)
-            with lock:
-                busy[0] -= ctx.threads[-1]
-
-    threads = [threading.Thread(target=call) for _ in range(6)]
-    for t in threads:
+    callers = [threading.Thread(target=loaded.run, args=(call,)) for _ in range(8)]
+    for t in callers:
         t.start()
-    for t in threads:
+    for t in callers:
         t.join()
-    assert peak[0] <= 2  # never more cores in use than the model was given
-    assert len(loaded.contexts) <= 2  # a context per core at most
-    assert sum(t == 1 for c in loaded.contexts for t in c.threads) >= 4  # shared while others wait
+    assert (loaded.n_contexts, loaded.threads) == (2, 1)
+    assert peak[0] == 2 and len(loaded.contexts) == 2  # side by side, never more than the cores
+    assert all(len(c.ran_on) == 1 for c in loaded.contexts)  # one OpenMP team per context
+    assert len({t for c in loaded.contexts for t in c.ran_on}) == 2
+
+
+@pytest.mark.parametrize("cores, contexts, threads", [(1, 1, 1), (2, 2, 1), (16, 4, 4), (6, 4, 1)])
+def test_cores_are_split_among_at_most_four_contexts(tmp_path, cores, contexts, threads):
+    from pressurebench.llm.providers.local_provider import _Loaded
+
+    loaded = _Loaded(tmp_path / "m.gguf", 512, cores=cores)
+    assert (loaded.n_contexts, loaded.threads) == (contexts, threads)
+
+
+def test_a_context_that_fails_to_load_frees_its_place(monkeypatch, tmp_path):
+    from pressurebench.llm.providers.local_provider import _Loaded
+
+    loaded = _Loaded(tmp_path / "m.gguf", 512, cores=1)
+
+    def broken():
+        raise OSError("not a GGUF file")
+
+    monkeypatch.setattr(loaded, "_new_context", broken)
+    with pytest.raises(OSError):
+        loaded.run(lambda context: None)
+    monkeypatch.setattr(loaded, "_new_context", FakeContext)
+    assert isinstance(loaded.run(lambda context: context), FakeContext)
 
 
 @pytest.mark.slow
 def test_outputs_do_not_depend_on_concurrency_contexts_or_threads(tmp_path):
-    """Calls run alone (every core) and side by side (a core each, two contexts) give the same text."""
-    spec = ModelSpec(provider="local", model="smollm2-135m-instruct", temperature=0.7, max_tokens=32,
-                     n_threads=2)
+    """Side by side on two one-thread contexts, or one by one on a two-thread one: same text."""
+
+    def spec(cores):
+        return ModelSpec(provider="local", model="smollm2-135m-instruct", temperature=0.7,
+                         max_tokens=32, n_threads=cores)
 
     def messages(i):
         return [{"role": "system", "content": f"You role-play customer number {i} who wants a refund."},
                 {"role": "user", "content": "Write your first message."}]
 
-    async def together():
-        async with ModelClient({"smol": spec}, tmp_path / "a", use_cache=False) as client:
+    def schema(i):
+        return UserTurn if i % 2 else None
+
+    async def together():  # 2 cores: two contexts of one thread each
+        async with ModelClient({"smol": spec(2)}, tmp_path / "a", use_cache=False) as client:
             results = await asyncio.gather(*[
-                client.chat("smol", messages(i), schema=UserTurn if i % 2 else None,
-                            allow_truncated=True)
+                client.chat("smol", messages(i), schema=schema(i), allow_truncated=True)
                 for i in range(6)
             ])
         return [r.text for r in results]
 
-    async def one_by_one():
-        async with ModelClient({"smol": spec}, tmp_path / "b", use_cache=False) as client:
-            return [(await client.chat("smol", messages(i), schema=UserTurn if i % 2 else None,
+    async def one_by_one():  # 8 cores: contexts of two threads each, used one at a time
+        async with ModelClient({"smol": spec(8)}, tmp_path / "b", use_cache=False) as client:
+            return [(await client.chat("smol", messages(i), schema=schema(i),
                                        allow_truncated=True)).text for i in range(6)]
 
     assert asyncio.run(together()) == asyncio.run(one_by_one())

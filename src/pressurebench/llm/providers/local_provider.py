@@ -8,12 +8,12 @@ other value is taken as a path to a GGUF file.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import importlib.metadata
 import importlib.util
 import os
 import threading
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -67,18 +67,43 @@ def gguf_digest(path: Path) -> str:
     return h.hexdigest()[:12]
 
 
+# Calls one model file runs at once, each on a llama.cpp context of its own.
+MAX_CONTEXTS = 4
+
+
+class _Slot:
+    """A llama.cpp context and the one thread that ever runs it.
+
+    llama.cpp parallelises with OpenMP, which keeps a team of threads for every
+    thread that calls it. Teams from several calling threads add up to more
+    threads than cores, and libgomp then stops spinning at its barriers and
+    sleeps at each of them: decoding ran at about 60% of its speed that way
+    (perf/embedded_model.py). One thread per context bounds the teams at
+    `contexts × threads`, which is the number of cores.
+    """
+
+    def __init__(self, context):
+        self.context = context
+        self.thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="llama-context"
+        )
+
+    def run(self, fn, *args):
+        return self.thread.submit(fn, self.context, *args).result()
+
+
 class _Loaded:
     """The llama.cpp contexts of one GGUF file, shared by every model id that uses it.
 
     A context runs one call at a time. Decoding a small model is bound by
-    per-token overhead more than by arithmetic, so two calls on two contexts
-    with one core each generate more tokens per second than one call with two
-    cores (perf/embedded_model.py). The model gets `cores` cores: up to that
-    many calls run at once, each on a context of its own, and a call that
-    starts while no other is waiting gets every free core. Thread counts do
-    not change outputs (tests/llm/test_local_provider.py), so neither does
-    which context a call lands on. `states` lets a prompt that extends an
-    earlier one skip re-evaluating it, on any context (`local_prompt_states`).
+    per-token overhead more than by arithmetic, so calls side by side on
+    contexts with one core each generate more tokens per second than calls one
+    after another with every core (perf/embedded_model.py). The model's `cores`
+    are split among up to `MAX_CONTEXTS` contexts, one call on each; further
+    calls wait for a free one. Outputs do not depend on the context a call
+    lands on or its thread count (tests/llm/test_local_provider.py). `states`
+    lets a prompt that extends an earlier one skip re-evaluating it, on any
+    context (`local_prompt_states`).
     """
 
     _instances: dict[tuple[str, int, int], _Loaded] = {}
@@ -87,12 +112,13 @@ class _Loaded:
     def __init__(self, path: Path, n_ctx: int, cores: int):
         from .local_prompt_states import PromptStates
 
-        self.path, self.n_ctx, self.cores = path, n_ctx, cores
+        self.path, self.n_ctx = path, n_ctx
+        self.n_contexts = max(1, min(cores, MAX_CONTEXTS))
+        self.threads = max(1, cores // self.n_contexts)
         self.states = PromptStates(PROMPT_STATE_BYTES)
         self.contexts: list = []
-        self._idle: list = []
-        self._free_cores = cores
-        self._waiting = 0
+        self._idle: list[_Slot] = []
+        self._unopened = self.n_contexts
         self._turn = threading.Condition()
 
     @classmethod
@@ -107,43 +133,46 @@ class _Loaded:
         from .local_context import LocalContext
 
         context = LocalContext(
-            model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.cores,
-            n_threads_batch=self.cores, verbose=False,
+            model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads,
+            n_threads_batch=self.threads, verbose=False,
         )
         context.set_cache(self.states.for_context())
         return context
 
-    @contextmanager
-    def context(self):
-        """A free context with the cores this call may use; blocks while all cores are busy."""
+    def _take(self) -> _Slot:
         with self._turn:
-            self._waiting += 1
-            while self._free_cores == 0:
+            while not self._idle and self._unopened == 0:
                 self._turn.wait()
-            self._waiting -= 1
-            threads = self._free_cores if self._waiting == 0 else 1
-            self._free_cores -= threads
-            context = self._idle.pop() if self._idle else None
+            if self._idle:
+                return self._idle.pop()
+            self._unopened -= 1
         try:
-            if context is None:
-                context = self._new_context()
-                with self._turn:
-                    self.contexts.append(context)
-            context.use_threads(threads)
-            yield context
+            slot = _Slot(self._new_context())
+        except BaseException:
+            with self._turn:
+                self._unopened += 1
+                self._turn.notify()
+            raise
+        with self._turn:
+            self.contexts.append(slot.context)
+        return slot
+
+    def run(self, fn, *args):
+        """`fn(context, *args)` on a free context, in that context's thread; blocks until done."""
+        slot = self._take()
+        try:
+            return slot.run(fn, *args)
         finally:
             with self._turn:
-                self._free_cores += threads
-                if context is not None:
-                    self._idle.append(context)
-                self._turn.notify_all()
+                self._idle.append(slot)
+                self._turn.notify()
 
 
 def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
     """The llama.cpp contexts `spec`'s calls run on (loaded on first use).
 
-    llama-cpp-python defaults to half the cores for one context; the provider
-    shares every core among concurrent calls (`n_threads` caps them).
+    The contexts share every core (`n_threads` caps them), where
+    llama-cpp-python would give one context half of them.
     """
     cores = spec.n_threads or os.cpu_count() or 1
     return _Loaded.get(path or resolve_gguf(spec.model), spec.n_ctx, cores)
@@ -156,6 +185,20 @@ class LocalProvider:
 
     def describe(self) -> str:
         return f"local {self.spec.model}"
+
+    def _call(self, context, kwargs: dict) -> dict:
+        """One completion on `context` (in its own thread); its prompt state is kept on success."""
+        states = context.cache  # None only where a measurement switched prompt reuse off
+        usage: dict = {}
+        try:
+            out = context.create_chat_completion(**kwargs)
+            usage = out.get("usage") or {}
+            return out
+        except ValueError as exc:  # e.g. the prompt exceeds the context window
+            raise RejectedError(f"{self.describe()}: {exc}") from None
+        finally:
+            if states is not None:  # a failed call keeps no state (commit(0) drops it)
+                states.commit(usage.get("prompt_tokens", 0))
 
     def _complete_blocking(self, request: ProviderRequest) -> ProviderResponse:
         loaded = loaded_for(self.spec, self.path)
@@ -171,17 +214,8 @@ class LocalProvider:
             kwargs["repeat_penalty"] = request.repeat_penalty
         if request.schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.schema}
-        with loaded.context() as context:
-            states = context.cache  # None only where a measurement switched prompt reuse off
-            usage: dict = {}
-            try:
-                out = context.create_chat_completion(**kwargs)
-                usage = out.get("usage") or {}
-            except ValueError as exc:  # e.g. the prompt exceeds the context window
-                raise RejectedError(f"{self.describe()}: {exc}") from None
-            finally:
-                if states is not None:  # a failed call keeps no state (commit(0) drops it)
-                    states.commit(usage.get("prompt_tokens", 0))
+        out = loaded.run(self._call, kwargs)
+        usage = out.get("usage") or {}
         choice = out["choices"][0]
         finish = choice.get("finish_reason") or "other"
         return ProviderResponse(
