@@ -6,7 +6,8 @@
    - `pressurebench`: `ModelClient` with the `local` provider (response cache off);
    - `llama-cpp-python`: `Llama.create_chat_completion`, called directly with
      the same request on a context with the library's defaults;
-   - `same decoder, direct`: the provider's own `LocalContext`, called directly.
+   - `same decoder, direct`: the provider's own `LocalContext`, called directly
+     (on the context's own thread, with the cores a lone call gets).
    Printed: generated tokens per second per path and kind of call, and the
    ratios. pressurebench / llama-cpp-python is the goal (≥ 0.9): on plain
    replies both decode alike, so it is the layers' overhead; on structured
@@ -20,11 +21,11 @@
    evaluated and the time spent on them (llama.cpp's own counters), and
    whether the transcripts are identical (they must be).
 
-3. Cores. Eight plain replies, one at a time on one context with
-   llama-cpp-python's default thread count (half the cores) and with every
-   core, and through the provider eight at once (side by side on its contexts,
-   one thread each here). Printed: generated tokens per second each way and
-   the ratios, and whether the provider's outputs match one call at a time.
+3. Cores. Eight plain replies one at a time with llama-cpp-python's defaults
+   (one context, half the cores), through the provider one at a time (a lone
+   call gets every core) and eight at once (side by side on its contexts, an
+   equal share of the cores each). Printed: generated tokens per second each
+   way, the ratios, and whether the outputs match.
 
 Run: .venv/bin/python perf/embedded_model.py
 """
@@ -32,7 +33,6 @@ Run: .venv/bin/python perf/embedded_model.py
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 import time
@@ -152,7 +152,6 @@ def overhead(rounds: int = 4) -> dict:
     for messages, schema in CALLS:  # warm-up, and the requests (with their seeds) to replay
         through_pressurebench(messages, schema, requests)
     library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=USER.n_ctx, verbose=False)
-    ours = pool.contexts[0]
     paths = ("pressurebench", "llama-cpp-python", "same decoder, direct")
     totals = {(path, kind): [0.0, 0] for path in paths for kind in ("plain", "structured")}
     same = True
@@ -167,8 +166,8 @@ def overhead(rounds: int = 4) -> dict:
                     seconds, tokens, texts[path] = through_pressurebench(messages, schema, [])
                 elif path == "llama-cpp-python":
                     seconds, tokens, texts[path] = direct(library, request)
-                else:
-                    seconds, tokens, texts[path] = direct(ours, request)
+                else:  # on the context's own thread, as the provider runs it
+                    seconds, tokens, texts[path] = pool.run(direct, request)
                 totals[path, kind][0] += seconds
                 totals[path, kind][1] += tokens
             same &= texts["pressurebench"] == texts["same decoder, direct"]
@@ -227,44 +226,40 @@ PLAIN = [[{"role": "user", "content": text}] for text in (
 
 
 def cores() -> dict:
-    """Tokens/s of eight plain replies: one context one call at a time, and the provider's contexts."""
+    """Tokens/s of eight plain replies: library defaults, and the provider one by one or side by side."""
     pool = loaded()
-    half = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx, verbose=False)
-    every = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx,
-                            n_threads=os.cpu_count(), n_threads_batch=os.cpu_count(), verbose=False)
+    library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx, verbose=False)
     requests: list = []
 
-    async def side_by_side() -> tuple[float, int, list[str]]:
+    async def provider_calls(together: bool) -> tuple[float, int, list[str]]:
         async with ModelClient({"smol": TARGET}, tempfile.mkdtemp(prefix="pb-perf-"), use_cache=False,
                                provider_factory=recording(requests)) as client:
             t0 = time.perf_counter()
-            results = await asyncio.gather(*[client.chat("smol", m, allow_truncated=True)
-                                             for m in PLAIN])
+            if together:
+                results = await asyncio.gather(*[client.chat("smol", m, allow_truncated=True)
+                                                 for m in PLAIN])
+            else:
+                results = [await client.chat("smol", m, allow_truncated=True) for m in PLAIN]
             return (time.perf_counter() - t0, sum(r.output_tokens for r in results),
                     [r.text for r in results])
 
     fresh(pool.contexts, None)
-    provider = asyncio.run(side_by_side())
+    runs = {"one by one": asyncio.run(provider_calls(together=False))}
+    fresh(pool.contexts, None)
+    runs["side by side"] = asyncio.run(provider_calls(together=True))
     fresh(pool.contexts, pool.states)
-    one_at_a_time = {}
-    for name, llama in (("half the cores", half), ("every core", every)):
-        seconds, tokens, texts = 0.0, 0, []
-        for request in requests:
-            s, n, text = direct(llama, request)
-            seconds, tokens = seconds + s, tokens + n
-            texts.append(text)
-        one_at_a_time[name] = (seconds, tokens, texts)
-    rates = {name: rate(list(v[:2])) for name, v in one_at_a_time.items()}
-    rates["side by side"] = rate(list(provider[:2]))
-    order = [r.messages for r in requests]
-    provider_texts = [provider[2][PLAIN.index(m)] for m in order]
+    seconds, tokens, texts = 0.0, 0, []
+    for request in requests[: len(PLAIN)]:
+        s, n, text = direct(library, request)
+        seconds, tokens, texts = seconds + s, tokens + n, texts + [text]
+    runs["library"] = (seconds, tokens, texts)
+    rates = {name: rate(list(v[:2])) for name, v in runs.items()}
     return {
-        "threads": (half.n_threads, every.n_threads, pool.n_contexts, pool.threads),
+        "threads": (library.n_threads, pool.cores, pool.n_contexts, pool.share),
         "rates": rates,
-        "side by side / half": rates["side by side"] / rates["half the cores"],
-        "side by side / every": rates["side by side"] / rates["every core"],
-        "same outputs": provider_texts == one_at_a_time["half the cores"][2]
-        == one_at_a_time["every core"][2],
+        "side by side / one by one": rates["side by side"] / rates["one by one"],
+        "side by side / library": rates["side by side"] / rates["library"],
+        "same outputs": runs["library"][2] == runs["one by one"][2] == runs["side by side"][2],
     }
 
 
@@ -298,12 +293,13 @@ def main() -> int:
 
     c = cores()
     r = c["rates"]
-    half, every, contexts, threads = c["threads"]
-    print(f"cores: one call at a time on one context with {half} thread(s) (library default) "
-          f"{r['half the cores']:.1f} tok/s, with {every} threads {r['every core']:.1f} tok/s; "
-          f"{len(PLAIN)} calls through the provider, side by side on {contexts} contexts of "
-          f"{threads} thread(s) {r['side by side']:.1f} tok/s (x{c['side by side / half']:.2f} "
-          f"and x{c['side by side / every']:.2f}); same outputs: {c['same outputs']}")
+    library, n_cores, contexts, share = c["threads"]
+    print(f"cores: {len(PLAIN)} plain replies one at a time with llama-cpp-python's defaults "
+          f"({library} thread(s)) {r['library']:.1f} tok/s; through the provider one at a time "
+          f"(every core: {n_cores} threads) {r['one by one']:.1f} tok/s, side by side on {contexts} "
+          f"contexts of {share} thread(s) {r['side by side']:.1f} tok/s "
+          f"(x{c['side by side / one by one']:.2f} and x{c['side by side / library']:.2f}); "
+          f"same outputs: {c['same outputs']}")
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     ok = o["ratio"] >= GOAL_RATIO and o["same outputs"] and same and c["same outputs"]
     return 0 if ok else 1

@@ -13,6 +13,9 @@ Two costs of llama-cpp-python's defaults dominate small-model calls:
   n_batch x vocabulary floats, ~100 MB) and restoring one copies them back,
   though generation always decodes again before it samples. `LocalContext`
   saves and restores only what a restore needs.
+
+Both build on llama-cpp-python internals (`Llama._init_sampler`, `_internals`),
+so pyproject.toml pins the release they were written against.
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ class GrammarCheckedSampler:
 
 class LocalContext(Llama):
     """`Llama` with grammar-checked sampling and prompt states that carry no logits."""
+
+    def use_threads(self, threads: int) -> None:
+        """Run the next calls on `threads` cores (outputs do not depend on it)."""
+        llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
 
     def _init_sampler(self, *args, grammar=None, **kwargs):
         chain = super()._init_sampler(*args, grammar=None, **kwargs)
