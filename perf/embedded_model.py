@@ -7,7 +7,7 @@
    - `llama-cpp-python`: `Llama.create_chat_completion`, called directly with
      the same request on a context with the library's defaults;
    - `same decoder, direct`: the provider's own `LocalContext`, called directly
-     (on the context's own thread, with the cores a lone call gets).
+     (on the context's own thread).
    Printed: generated tokens per second per path and kind of call, and the
    ratios. pressurebench / llama-cpp-python is the goal (≥ 0.9): on plain
    replies both decode alike, so it is the layers' overhead; on structured
@@ -22,9 +22,9 @@
    whether the transcripts are identical (they must be).
 
 3. Cores. Eight plain replies one at a time with llama-cpp-python's defaults
-   (one context, half the cores), through the provider one at a time (a lone
-   call gets every core) and eight at once (side by side on its contexts, an
-   equal share of the cores each). Printed: generated tokens per second each
+   (one context, half the cores), and through the provider one at a time and
+   eight at once (side by side on its contexts, an equal share of the cores
+   each). Printed: generated tokens per second each
    way, the ratios, and whether the outputs match.
 
 Run: .venv/bin/python perf/embedded_model.py
@@ -296,7 +296,7 @@ def main() -> int:
     library, n_cores, contexts, share = c["threads"]
     print(f"cores: {len(PLAIN)} plain replies one at a time with llama-cpp-python's defaults "
           f"({library} thread(s)) {r['library']:.1f} tok/s; through the provider one at a time "
-          f"(every core: {n_cores} threads) {r['one by one']:.1f} tok/s, side by side on {contexts} "
+          f"({share} of {n_cores} cores each) {r['one by one']:.1f} tok/s, side by side on {contexts} "
           f"contexts of {share} thread(s) {r['side by side']:.1f} tok/s "
           f"(x{c['side by side / one by one']:.2f} and x{c['side by side / library']:.2f}); "
           f"same outputs: {c['same outputs']}")

@@ -92,10 +92,6 @@ class GrammarCheckedSampler:
 class LocalContext(Llama):
     """`Llama` with grammar-checked sampling and prompt states that carry no logits."""
 
-    def use_threads(self, threads: int) -> None:
-        """Run the next calls on `threads` cores (outputs do not depend on it)."""
-        llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
-
     def _init_sampler(self, *args, grammar=None, **kwargs):
         chain = super()._init_sampler(*args, grammar=None, **kwargs)
         if grammar is None:

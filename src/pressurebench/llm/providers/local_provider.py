@@ -78,8 +78,8 @@ class _Slot:
     thread that calls it. Teams from several calling threads add up to more
     threads than cores, and libgomp then stops spinning at its barriers and
     sleeps at each of them: decoding ran at about 60% of its speed that way
-    (perf/README.md). One thread per context, and only the first context ever
-    running more than one thread at a time, keep the teams within the cores.
+    (perf/README.md). One thread per context bounds the teams at
+    `contexts × share`, which is at most the number of cores.
     """
 
     def __init__(self, context):
@@ -88,27 +88,23 @@ class _Slot:
             max_workers=1, thread_name_prefix="llama-context"
         )
 
-    def run(self, threads: int, fn, *args):
-        def call():
-            self.context.use_threads(threads)
-            return fn(self.context, *args)
-
-        return self.thread.submit(call).result()
+    def run(self, fn, *args):
+        return self.thread.submit(fn, self.context, *args).result()
 
 
 class _Loaded:
     """The llama.cpp contexts of one GGUF file, shared by every model id that uses it.
 
-    A context runs one call at a time. The model's `cores` are shared out per
-    call: calls run side by side on up to `MAX_CONTEXTS` contexts with an equal
-    share each, further calls wait, and on machines with up to `MAX_CONTEXTS`
-    cores a call that starts while nothing else runs or waits gets them all.
-    Decoding a small model is bound by per-token overhead more than by
-    arithmetic, so calls side by side generate more tokens per second than the
-    same calls one after another with every core (perf/README.md). Outputs do
-    not depend on the context a call lands on or its thread count
-    (tests/llm/test_local_provider.py). `states` lets a prompt that extends an
-    earlier one skip re-evaluating it, on any context (`local_prompt_states`).
+    A context runs one call at a time. Decoding a small model is bound by
+    per-token overhead more than by arithmetic, so calls side by side on
+    contexts with one core each generate more tokens per second than calls one
+    after another with every core; and two-thread calls slow down badly when
+    the machine's other virtual core is busy elsewhere (perf/README.md). The model's `cores`
+    are split among up to `MAX_CONTEXTS` contexts, one call on each; further
+    calls wait for a free one. Outputs do not depend on the context a call
+    lands on or its thread count (tests/llm/test_local_provider.py). `states`
+    lets a prompt that extends an earlier one skip re-evaluating it, on any
+    context (`local_prompt_states`).
     """
 
     _instances: dict[tuple[str, int, int], _Loaded] = {}
@@ -122,9 +118,8 @@ class _Loaded:
         self.share = max(1, cores // self.n_contexts)
         self.states = PromptStates(PROMPT_STATE_BYTES)
         self.contexts: list = []
-        self._slots: list[_Slot | None] = [None] * self.n_contexts
-        self._busy: dict[int, int] = {}  # context index -> threads of its running call
-        self._waiting = 0
+        self._idle: list[_Slot] = []
+        self._unopened = self.n_contexts
         self._turn = threading.Condition()
 
     @classmethod
@@ -145,45 +140,33 @@ class _Loaded:
         context.set_cache(self.states.for_context())
         return context
 
-    def _claim(self) -> tuple[int, int]:
-        """(context index, threads) for the next call; blocks while its cores are taken.
-
-        Every core goes to a call only when nothing else runs or waits, on the
-        first context, and only where the other contexts run on one thread (up to
-        `MAX_CONTEXTS` cores): one thread makes no OpenMP team, so the teams
-        never outnumber the cores. With more cores every call gets its share.
-        """
+    def _take(self) -> _Slot:
         with self._turn:
-            self._waiting += 1
-            while (len(self._busy) == self.n_contexts
-                   or sum(self._busy.values()) + self.share > self.cores):
+            while not self._idle and self._unopened == 0:
                 self._turn.wait()
-            self._waiting -= 1
-            if self.share == 1 and not self._busy and not self._waiting:
-                index, threads = 0, self.cores
-            else:
-                index = next(i for i in range(self.n_contexts) if i not in self._busy)
-                threads = self.share
-            self._busy[index] = threads
-            return index, threads
-
-    def _slot(self, index: int) -> _Slot:
-        if self._slots[index] is None:
+            if self._idle:
+                return self._idle.pop()
+            self._unopened -= 1
+        try:
             slot = _Slot(self._new_context())
+        except BaseException:
             with self._turn:
-                self._slots[index] = slot
-                self.contexts.append(slot.context)
-        return self._slots[index]
+                self._unopened += 1
+                self._turn.notify()
+            raise
+        with self._turn:
+            self.contexts.append(slot.context)
+        return slot
 
     def run(self, fn, *args):
         """`fn(context, *args)` on a free context, in that context's thread; blocks until done."""
-        index, threads = self._claim()
+        slot = self._take()
         try:
-            return self._slot(index).run(threads, fn, *args)
+            return slot.run(fn, *args)
         finally:
             with self._turn:
-                del self._busy[index]
-                self._turn.notify_all()
+                self._idle.append(slot)
+                self._turn.notify()
 
 
 def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
