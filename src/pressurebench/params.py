@@ -57,7 +57,7 @@ class ModelSpec(Strict):
     )
     repeat_penalty: float | None = Field(
         default=None, gt=0.0, le=2.0,
-        description="divide the logits of recently generated tokens by this (local provider only)",
+        description="llama.cpp's penalty on the last 64 generated tokens; 1 is none (local provider only)",
     )
 
     @model_validator(mode="after")

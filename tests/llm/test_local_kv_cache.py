@@ -84,6 +84,19 @@ def test_memory_is_bounded_least_recently_used_first():
     assert list(store.states) == [keys[0], keys[2]] and store.cache_size == 200
 
 
+
+def test_asking_whether_a_prompt_is_stored_does_not_count_as_using_it():
+    store = PromptStates(capacity_bytes=250)
+    states = store.for_context()
+    keys = [tokens(40, start=s) for s in (0, 10_000, 20_000)]
+    for key in keys[:2]:
+        states[key] = State(40, size=100)
+        states.commit(40)
+    assert keys[0] in states  # a look, not a use: keys[0] stays the least recently used
+    states[keys[2]] = State(40, size=100)
+    states.commit(40)
+    assert list(store.states) == [keys[1], keys[2]]
+
 @pytest.mark.slow
 def test_outputs_are_identical_with_and_without_prompt_states(tmp_path):
     """Interleaved turns of two roles, as simulate makes them, give the same text either way."""

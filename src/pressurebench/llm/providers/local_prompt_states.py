@@ -56,13 +56,14 @@ class PromptStates:
                 best, best_len = candidate, n
         return best
 
-    def find(self, key: tuple[int, ...]) -> object | None:
-        """The state whose prompt shares the longest prefix with `key` (marked as used)."""
+    def find(self, key: tuple[int, ...], *, use: bool = True) -> object | None:
+        """The state whose prompt shares the longest prefix with `key`, marked as used if `use`."""
         with self._lock:
             found = self._longest_prefix_key(key)
             if found is None:
                 return None
-            self.states.move_to_end(found)
+            if use:
+                self.states.move_to_end(found)
             return self.states[found]
 
     def keep(self, prompt: tuple[int, ...], state) -> None:
@@ -104,7 +105,7 @@ class ContextStates(BaseLlamaCache):
         return found
 
     def __contains__(self, key) -> bool:
-        return self.store.find(tuple(key)) is not None
+        return self.store.find(tuple(key), use=False) is not None
 
     def __setitem__(self, key, state) -> None:
         self._pending = (tuple(key), state)
