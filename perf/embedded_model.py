@@ -27,6 +27,14 @@
    each). Printed: generated tokens per second each
    way, the ratios, and whether the outputs match.
 
+4. Weights. Section 2's conversation, prompt states on, on the bundled Q4_1
+   file and on its Q8_0 conversion (`requantize: q8_0`), alternating, twice
+   each. Printed: wall time, prompt evaluation and generation tokens per second
+   (llama.cpp's counters), and the ratios. Transcripts differ (the weights do,
+   slightly), so tokens per second compare them, not seconds alone.
+
+Sections 1-3 run on the file as shipped, as llama-cpp-python would load it.
+
 Run: .venv/bin/python perf/embedded_model.py
 """
 
@@ -65,16 +73,16 @@ CALLS = [
 ]
 
 
-def loaded() -> local_provider._Loaded:
-    return local_provider.loaded_for(USER)
+def loaded(spec: ModelSpec = USER) -> local_provider._Loaded:
+    return local_provider.loaded_for(spec)
 
 
-def fresh(contexts, states) -> None:
-    """Every context reset, no prompt states kept: each call starts from nothing."""
-    for context in contexts:
+def fresh(pool: local_provider._Loaded, reuse: bool) -> None:
+    """Every context reset and no prompt state kept; `reuse` decides whether calls keep new ones."""
+    for context in pool.contexts:
         context.reset()
-        context.set_cache(states.for_context() if states is not None else None)
-    loaded().states.clear()
+        context.set_cache(pool.states.for_context() if reuse else None)
+    pool.states.clear()
 
 
 @dataclass
@@ -161,7 +169,7 @@ def overhead(rounds: int = 4) -> dict:
             texts = {}
             shift = (i + round_no) % len(paths)
             for path in paths[shift:] + paths[:shift]:
-                fresh(pool.contexts, pool.states if path == "pressurebench" else None)
+                fresh(pool, reuse=path == "pressurebench")
                 if path == "pressurebench":
                     seconds, tokens, texts[path] = through_pressurebench(messages, schema, [])
                 elif path == "llama-cpp-python":
@@ -173,7 +181,7 @@ def overhead(rounds: int = 4) -> dict:
             same &= texts["pressurebench"] == texts["same decoder, direct"]
             if kind == "plain":  # plain replies decode alike on both contexts
                 same &= texts["pressurebench"] == texts["llama-cpp-python"]
-    fresh(pool.contexts, pool.states)
+    fresh(pool, reuse=True)
     del library
     rates = {key: rate(value) for key, value in totals.items()}
     both = {path: rate([sum(totals[path, k][0] for k in ("plain", "structured")),
@@ -187,24 +195,25 @@ def overhead(rounds: int = 4) -> dict:
 # --- 2. prompt reuse across turns ------------------------------------------------------
 
 
-async def one_conversation():
+async def one_conversation(user: ModelSpec, target: ModelSpec):
     sim = Simulation(benchmark=benchmark(), user_model="user", target="target", turns=6,
                      landmarks=True, perfunctory=0.0, keep_truncated=True)
-    async with ModelClient({"user": USER, "target": TARGET}, tempfile.mkdtemp(prefix="pb-perf-"),
+    async with ModelClient({"user": user, "target": target}, tempfile.mkdtemp(prefix="pb-perf-"),
                            use_cache=False) as client:
         return await simulate_conversation(client, sim, scenarios(1)[0], 0)
 
 
-def play(with_states: bool) -> tuple[float, Counters, object]:
-    pool = loaded()
-    fresh(pool.contexts, pool.states if with_states else None)
+def play(with_states: bool, user: ModelSpec = USER, target: ModelSpec = TARGET
+         ) -> tuple[float, Counters, object]:
+    pool = loaded(user)
+    fresh(pool, reuse=with_states)
     for context in pool.contexts:
         llama_cpp.llama_perf_context_reset(context.ctx)
     t0 = time.perf_counter()
-    row = asyncio.run(one_conversation())
+    row = asyncio.run(one_conversation(user, target))
     wall = time.perf_counter() - t0
     result = wall, counters(pool.contexts), row
-    fresh(pool.contexts, pool.states)
+    fresh(pool, reuse=True)
     return result
 
 
@@ -243,11 +252,11 @@ def cores() -> dict:
             return (time.perf_counter() - t0, sum(r.output_tokens for r in results),
                     [r.text for r in results])
 
-    fresh(pool.contexts, None)
+    fresh(pool, reuse=False)
     runs = {"one by one": asyncio.run(provider_calls(together=False))}
-    fresh(pool.contexts, None)
+    fresh(pool, reuse=False)
     runs["side by side"] = asyncio.run(provider_calls(together=True))
-    fresh(pool.contexts, pool.states)
+    fresh(pool, reuse=True)
     seconds, tokens, texts = 0.0, 0, []
     for request in requests[: len(PLAIN)]:
         s, n, text = direct(library, request)
@@ -261,6 +270,30 @@ def cores() -> dict:
         "side by side / library": rates["side by side"] / rates["library"],
         "same outputs": runs["library"][2] == runs["one by one"][2] == runs["side by side"][2],
     }
+
+
+# --- 4. weights ---------------------------------------------------------------------------
+
+
+def weights(rounds: int = 2) -> dict[str, tuple[float, Counters]]:
+    """Section 2's conversation (prompt states on) on the bundled Q4_1 file and on its Q8_0
+    conversion (`requantize: q8_0`), alternating; wall seconds and llama.cpp's counters, summed."""
+    q8 = {"requantize": "q8_0"}
+    specs = {
+        "as shipped (Q4_1)": (USER, TARGET),
+        "requantize: q8_0": (USER.model_copy(update=q8), TARGET.model_copy(update=q8)),
+    }
+    totals = {name: (0.0, Counters(0, 0.0, 0, 0.0)) for name in specs}
+    for round_no in range(rounds):
+        order = list(specs) if round_no % 2 == 0 else list(reversed(specs))
+        for name in order:
+            wall, c, _ = play(True, *specs[name])
+            seconds, t = totals[name]
+            totals[name] = (seconds + wall, Counters(t.prompt_tokens + c.prompt_tokens,
+                                                     t.prompt_s + c.prompt_s,
+                                                     t.generated + c.generated,
+                                                     t.generate_s + c.generate_s))
+    return totals
 
 
 def main() -> int:
@@ -300,6 +333,18 @@ def main() -> int:
           f"contexts of {share} thread(s) {r['side by side']:.1f} tok/s "
           f"(x{c['side by side / one by one']:.2f} and x{c['side by side / library']:.2f}); "
           f"same outputs: {c['same outputs']}")
+
+    w = weights()
+    head = f"{'weights (6-turn conversation, x2)':<34} {'wall s':>7} {'prompt tok/s':>12} {'gen tok/s':>9}"
+    print(head)
+    print("-" * len(head))
+    for name, (wall, t) in w.items():
+        print(f"{name:<34} {wall:>7.1f} {t.prompt_tokens / t.prompt_s:>12.1f} "
+              f"{t.generated / t.generate_s:>9.1f}")
+    (_, (w4, t4)), (_, (w8, t8)) = w.items()
+    print(f"weights: q8_0 / as shipped: prompt evaluation x{(t8.prompt_tokens / t8.prompt_s) / (t4.prompt_tokens / t4.prompt_s):.2f}, "
+          f"generation x{(t8.generated / t8.generate_s) / (t4.generated / t4.generate_s):.2f}, "
+          f"wall time x{w8 / w4:.2f}")
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     ok = o["ratio"] >= GOAL_RATIO and o["same outputs"] and same and c["same outputs"]
     return 0 if ok else 1

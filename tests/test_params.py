@@ -112,10 +112,17 @@ def test_family():
     assert ModelSpec(provider="local", model="smollm2-135m-instruct").family == "smollm"
 
 
-def test_repeat_penalty_is_a_local_setting(tmp_path):
+@pytest.mark.parametrize("setting, value", [("repeat_penalty", 1.1), ("requantize", "q8_0")])
+def test_local_settings_are_refused_on_api_models(tmp_path, setting, value):
     data = tiny_params()
-    data["models"]["user"]["repeat_penalty"] = 1.1
+    data["models"]["user"][setting] = value
     message = error_of(tmp_path, data)
-    assert "models.user" in message and "repeat_penalty is a local-provider setting" in message
-    data["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct", "repeat_penalty": 1.1}
-    assert load_params(write(tmp_path, data)).models["user"].repeat_penalty == 1.1
+    assert "models.user" in message and f"{setting} is a local-provider setting" in message
+    data["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct", setting: value}
+    assert getattr(load_params(write(tmp_path, data)).models["user"], setting) == value
+
+
+def test_requantize_names_a_known_type(tmp_path):
+    data = tiny_params()
+    data["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct", "requantize": "q3"}
+    assert "models.user.requantize" in error_of(tmp_path, data)

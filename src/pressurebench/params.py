@@ -59,13 +59,23 @@ class ModelSpec(Strict):
         default=None, gt=0.0, le=2.0,
         description="llama.cpp's penalty on the last 64 generated tokens; 1 is none (local provider only)",
     )
+    requantize: Literal["q8_0"] | None = Field(
+        default=None,
+        description=(
+            "run on the GGUF file's weights converted once to this type (local provider only): "
+            "llama.cpp's fast CPU matrix kernels cover Q8_0 but not, e.g., Q4_1, and Q8_0 holds "
+            "4- and 5-bit weights almost exactly"
+        ),
+    )
 
     @model_validator(mode="after")
     def _local_only_settings(self):
-        if self.provider != "local" and self.repeat_penalty is not None:
-            raise ValueError(
-                f"repeat_penalty is a local-provider setting; {self.provider} models take none"
-            )
+        if self.provider != "local":
+            for name in ("repeat_penalty", "requantize"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name} is a local-provider setting; {self.provider} models take none"
+                    )
         return self
 
     @property

