@@ -169,3 +169,46 @@ def test_constrained_answers_are_always_valid_even_where_the_model_would_say_oth
     assert all(r.ok and r.attempts == 1 for r in results), [r.error for r in results]
     assert {r.parsed.colour for r in results} <= {"ultramarine", "vermilion"}
 
+
+@pytest.mark.slow
+def test_contexts_loading_side_by_side_leave_stdout_and_stderr_as_they_were(tmp_path):
+    """llama-cpp-python silences a loading model by pointing fds 1 and 2 at /dev/null and back.
+
+    Two loads at once on two threads interleave those swaps, and the later
+    restore can put /dev/null back for good: every later print and traceback
+    of the process vanished. Loads take turns.
+    """
+    import os
+    import sys
+    import threading
+
+    from pressurebench.llm.providers.local_provider import _Loaded
+    from pressurebench.llm.providers.local_weights import resolve_gguf
+
+    out_file, err_file = tmp_path / "out", tmp_path / "err"
+    with open(out_file, "w") as out, open(err_file, "w") as err:
+        saved = os.dup(1), os.dup(2), sys.stdout, sys.stderr
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            for attempt in range(6):
+                loaded = _Loaded(resolve_gguf("smollm2-135m-instruct"), 512, cores=2)
+                barrier = threading.Barrier(2)
+
+                def hold(context, barrier=barrier):
+                    barrier.wait(timeout=60)  # both contexts exist before either call ends
+
+                threads = [threading.Thread(target=loaded.run, args=(hold,)) for _ in range(2)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                os.write(1, f"out {attempt}\n".encode())
+                os.write(2, f"err {attempt}\n".encode())
+                assert (sys.stdout, sys.stderr) == saved[2:]
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            sys.stdout, sys.stderr = saved[2:]
+    assert out_file.read_text().splitlines() == [f"out {i}" for i in range(6)]
+    assert err_file.read_text().splitlines() == [f"err {i}" for i in range(6)]

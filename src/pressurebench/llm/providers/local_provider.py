@@ -40,6 +40,9 @@ def decoder() -> str:
 
 # Calls one model file runs at once, each on a llama.cpp context of its own.
 MAX_CONTEXTS = 4
+# llama-cpp-python silences a loading model by pointing the process's fds 1 and 2 (and
+# sys.stdout/stderr) at /dev/null and back; two loads at once can restore /dev/null for good.
+_LOADING = threading.Lock()
 
 
 class _Slot:
@@ -104,10 +107,11 @@ class _Loaded:
     def _new_context(self):
         from .local_context import LocalContext
 
-        context = LocalContext(
-            model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.share,
-            n_threads_batch=self.share, verbose=False,
-        )
+        with _LOADING:
+            context = LocalContext(
+                model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.share,
+                n_threads_batch=self.share, verbose=False,
+            )
         context.set_cache(self.states.for_context())
         return context
 
