@@ -61,6 +61,14 @@ def test_a_file_llama_cpp_cannot_convert_is_a_clear_error_and_leaves_nothing(cac
     assert not any(p.is_file() for p in (cache_home / "pressurebench" / "gguf").glob("*"))
 
 
+def test_an_unwritable_cache_folder_is_a_clear_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    with pytest.raises(PressurebenchError, match="cannot keep converted weights in .*XDG_CACHE_HOME"):
+        requantized(resolve_gguf("smollm2-135m-instruct"), "q8_0")
+
+
 def test_an_unknown_type_is_refused(cache_home):
     with pytest.raises(PressurebenchError, match="cannot requantize to 'q2_k'"):
         requantized(resolve_gguf("smollm2-135m-instruct"), "q2_k")

@@ -77,7 +77,13 @@ def requantized(path: Path, ftype: str) -> Path:
         return out
     import llama_cpp
 
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PressurebenchError(
+            f"cannot keep converted weights in {folder} ({exc.strerror}); "
+            "set XDG_CACHE_HOME to a writable folder"
+        ) from None
     partial = folder / f".{out.name}.{os.getpid()}.partial"
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, REQUANTIZE_TYPES[ftype])
