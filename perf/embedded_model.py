@@ -27,11 +27,13 @@
    each). Printed: generated tokens per second each
    way, the ratios, and whether the outputs match.
 
-4. Weights. Section 2's conversation, prompt states on, on the bundled Q4_1
-   file and on its Q8_0 conversion (`requantize: q8_0`), alternating, twice
-   each. Printed: wall time, prompt evaluation and generation tokens per second
-   (llama.cpp's counters), and the ratios. Transcripts differ (the weights do,
-   slightly), so tokens per second compare them, not seconds alone.
+4. Weights. The same work on the bundled Q4_1 file and on its Q8_0
+   conversion (`requantize: q8_0`), alternating, four times each: the
+   simulated user's first prompt evaluated from nothing, then 64 tokens
+   decoded one at a time at the same positions. Printed: prompt evaluation
+   and decoding tokens per second, and the ratios. (Whole conversations would
+   not compare: the weights differ slightly, so the transcripts and their
+   lengths do too.)
 
 Sections 1-3 run on the file as shipped, as llama-cpp-python would load it.
 
@@ -51,8 +53,10 @@ from common import benchmark, machine, scenarios
 
 from pressurebench.llm.client import ModelClient
 from pressurebench.llm.providers import local_provider
+from pressurebench.llm.providers.local_weights import runtime_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import UserTurn
+from pressurebench.stages.conversation import landmarks_due, user_model_messages, user_system_prompt
 from pressurebench.stages.simulate import Simulation, simulate_conversation
 
 MODEL = "smollm2-135m-instruct"
@@ -275,25 +279,48 @@ def cores() -> dict:
 # --- 4. weights ---------------------------------------------------------------------------
 
 
-def weights(rounds: int = 2) -> dict[str, tuple[float, Counters]]:
-    """Section 2's conversation (prompt states on) on the bundled Q4_1 file and on its Q8_0
-    conversion (`requantize: q8_0`), alternating; wall seconds and llama.cpp's counters, summed."""
-    q8 = {"requantize": "q8_0"}
-    specs = {
-        "as shipped (Q4_1)": (USER, TARGET),
-        "requantize: q8_0": (USER.model_copy(update=q8), TARGET.model_copy(update=q8)),
+def first_user_prompt() -> str:
+    """The simulated user's first request of section 2's conversation, in SmolLM2's ChatML format."""
+    scenario = scenarios(1)[0]
+    system = user_system_prompt(scenario, benchmark().metrics[0], turns=6, landmarks_up_front=False)
+    messages = user_model_messages(system, [], turn=1, turns=6, due=landmarks_due(scenario, 1))
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+
+
+def weights(rounds: int = 4, decoded: int = 64) -> dict[str, tuple[int, float, int, float]]:
+    """The same work on the bundled Q4_1 file and on its Q8_0 conversion (`requantize: q8_0`).
+
+    Work: the simulated user's first prompt evaluated from nothing, then
+    `decoded` tokens decoded one at a time (the prompt's own tokens fed back,
+    so both files decode the same tokens at the same positions). One context
+    of one thread each, as the provider runs them; the two alternate. Returns
+    per file, summed: prompt tokens and seconds, decoded tokens and seconds.
+    """
+    files = {
+        "as shipped (Q4_1)": runtime_gguf(MODEL, None),
+        "requantize: q8_0": runtime_gguf(MODEL, "q8_0"),
     }
-    totals = {name: (0.0, Counters(0, 0.0, 0, 0.0)) for name in specs}
+    contexts = {name: llama_cpp.Llama(model_path=str(path), n_ctx=USER.n_ctx, n_threads=1,
+                                      n_threads_batch=1, verbose=False)
+                for name, path in files.items()}
+    prompt = next(iter(contexts.values())).tokenize(first_user_prompt().encode(), special=True)
+    totals = {name: [0, 0.0, 0, 0.0] for name in files}
     for round_no in range(rounds):
-        order = list(specs) if round_no % 2 == 0 else list(reversed(specs))
+        order = list(contexts) if round_no % 2 == 0 else list(reversed(contexts))
         for name in order:
-            wall, c, _ = play(True, *specs[name])
-            seconds, t = totals[name]
-            totals[name] = (seconds + wall, Counters(t.prompt_tokens + c.prompt_tokens,
-                                                     t.prompt_s + c.prompt_s,
-                                                     t.generated + c.generated,
-                                                     t.generate_s + c.generate_s))
-    return totals
+            context = contexts[name]
+            context.reset()
+            t0 = time.perf_counter()
+            context.eval(prompt)
+            t1 = time.perf_counter()
+            for token in prompt[:decoded]:
+                context.eval([token])
+            t2 = time.perf_counter()
+            totals[name][0] += len(prompt)
+            totals[name][1] += t1 - t0
+            totals[name][2] += min(decoded, len(prompt))
+            totals[name][3] += t2 - t1
+    return {name: tuple(values) for name, values in totals.items()}
 
 
 def main() -> int:
@@ -335,18 +362,13 @@ def main() -> int:
           f"same outputs: {c['same outputs']}")
 
     w = weights()
-    head = (f"{'weights (6-turn conversation, x2)':<34} {'wall s':>7} {'prompt tok':>10} "
-            f"{'prompt tok/s':>12} {'gen tok':>7} {'gen tok/s':>9}")
+    head = f"{'weights (one thread)':<22} {'prompt tokens':>13} {'prompt tok/s':>12} {'decode tok/s':>12}"
     print(head)
     print("-" * len(head))
-    for name, (wall, t) in w.items():
-        print(f"{name:<34} {wall:>7.1f} {t.prompt_tokens:>10} {t.prompt_tokens / t.prompt_s:>12.1f} "
-              f"{t.generated:>7} {t.generated / t.generate_s:>9.1f}")
-    (_, (_, t4)), (_, (_, t8)) = w.items()
-    print(f"weights: q8_0 / as shipped: prompt evaluation "
-          f"x{(t8.prompt_tokens / t8.prompt_s) / (t4.prompt_tokens / t4.prompt_s):.2f}, generation "
-          f"x{(t8.generated / t8.generate_s) / (t4.generated / t4.generate_s):.2f} (tokens per second; "
-          f"the transcripts differ, so their lengths and wall times do too)")
+    for name, (tokens, prompt_s, decoded, decode_s) in w.items():
+        print(f"{name:<22} {tokens:>13} {tokens / prompt_s:>12.1f} {decoded / decode_s:>12.1f}")
+    (_, (_, p4, _, d4)), (_, (_, p8, _, d8)) = w.items()
+    print(f"weights: q8_0 / as shipped: prompt evaluation x{p4 / p8:.2f}, decoding x{d4 / d8:.2f}")
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     ok = o["ratio"] >= GOAL_RATIO and o["same outputs"] and same and c["same outputs"]
     return 0 if ok else 1
