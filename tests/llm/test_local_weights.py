@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import llama_cpp
 import pytest
 
 from fakes import Script
@@ -29,8 +30,6 @@ def cache_home(tmp_path, monkeypatch):
 
 def file_type(path) -> int:
     """The llama_ftype a GGUF file declares (its header, read without loading weights)."""
-    import llama_cpp
-
     return int(llama_cpp.Llama(str(path), vocab_only=True, verbose=False).metadata["general.file_type"])
 
 
@@ -38,9 +37,8 @@ def test_the_bundled_file_is_converted_once_to_q8_0_the_same_way_every_time(cach
     source = resolve_gguf("smollm2-135m-instruct")
     converted = requantized(source, "q8_0")
     assert converted.parent == cache_home / "pressurebench" / "gguf"
-    assert gguf_digest(source) in converted.name and converted.name.endswith(".q8_0.gguf")
-    import llama_cpp
-
+    assert gguf_digest(source) in converted.name
+    assert converted.name.endswith(f".q8_0.llama-cpp-python-{llama_cpp.__version__}.gguf")
     assert file_type(source) == llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_1
     assert file_type(converted) == llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
     assert not list(converted.parent.glob(".*partial"))
@@ -110,4 +108,4 @@ def test_a_requantized_model_answers_and_says_what_it_runs_on(cache_home, tmp_pa
     assert result.ok, result.error
     digest = gguf_digest(resolve_gguf("smollm2-135m-instruct"))
     assert result.model_version == f"smollm2-135m-instruct gguf:{digest} as q8_0"
-    assert list((cache_home / "pressurebench" / "gguf").glob("*.q8_0.gguf"))
+    assert list((cache_home / "pressurebench" / "gguf").glob("*.q8_0.*.gguf"))

@@ -6,9 +6,10 @@ cover Q4_1, so prompts are evaluated with its generic per-row code, about half
 as fast as the same weights in Q8_0 (perf/README.md). `requantize: q8_0`
 converts the file once: Q8_0 keeps 8 bits per weight, so the 4-bit values
 survive to within a rounding step ~1/17 of Q4_1's own. The converted file is
-kept in the user's cache folder, named by the source's digest, and the digest
-and conversion enter every cache key and model version, so replies from one
-file are never replayed for another.
+kept in the user's cache folder, named by the source's digest and the
+converting llama-cpp-python release, and the digest and conversion enter every
+cache key and model version, so replies from one file are never replayed for
+another.
 """
 
 from __future__ import annotations
@@ -71,11 +72,13 @@ def requantized(path: Path, ftype: str) -> Path:
     temporary file and the last rename wins, with identical contents."""
     if ftype not in REQUANTIZE_TYPES:
         raise PressurebenchError(f"cannot requantize to '{ftype}'; known: {sorted(REQUANTIZE_TYPES)}")
+    import llama_cpp
+
     folder = converted_dir()
-    out = folder / f"{path.stem}.{gguf_digest(path)}.{ftype}.gguf"
+    # Named by the converter too: another llama.cpp may convert the same file differently.
+    out = folder / f"{path.stem}.{gguf_digest(path)}.{ftype}.llama-cpp-python-{llama_cpp.__version__}.gguf"
     if out.is_file():
         return out
-    import llama_cpp
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
