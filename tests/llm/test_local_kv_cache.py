@@ -71,31 +71,24 @@ def test_the_longest_shared_prefix_wins_and_short_ones_do_not_count():
     assert tokens(MIN_REUSE_TOKENS - 1) + (-1,) not in states
 
 
-def test_memory_is_bounded_least_recently_used_first():
+@pytest.mark.parametrize("look_only", [False, True])
+def test_memory_is_bounded_least_recently_used_first(look_only):
+    """Reading a stored state counts as using it; asking whether one is stored does not."""
     store = PromptStates(capacity_bytes=250)
     states = store.for_context()
     keys = [tokens(40, start=s) for s in (0, 10_000, 20_000)]
     for key in keys[:2]:
         states[key] = State(40, size=100)
         states.commit(40)
-    states[keys[0]]  # used again: now the most recent
+    if look_only:
+        assert keys[0] in states  # a look, not a use: keys[0] stays the least recently used
+    else:
+        states[keys[0]]  # used again: now the most recent
     states[keys[2]] = State(40, size=100)
     states.commit(40)
-    assert list(store.states) == [keys[0], keys[2]] and store.cache_size == 200
+    kept = keys[1] if look_only else keys[0]
+    assert list(store.states) == [kept, keys[2]] and store.cache_size == 200
 
-
-
-def test_asking_whether_a_prompt_is_stored_does_not_count_as_using_it():
-    store = PromptStates(capacity_bytes=250)
-    states = store.for_context()
-    keys = [tokens(40, start=s) for s in (0, 10_000, 20_000)]
-    for key in keys[:2]:
-        states[key] = State(40, size=100)
-        states.commit(40)
-    assert keys[0] in states  # a look, not a use: keys[0] stays the least recently used
-    states[keys[2]] = State(40, size=100)
-    states.commit(40)
-    assert list(store.states) == [keys[1], keys[2]]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("requantize", [None, "q8_0"])
