@@ -1,7 +1,8 @@
 """A scripted in-process provider: stage logic tested without HTTP or a real model.
 
 `ScriptedProvider` records every request it receives and answers with whatever
-the test's responder returns: a string (plain text), a dict (structured answer,
+the test's responder returns (for local models with the real provider's cache key
+material and seeds): a string (plain text), a dict (structured answer,
 serialised as JSON), a ProviderResponse (full control, e.g. truncation), or an
 exception instance (raised, e.g. RetryableError).
 """
@@ -13,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pressurebench.llm.providers import ProviderBase
+from pressurebench.llm.providers.local_provider import LocalProvider
 from pressurebench.llm.types import ProviderRequest, ProviderResponse
 from pressurebench.params import ModelSpec
 
@@ -36,10 +39,13 @@ class Script:
         """A ProviderFactory for ModelClient(provider_factory=...) / stage functions."""
         script = self
 
-        class ScriptedProvider:
+        class ScriptedProvider(ProviderBase):
             def __init__(self, model_id: str, spec: ModelSpec):
                 self.spec = spec
                 self.model_id = model_id
+                if spec.provider == "local":  # the real provider's cache key and seeds
+                    real = LocalProvider(spec)  # resolves the weights file, loads nothing
+                    self.key_material, self.seed = real.key_material, real.seed
 
             def describe(self) -> str:
                 return f"scripted {self.model_id}"
@@ -56,9 +62,6 @@ class Script:
                     text=text, finish_reason="stop", input_tokens=10, output_tokens=5,
                     model_version=f"{self.spec.model}-scripted",
                 )
-
-            async def aclose(self) -> None:
-                return None
 
         return lambda model_id, spec, api_key: ScriptedProvider(model_id, spec)
 

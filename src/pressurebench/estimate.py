@@ -36,20 +36,16 @@ class Line:
 
 
 def _reply_tokens(spec: ModelSpec) -> int:
-    """Assume replies use about 60% of their budget: a planning figure, stated as such."""
-    return max(1, int(spec.max_tokens * 0.6))
-
-
-def _cost(spec: ModelSpec, tin: int, tout: int) -> float | None:
-    from .llm.client import price
-
-    return price(spec, tin, tout)
+    """Assume replies use about 60% of their budget, and a reasoning model half of its room to
+    reason (hidden reasoning is billed as output): planning figures, stated as such."""
+    hidden = spec.reasoning_tokens // 2 if spec.is_reasoning else 0
+    return max(1, int(spec.max_tokens * 0.6)) + hidden
 
 
 def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call) -> Line:
     spec = params.models[model_id]
     tin, tout = calls * tin_per_call, calls * tout_per_call
-    return Line(stage, arm, role, model_id, calls, tin, tout, _cost(spec, tin, tout))
+    return Line(stage, arm, role, model_id, calls, tin, tout, spec.price(tin, tout))
 
 
 def variants_per_scenario(params: Params) -> int:

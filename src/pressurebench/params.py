@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,16 +34,38 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# OpenAI's reasoning models (the o-series, the gpt-5 family) take `max_completion_tokens`
+# (not `max_tokens`), only the default temperature and top_p, and `reasoning_effort`; their
+# hidden reasoning tokens count against `max_completion_tokens`. Recognised by name, unless
+# the registry says otherwise (`reasoning:`).
+OPENAI_REASONING_NAME = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
+OPENAI_API_HOST = "api.openai.com"
+
+StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
 class ModelSpec(Strict):
-    """One entry of the model registry. Secrets are never here: only the name of their variable."""
+    """One entry of the model registry. Secrets are never here: only the name of their variable.
+
+    Requests are built from it to be ones the provider accepts: what a provider is
+    known to refuse (Anthropic's temperature together with top_p, a sampling
+    temperature for an OpenAI reasoning model) is an error here, before any call.
+    """
 
     provider: Literal["openai", "anthropic", "local"]
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None
-    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    temperature: float | None = Field(
+        default=None, ge=0.0, le=2.0,
+        description="sampling temperature; left out of requests when not set (the provider's default)",
+    )
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    max_tokens: int = Field(default=512, ge=1, le=32768)
+    max_tokens: int = Field(
+        default=512, ge=1, le=32768,
+        description="tokens of a reply; a reasoning model gets `reasoning_tokens` more for its hidden reasoning",
+    )
     seed: int | None = None
     max_concurrency: int | None = Field(default=None, ge=1, le=4096)
     requests_per_minute: float | None = Field(default=None, gt=0)
@@ -50,6 +74,48 @@ class ModelSpec(Strict):
     system_prompt: str | None = None
     extra_headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=120.0, gt=0)
+    structured_output: StructuredOutput | None = Field(
+        default=None,
+        description=(
+            "how structured answers are asked for: `json_schema` (response_format; the OpenAI "
+            "default), `json_object` (response_format json_object with the schema beside it, as "
+            "llama.cpp's server takes it, and in the prompt), `tool` (one forced tool call; the "
+            "Anthropic default) or `prompt` (the schema in the prompt only); every answer is "
+            "validated, and re-asked when invalid (run.repair_retries)"
+        ),
+    )
+    strict_schema: bool | None = Field(
+        default=None,
+        description=(
+            "OpenAI strict structured outputs (`strict: true`, the schema rewritten as strict mode "
+            "requires); default: on at OpenAI's own API, off for other servers"
+        ),
+    )
+    reasoning: bool | None = Field(
+        default=None,
+        description="an OpenAI reasoning model; default: recognised by name (o1, o3, o4-mini, gpt-5...)",
+    )
+    reasoning_effort: ReasoningEffort | None = Field(
+        default=None, description="sent to OpenAI reasoning models when set",
+    )
+    reasoning_tokens: int = Field(
+        default=4096, ge=0, le=131072,
+        description=(
+            "room for hidden reasoning a reasoning model's token limit adds to max_tokens, so "
+            "reasoning cannot leave no room for the answer"
+        ),
+    )
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
+        default=None,
+        description=(
+            "the OpenAI-compatible request field that carries the token limit; default: "
+            "max_completion_tokens at OpenAI's own API, max_tokens for other servers"
+        ),
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fields added to every request body as they are (OpenAI and Anthropic providers)",
+    )
     n_ctx: int = Field(default=4096, ge=256, description="context window (local provider only)")
     n_threads: int | None = Field(
         default=None, ge=1, le=256,
@@ -67,15 +133,60 @@ class ModelSpec(Strict):
             "4- and 5-bit weights almost exactly"
         ),
     )
+    weight_repacking: bool | None = Field(
+        default=None,
+        description=(
+            "let llama.cpp lay the weights out for the CPU's matrix instructions (its extra "
+            "buffer types: AMX, repacked AVX/NEON layouts; local provider only); default: on, "
+            "except on CPUs where llama.cpp reports AMX, whose path crashes llama.cpp 0.3.36's build"
+        ),
+    )
 
     @model_validator(mode="after")
-    def _local_only_settings(self):
-        if self.provider != "local":
-            for name in ("repeat_penalty", "requantize"):
-                if getattr(self, name) is not None:
+    def _requests_the_provider_accepts(self):
+        only = {
+            "local": ("repeat_penalty", "requantize", "weight_repacking"),
+            "openai": ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema"),
+        }
+        for provider, names in only.items():
+            for name in names:
+                if self.provider != provider and getattr(self, name) is not None:
                     raise ValueError(
-                        f"{name} is a local-provider setting; {self.provider} models take none"
+                        f"{name} is a {provider}-provider setting; {self.provider} models take none"
                     )
+        if self.provider == "local" and (self.structured_output is not None or self.extra_body):
+            raise ValueError(
+                "local models decode structured answers under the schema's grammar and take "
+                "no structured_output or extra_body"
+            )
+        if self.provider == "anthropic":
+            if self.structured_output in ("json_schema", "json_object"):
+                raise ValueError(
+                    f"structured_output {self.structured_output} is an OpenAI response_format; "
+                    "Anthropic models take `tool` or `prompt`"
+                )
+            if self.temperature is not None and self.top_p is not None:
+                raise ValueError(
+                    "Anthropic refuses temperature together with top_p on its recent models "
+                    "('temperature and top_p cannot both be specified for this model'): set one"
+                )
+            if self.temperature is not None and self.temperature > 1.0:
+                raise ValueError("Anthropic takes a temperature from 0 to 1")
+        if self.provider == "openai" and self.is_reasoning:
+            for name in ("temperature", "top_p"):
+                value = getattr(self, name)
+                if value is not None and value != 1.0:
+                    raise ValueError(
+                        f"OpenAI reasoning models take only the default {name} (1), not {value}: "
+                        f"leave {name} out (or set `reasoning: false` for a model that is not one)"
+                    )
+        if self.reasoning_effort is not None and not self.is_reasoning:
+            raise ValueError(
+                "reasoning_effort is for reasoning models; set `reasoning: true` if this is one"
+            )
+        for name in ("model", "messages"):
+            if name in self.extra_body:
+                raise ValueError(f"extra_body may not set '{name}': it is the registry's")
         return self
 
     @property
@@ -83,6 +194,55 @@ class ModelSpec(Strict):
         if self.max_concurrency is not None:
             return self.max_concurrency
         return LOCAL_DEFAULT_CONCURRENCY if self.provider == "local" else REMOTE_DEFAULT_CONCURRENCY
+
+    @property
+    def is_reasoning(self) -> bool:
+        """An OpenAI reasoning model (by the registry's word, else by its name)."""
+        if self.provider != "openai":
+            return False
+        if self.reasoning is not None:
+            return self.reasoning
+        return bool(OPENAI_REASONING_NAME.match(self.model))
+
+    @property
+    def at_openai(self) -> bool:
+        """Served by OpenAI's own API (not a compatible server such as vLLM or Ollama)."""
+        if self.provider != "openai":
+            return False
+        return self.base_url is None or urlsplit(self.base_url).hostname == OPENAI_API_HOST
+
+    @property
+    def structured_mode(self) -> StructuredOutput | None:
+        """How structured answers are asked for; None for local models (grammar-constrained)."""
+        if self.provider == "local":
+            return None
+        if self.structured_output is not None:
+            return self.structured_output
+        return "tool" if self.provider == "anthropic" else "json_schema"
+
+    @property
+    def strict(self) -> bool:
+        """OpenAI strict structured outputs for `json_schema` and `tool` answers."""
+        if self.provider != "openai" or self.structured_mode not in ("json_schema", "tool"):
+            return False
+        return self.strict_schema if self.strict_schema is not None else self.at_openai
+
+    @property
+    def token_limit_field(self) -> str:
+        """The request field that carries the token limit."""
+        if self.token_limit_param is not None:
+            return self.token_limit_param
+        return "max_completion_tokens" if self.at_openai else "max_tokens"
+
+    def token_limit(self, answer_tokens: int) -> int:
+        """The limit sent for an answer of `answer_tokens`: reasoning models get room to reason."""
+        return answer_tokens + (self.reasoning_tokens if self.is_reasoning else 0)
+
+    def price(self, input_tokens: int, output_tokens: int) -> float | None:
+        """Cost in USD; None when the registry has no price (unknown is not free), 0 for local models."""
+        if self.price_per_mtok_in is not None and self.price_per_mtok_out is not None:
+            return (input_tokens * self.price_per_mtok_in + output_tokens * self.price_per_mtok_out) / 1e6
+        return 0.0 if self.provider == "local" else None
 
     @property
     def family(self) -> str:
@@ -175,6 +335,11 @@ class Run(Strict):
     reports_dir: str = "reports"
     repair_retries: int = Field(default=2, ge=0, le=5)
     max_retries: int = Field(default=5, ge=0, le=20)
+    stop_after_rejections: int = Field(
+        default=3, ge=1, le=1000,
+        description="a stage stops when a model's provider refuses the same request this many "
+        "times in a row (an HTTP 400 no retry can fix), instead of making every remaining call",
+    )
     backoff_base_s: float = Field(
         default=1.0, gt=0.0, le=60.0,
         description="first retry waits up to this long (full jitter), doubling per attempt; "

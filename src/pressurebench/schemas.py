@@ -154,7 +154,8 @@ class ModelUsage(Row):
     cached_calls: int | None = 0
     failed_calls: int = 0
     input_tokens: int = 0
-    output_tokens: int = 0
+    output_tokens: int = 0  # hidden reasoning included: it is billed as output
+    reasoning_tokens: int = 0  # of output_tokens, spent on a reasoning model's hidden reasoning
     cost_usd: float | None = 0.0
     latency_s: float | None = 0.0
 

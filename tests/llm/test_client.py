@@ -9,6 +9,7 @@ import pytest
 
 from fakes import Script
 from pressurebench.llm import ModelClient, ProviderAuthError
+from pressurebench.llm.providers import ProviderBase
 from pressurebench.llm.types import ProviderResponse, RejectedError, RetryableError
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
@@ -132,16 +133,16 @@ def test_unknown_price_is_null_not_zero(tmp_path):
 
 
 def test_local_models_cost_nothing():
-    from pressurebench.llm.client import price
-
-    assert price(ModelSpec(provider="local", model="x"), 1000, 1000) == 0.0
+    assert ModelSpec(provider="local", model="x").price(1000, 1000) == 0.0
 
 
 def test_concurrency_limit_per_model(tmp_path):
     in_flight = 0
     peak = 0
 
-    class Slow:
+    class Slow(ProviderBase):
+        spec = ModelSpec(provider="openai", model="m")
+
         async def complete(self, request):
             nonlocal in_flight, peak
             in_flight += 1
@@ -204,7 +205,9 @@ def test_local_replies_are_cached_per_decoder(tmp_path, monkeypatch):
     run(client.chat("m", MSGS))
     run(client.chat("m", MSGS))
     assert len(script.calls) == 1
-    monkeypatch.setattr("pressurebench.llm.client.local_decoder", lambda: "another decoder")
+    monkeypatch.setattr(
+        "pressurebench.llm.providers.local_provider.decoder", lambda: "another decoder"
+    )
     run(client.chat("m", MSGS))
     assert len(script.calls) == 2
     assert script.calls[0].request.seed != script.calls[1].request.seed
@@ -217,5 +220,5 @@ def test_local_repeat_penalty_reaches_the_provider_and_the_cache_key(tmp_path):
     client = ModelClient({"a": plain, "b": penalised}, tmp_path, provider_factory=script.factory())
     run(client.chat("a", MSGS))
     run(client.chat("b", MSGS))
-    assert [c.request.repeat_penalty for c in script.calls] == [None, 1.15]
     assert script.calls[0].request.seed != script.calls[1].request.seed  # another cache key
+    assert [c.request.temperature for c in script.calls] == [None, None]  # none set, none sent

@@ -58,6 +58,7 @@ def mock_model(server, model_id: str, provider: str, **spec) -> dict:
         "model": MODEL_NAMES.get(model_id, model_id),
         "base_url": base,
         "api_key_env": KEY_ENV,
+        "temperature": 0.7,
         **spec,
     }
 

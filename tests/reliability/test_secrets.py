@@ -27,6 +27,7 @@ from reliability_support import (
 
 from pressurebench.io import read_artifact
 from pressurebench.llm.client import ModelClient
+from pressurebench.llm.providers import ProviderBase
 from pressurebench.llm.types import ProviderAuthError, RetryableError
 from pressurebench.params import ModelSpec
 from pressurebench.paths import Layout
@@ -184,9 +185,10 @@ def test_the_client_blanks_keys_out_of_any_error_it_reports(tmp_path, monkeypatc
     spec = ModelSpec(provider="openai", model="m", api_key_env=OPENAI_ENV)
 
     def quoting(error):
-        class Provider:
+        class Provider(ProviderBase):
             def __init__(self, api_key):
                 self.api_key = api_key
+                self.spec = spec
 
             async def complete(self, request):
                 raise error(f"request failed: headers {{'Authorization': 'Bearer {self.api_key}'}}")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, read_yaml_model, write_yaml_model
+from pressurebench.llm.providers import ProviderBase
 from pressurebench.llm.types import ProviderResponse
 from pressurebench.schemas import Benchmark, ScenariosFile, base_id_of
 from pressurebench.stages import gen_metrics, gen_scenarios
@@ -367,7 +368,10 @@ def test_metrics_and_rewrites_run_concurrently(metrics_ready):
     """Calls overlap: base scenarios of different metrics, and the rewrites of a base scenario."""
     state = {"in_flight": 0, "peak": 0, "overlapping_bases": False}
 
-    class SlowProvider:
+    class SlowProvider(ProviderBase):
+        def __init__(self, spec):
+            self.spec = spec
+
         async def complete(self, request):
             state["in_flight"] += 1
             state["peak"] = max(state["peak"], state["in_flight"])
@@ -384,7 +388,7 @@ def test_metrics_and_rewrites_run_concurrently(metrics_ready):
             return "slow"
 
     metrics_ready.write_params(generation={"demographics": {"age": AGES}})
-    gen_scenarios.run(metrics_ready.params_path, "tiny", provider_factory=lambda *a: SlowProvider())
+    gen_scenarios.run(metrics_ready.params_path, "tiny", provider_factory=lambda mid, spec, key: SlowProvider(spec))
     assert len(scenarios_file(metrics_ready).rows) == 2 * 2 * 3
     assert state["overlapping_bases"]
     assert state["peak"] >= 3  # at least one base scenario's three rewrites at once

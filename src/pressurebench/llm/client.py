@@ -27,13 +27,12 @@ from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
 from .providers import Provider, make_provider
-from .providers.local_provider import decoder as local_decoder
-from .providers.local_weights import weights_id as local_weights_id
 from .types import (
-    ProviderAuthError,
     ProviderRequest,
     ProviderResponse,
+    ProviderStop,
     RejectedError,
+    RequestsRefused,
     RetryableError,
 )
 
@@ -59,6 +58,7 @@ class CallResult:
     model_version: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float | None = 0.0
     latency_s: float = 0.0
     cached: bool = False
@@ -75,15 +75,8 @@ class _ModelState:
     limiter: RateLimiter | None = None
     usage: ModelUsage = field(default_factory=ModelUsage)
     versions: set[str] = field(default_factory=set)
-
-
-def price(spec: ModelSpec, input_tokens: int, output_tokens: int) -> float | None:
-    """Cost in USD; None when the registry has no price (unknown is not free), 0 for local models."""
-    if spec.price_per_mtok_in is not None and spec.price_per_mtok_out is not None:
-        return (input_tokens * spec.price_per_mtok_in + output_tokens * spec.price_per_mtok_out) / 1e6
-    if spec.provider == "local":
-        return 0.0
-    return None
+    rejections: tuple[str, int] = ("", 0)  # the last refusal's text, and how often in a row
+    refused: str | None = None  # set once refusals repeat: every later call stops the stage
 
 
 def add_cost(a: float | None, b: float | None) -> float | None:
@@ -97,11 +90,6 @@ def schema_for(model: type[BaseModel]) -> dict:
     The dict is shared by every request with this schema: read it, never change it.
     """
     return model.model_json_schema()
-
-
-def derive_seed(key: str) -> int:
-    """A per-request seed from its cache key, so local sampling reproduces exactly."""
-    return int(key[:8], 16)
 
 
 class ModelClient:
@@ -118,6 +106,7 @@ class ModelClient:
         backoff_cap_s: float = 60.0,
         provider_factory: ProviderFactory | None = None,
         use_cache: bool = True,
+        stop_after_rejections: int = 3,
     ):
         self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
@@ -126,6 +115,7 @@ class ModelClient:
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
+        self.stop_after_rejections = stop_after_rejections
         self._factory = provider_factory or make_provider
 
     @classmethod
@@ -136,6 +126,7 @@ class ModelClient:
             repair_retries=params.run.repair_retries,
             max_retries=params.run.max_retries,
             backoff_base_s=params.run.backoff_base_s,
+            stop_after_rejections=params.run.stop_after_rejections,
             **kwargs,
         )
 
@@ -186,24 +177,27 @@ class ModelClient:
         for attempt in range(self.repair_retries + 1 if schema else 1):
             result.attempts = attempt + 1
             try:
-                resp, cached = await self._complete(model_id, state, convo, schema, sample, max_tokens)
+                resp, cached = await self._complete(
+                    model_id, state, convo, schema, sample, max_tokens, allow_truncated and not schema
+                )
             except (RetryableError, RejectedError) as exc:
                 result.error = self._scrub(str(exc))
                 break
-            except ProviderAuthError as exc:
-                raise ProviderAuthError(self._scrub(str(exc))) from None
+            except ProviderStop as exc:
+                raise type(exc)(self._scrub(str(exc))) from None
             result.provider_calls += 0 if cached else 1
             result.cached = cached if attempt == 0 else (result.cached and cached)
             result.input_tokens += resp.input_tokens
             result.output_tokens += resp.output_tokens
+            result.reasoning_tokens += resp.reasoning_tokens
             result.cost_usd = add_cost(
-                result.cost_usd, 0.0 if cached else price(spec, resp.input_tokens, resp.output_tokens)
+                result.cost_usd, 0.0 if cached else spec.price(resp.input_tokens, resp.output_tokens)
             )
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
             result.text = resp.text
             result.truncated = resp.finish_reason == "length"
-            problem = _reply_problem(resp, max_tokens or spec.max_tokens, allow_truncated and not schema)
+            problem = reply_problem(resp, max_tokens or spec.max_tokens, allow_truncated and not schema)
             if problem:
                 result.error = f"{model_id}: {problem}"
                 break
@@ -244,12 +238,14 @@ class ModelClient:
         u.failed_calls += int(not result.ok)
         u.input_tokens += result.input_tokens
         u.output_tokens += result.output_tokens
+        u.reasoning_tokens += result.reasoning_tokens
         u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
         u.latency_s += result.latency_s
         if result.model_version:
             state.versions.add(result.model_version)
 
-    def _request(self, spec: ModelSpec, messages, schema, sample, max_tokens) -> tuple[str, ProviderRequest, dict]:
+    def _request(self, provider: Provider, spec: ModelSpec, messages, schema, sample, max_tokens
+                 ) -> tuple[str, ProviderRequest, dict]:
         json_schema = schema_for(schema) if schema else None
         material = {
             "provider": spec.provider,
@@ -262,39 +258,42 @@ class ModelClient:
             "seed": spec.seed,
             "schema": json_schema,
             "sample": sample,
+            **provider.key_material(),
         }
-        if spec.provider == "local":
-            material["decoder"] = local_decoder()
-            material["weights"] = local_weights_id(spec.model, spec.requantize)
-            if spec.repeat_penalty is not None:
-                material["repeat_penalty"] = spec.repeat_penalty
         key = cache_key(material)
-        seed = spec.seed
-        if spec.provider == "local":
-            seed = derive_seed(key)
-        elif seed is not None:
-            seed = seed + sample
         request = ProviderRequest(
             messages=messages,
             temperature=spec.temperature,
             max_tokens=max_tokens or spec.max_tokens,
             top_p=spec.top_p,
-            repeat_penalty=spec.repeat_penalty,
-            seed=seed,
+            seed=provider.seed(key, sample),
             schema=json_schema,
             schema_name=schema.__name__ if schema else None,
             timeout_s=spec.timeout_s,
         )
         return key, request, material
 
-    async def _complete(self, model_id, state, messages, schema, sample, max_tokens) -> tuple[ProviderResponse, bool]:
-        key, request, material = self._request(state.spec, messages, schema, sample, max_tokens)
+    async def _complete(
+        self, model_id, state, messages, schema, sample, max_tokens, allow_truncated
+    ) -> tuple[ProviderResponse, bool]:
+        """One reply, from the cache when it holds a good one for this request.
+
+        Only replies that are answers are cached: a failed one (empty, cut off where a
+        cut-off is not accepted, refused, filtered) is asked again on the next run, so a
+        provider's passing glitch never becomes a stored result (`reply_problem`). Calls
+        that failed for good (retries exhausted, refused) are not cached either.
+        """
+        provider = self._provider(model_id, state)
+        key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens)
+        limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
             hit = self.cache.get(key)
             if hit is not None:
-                return ProviderResponse(**hit), True
+                cached = ProviderResponse(**hit)
+                if reply_problem(cached, limit, allow_truncated) is None:
+                    return cached, True
         response = await self._call_with_retries(model_id, state, request)
-        if self.use_cache:
+        if self.use_cache and reply_problem(response, limit, allow_truncated) is None:
             self.cache.put(key, material, response.__dict__)
         return response, False
 
@@ -334,15 +333,36 @@ class ModelClient:
         last: RetryableError | None = None
         for attempt in range(self.max_retries + 1):
             async with semaphore:
+                if state.refused is not None:
+                    raise RequestsRefused(state.refused)
                 if limiter is not None:
                     await limiter.wait()
                 try:
-                    return await provider.complete(request)
+                    response = await provider.complete(request)
                 except RetryableError as exc:
                     last = exc
+                except RejectedError as exc:
+                    self._count_rejection(model_id, state, str(exc))
+                    raise
+                else:
+                    state.rejections = ("", 0)
+                    return response
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, last.retry_after))
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
+
+    def _count_rejection(self, model_id: str, state: _ModelState, reason: str) -> None:
+        """Stop the stage once the provider refuses the same way `stop_after_rejections` times in
+        a row: a parameter the model does not take fails every call, and the remaining calls
+        would only write the same error row again and again."""
+        last, count = state.rejections
+        count = count + 1 if reason == last else 1
+        state.rejections = (reason, count)
+        if count >= self.stop_after_rejections and state.refused is None:
+            state.refused = (
+                f"{reason} (refused {count} times in a row; stopped before the remaining calls. "
+                f"Fix the request settings of model '{model_id}' in the params and run again)"
+            )
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with full jitter; a provider's retry-after is a floor."""
@@ -362,7 +382,14 @@ def parse_structured(schema: type[BaseModel], text: str) -> BaseModel:
     return schema.model_validate(json.loads(text, strict=False))
 
 
-def _reply_problem(resp: ProviderResponse, max_tokens: int, allow_truncated: bool) -> str | None:
+def reply_problem(resp: ProviderResponse, max_tokens: int, allow_truncated: bool) -> str | None:
+    """Why a reply is no answer, or None. A reasoning model that spent its whole limit on
+    hidden reasoning returns no text at all: said so, since the fix is more room to reason."""
+    if resp.finish_reason == "length" and resp.reasoning_tokens and not (resp.text or "").strip():
+        return (
+            f"no answer: hidden reasoning used the whole token limit ({resp.reasoning_tokens} "
+            "reasoning tokens); raise the model's reasoning_tokens or lower its reasoning_effort"
+        )
     if resp.finish_reason == "length" and not allow_truncated:
         return f"truncated reply: hit max_tokens={max_tokens}"
     if resp.finish_reason == "refusal":

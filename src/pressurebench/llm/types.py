@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import PressurebenchError
@@ -13,10 +13,9 @@ FinishReason = Literal["stop", "length", "refusal", "content_filter", "other"]
 @dataclass(frozen=True)
 class ProviderRequest:
     messages: list[dict]  # [{role, content}], an optional system message first
-    temperature: float
-    max_tokens: int
+    max_tokens: int  # the visible answer's budget; a provider adds room for hidden reasoning
+    temperature: float | None = None  # None: left out, the provider's default applies
     top_p: float | None = None
-    repeat_penalty: float | None = None  # local provider only (params validation)
     seed: int | None = None
     schema: dict | None = None  # JSON schema of the structured answer, or None for text
     schema_name: str | None = None
@@ -28,9 +27,10 @@ class ProviderResponse:
     text: str | None
     finish_reason: FinishReason
     input_tokens: int = 0
-    output_tokens: int = 0
+    output_tokens: int = 0  # billed output, hidden reasoning included
     model_version: str | None = None
     refusal: str | None = None
+    reasoning_tokens: int = 0  # of output_tokens, spent on hidden reasoning
 
 
 @dataclass
@@ -54,13 +54,14 @@ class RejectedError(Exception):
         return self.reason
 
 
-class ProviderAuthError(PressurebenchError):
-    """401/403/404: the configuration is wrong, so every call would fail; the run stops."""
+class ProviderStop(PressurebenchError):
+    """Every further call to this model would fail the same way: the stage stops."""
 
 
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0
-    extra: dict = field(default_factory=dict)
+class ProviderAuthError(ProviderStop):
+    """401/403/404: the configuration is wrong, so every call would fail."""
+
+
+class RequestsRefused(ProviderStop):
+    """The provider refused the same request shape several times over (a 400 that retrying
+    or other prompts cannot fix, such as a parameter the model does not take)."""

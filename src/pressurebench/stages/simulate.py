@@ -39,8 +39,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
-from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, price, run_sync
-from ..llm.types import ProviderAuthError
+from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
+from ..llm.types import ProviderStop
 from ..params import load_params
 from ..paths import Layout
 from ..runtime import StageRun
@@ -100,9 +100,10 @@ class _Calls:
         u.failed_calls += int(not result.ok)
         u.input_tokens += result.input_tokens
         u.output_tokens += result.output_tokens
+        u.reasoning_tokens += result.reasoning_tokens
         u.cost_usd = add_cost(
             u.cost_usd,
-            price(self.client.spec(result.model_id), result.input_tokens, result.output_tokens),
+            self.client.spec(result.model_id).price(result.input_tokens, result.output_tokens),
         )
         if result.model_version:
             self.versions[role] = result.model_version
@@ -120,7 +121,7 @@ async def simulate_conversation(
         ended_by, error = await _play(
             client, sim, scenario, sample, cid, system_prompt, transcript, calls
         )
-    except ProviderAuthError:
+    except ProviderStop:
         raise
     except Exception as exc:  # noqa: BLE001 - one broken row must not take the others down
         ended_by, error = None, f"unexpected {type(exc).__name__}: {exc}"

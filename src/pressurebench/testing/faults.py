@@ -66,6 +66,9 @@ class FaultPlan:
     """Seconds advertised in the `retry-after` header of a rate-limit reply."""
     hang_seconds: float = 30.0
     """How long a hanging call stays silent before it answers normally."""
+    per_attempt: bool = True
+    """Draw anew for every attempt (a flaky provider), or once per request body, so a request
+    that fails fails on every attempt and every run (a provider that always refuses it)."""
 
     def __post_init__(self) -> None:
         shares = self.shares()
@@ -86,7 +89,8 @@ class FaultPlan:
         """The fault for the `attempt`-th (1-based) arrival of a request body, or None."""
         if attempt <= self.fail_first_n:
             return self.fail_first_kind
-        digest = hashlib.sha256(f"{self.seed}:{body_hash}:{attempt}".encode()).digest()
+        draw_for = attempt if self.per_attempt else 0
+        digest = hashlib.sha256(f"{self.seed}:{body_hash}:{draw_for}".encode()).digest()
         draw = int.from_bytes(digest[:8], "big") / 2**64
         cumulative = 0.0
         for kind, share in self.shares().items():

@@ -1,5 +1,11 @@
 """Anthropic messages; structured output through one forced tool whose input is the answer.
 
+(Or, with `structured_output: prompt`, the schema in the system prompt.) Only
+the sampling settings the registry sets are sent: Anthropic's recent models
+refuse temperature together with top_p, which the params reject before any
+call, and a temperature above Anthropic's range of 0 to 1 is an error there
+too rather than a value silently changed here.
+
 As for OpenAI, the `anthropic` SDK configures the endpoint (base URL, auth, API
 version, headers) and `JsonTransport` sends the requests, because the SDK's
 per-call CPU (request building, its pool, typed reply models: about 3 ms)
@@ -14,7 +20,9 @@ import json
 import anthropic
 
 from ...params import ModelSpec
+from ..answer_formats import with_schema_instruction
 from ..types import ProviderRequest, ProviderResponse, RetryableError
+from . import ProviderBase
 from .http_errors import classify_status, reply_error_message
 from .http_transport import JsonTransport, sdk_endpoint
 
@@ -22,7 +30,7 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max
            "refusal": "refusal", "pause_turn": "other"}
 
 
-class AnthropicProvider:
+class AnthropicProvider(ProviderBase):
     def __init__(self, spec: ModelSpec, api_key: str | None):
         self.spec = spec
         sdk = anthropic.AsyncAnthropic(
@@ -35,32 +43,52 @@ class AnthropicProvider:
     def describe(self) -> str:
         return f"anthropic {self.spec.model}" + (f" at {self.spec.base_url}" if self.spec.base_url else "")
 
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        system = [m["content"] for m in request.messages if m["role"] == "system"]
+    def key_material(self) -> dict:
+        """How this model's requests are formed, beyond the request itself (part of cache keys)."""
+        return {"structured_output": self.spec.structured_mode, "extra_body": self.spec.extra_body}
+
+    def seed(self, key: str, sample: int) -> int | None:
+        """Anthropic's API takes no seed."""
+        return None
+
+    def body(self, request: ProviderRequest) -> dict:
+        """The messages body for `request`: only fields this model accepts."""
+        messages = request.messages
+        forced_tool = request.schema is not None and self.spec.structured_mode == "tool"
+        if request.schema is not None and not forced_tool:
+            messages = with_schema_instruction(messages, request.schema)
+        system = [m["content"] for m in messages if m["role"] == "system"]
         body: dict = {
             "model": self.spec.model,
-            "messages": [m for m in request.messages if m["role"] != "system"],
+            "messages": [m for m in messages if m["role"] != "system"],
             "max_tokens": request.max_tokens,
-            "temperature": min(request.temperature, 1.0),
         }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
         if request.top_p is not None:
             body["top_p"] = request.top_p
         if system:
             body["system"] = "\n\n".join(system)
-        tool = request.schema_name or "answer"
-        if request.schema is not None:
+        if forced_tool:
+            tool = request.schema_name or "answer"
             body["tools"] = [{
                 "name": tool,
                 "description": "Give your answer by calling this tool.",
                 "input_schema": request.schema,
             }]
             body["tool_choice"] = {"type": "tool", "name": tool}
+        body.update(self.spec.extra_body)
+        return body
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        body = self.body(request)
         reply = await self._http.post(self.url, body, self.headers, request.timeout_s)
         if not 200 <= reply.status < 300:
             message = reply_error_message(reply.status, reply.body)
             raise classify_status(reply.status, message, reply.headers, self.describe())
+        tool = body["tool_choice"]["name"] if "tool_choice" in body else None
         try:
-            return _parse(reply.body, tool if request.schema is not None else None)
+            return _parse(reply.body, tool)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:
             raise RetryableError(f"{self.describe()}: malformed response: {exc!r}") from None
 

@@ -51,11 +51,6 @@ def body_error_message(body) -> str | None:
     return None
 
 
-def status_error_message(exc) -> str:
-    """The provider's own error message from an SDK status error."""
-    return body_error_message(getattr(exc, "body", None)) or str(getattr(exc, "message", exc))
-
-
 def reply_error_message(status: int, raw: bytes) -> str:
     """The provider's own error message from a raw error reply, else the start of the reply."""
     try:

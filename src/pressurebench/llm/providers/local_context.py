@@ -90,7 +90,32 @@ class GrammarCheckedSampler:
 
 
 class LocalContext(Llama):
-    """`Llama` with grammar-checked sampling and prompt states that carry no logits."""
+    """`Llama` with grammar-checked sampling and prompt states that carry no logits.
+
+    `repack_weights=False` loads the weights without llama.cpp's extra buffer types
+    (`use_extra_bufts`: the AMX and repacked CPU layouts), which `Llama` does not
+    expose: its model parameters come from `llama_model_default_params`, so that is
+    wrapped for the duration of the load. Loads take turns (`local_provider._LOADING`).
+    """
+
+    def __init__(self, *args, repack_weights: bool = True, **kwargs):
+        if repack_weights:
+            super().__init__(*args, **kwargs)
+            return
+        defaults = llama_cpp.llama_cpp.llama_model_default_params
+
+        def plain_layout():
+            params = defaults()
+            params.use_extra_bufts = False
+            return params
+
+        llama_cpp.llama_cpp.llama_model_default_params = plain_layout
+        try:
+            super().__init__(*args, **kwargs)
+        finally:
+            llama_cpp.llama_cpp.llama_model_default_params = defaults
+        if self.model_params.use_extra_bufts:
+            raise RuntimeError("llama.cpp loaded the model with its extra buffer types")
 
     def _init_sampler(self, *args, grammar=None, **kwargs):
         chain = super()._init_sampler(*args, grammar=None, **kwargs)

@@ -17,11 +17,44 @@ from pathlib import Path
 
 from ...params import ModelSpec
 from ..types import ProviderRequest, ProviderResponse, RejectedError
+from . import ProviderBase
 from .local_weights import runtime_gguf, weights_id
 
 # Prompt states kept per loaded model: every turn of a simulate stage's conversations for a
 # small model (SmolLM2-135M holds ~23 KB per token), a few conversations' worth for a large one.
 PROMPT_STATE_BYTES = 1 << 30
+
+
+@cache
+def cpu_reports_amx() -> bool:
+    """Whether llama.cpp was built with Intel AMX kernels, or the CPU has AMX (Linux flags).
+
+    llama-cpp-python 0.3.36 built from source on a CPU with AMX (Sapphire Rapids and
+    later Xeons) crashes in `ggml_backend_amx_mul_mat` at the first decode when the
+    weights are laid out for AMX. Both sources are read, so a build that reports less
+    than the CPU has still counts.
+    """
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    if "AMX_INT8 = 1" in info or "AMX = 1" in info:
+        return True
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return " amx_tile" in flags or " amx_int8" in flags
+
+
+def weight_repacking(spec: ModelSpec) -> bool:
+    """Whether llama.cpp may lay `spec`'s weights out for the CPU's matrix instructions.
+
+    The registry's `weight_repacking` when set; otherwise on, except where AMX is
+    reported, since its weight layout crashes there (`cpu_reports_amx`).
+    """
+    if spec.weight_repacking is not None:
+        return spec.weight_repacking
+    return not cpu_reports_amx()
 
 
 @cache
@@ -81,13 +114,13 @@ class _Loaded:
     context (`local_prompt_states`).
     """
 
-    _instances: dict[tuple[str, int, int], _Loaded] = {}
+    _instances: dict[tuple[str, int, int, bool], _Loaded] = {}
     _guard = threading.Lock()
 
-    def __init__(self, path: Path, n_ctx: int, cores: int):
+    def __init__(self, path: Path, n_ctx: int, cores: int, repack: bool = True):
         from .local_prompt_states import PromptStates
 
-        self.path, self.n_ctx, self.cores = path, n_ctx, cores
+        self.path, self.n_ctx, self.cores, self.repack = path, n_ctx, cores, repack
         self.n_contexts = max(1, min(cores, MAX_CONTEXTS))
         self.share = max(1, cores // self.n_contexts)
         self.states = PromptStates(PROMPT_STATE_BYTES)
@@ -97,11 +130,11 @@ class _Loaded:
         self._turn = threading.Condition()
 
     @classmethod
-    def get(cls, path: Path, n_ctx: int, cores: int) -> _Loaded:
-        key = (str(path), n_ctx, cores)
+    def get(cls, path: Path, n_ctx: int, cores: int, repack: bool = True) -> _Loaded:
+        key = (str(path), n_ctx, cores, repack)
         with cls._guard:
             if key not in cls._instances:
-                cls._instances[key] = cls(path, n_ctx, cores)
+                cls._instances[key] = cls(path, n_ctx, cores, repack)
             return cls._instances[key]
 
     def _new_context(self):
@@ -110,7 +143,7 @@ class _Loaded:
         with _LOADING:
             context = LocalContext(
                 model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.share,
-                n_threads_batch=self.share, verbose=False,
+                n_threads_batch=self.share, verbose=False, repack_weights=self.repack,
             )
         context.set_cache(self.states.for_context())
         return context
@@ -151,16 +184,34 @@ def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
     llama-cpp-python would give one context half of them.
     """
     cores = spec.n_threads or os.cpu_count() or 1
-    return _Loaded.get(path or runtime_gguf(spec.model, spec.requantize), spec.n_ctx, cores)
+    path = path or runtime_gguf(spec.model, spec.requantize)
+    return _Loaded.get(path, spec.n_ctx, cores, weight_repacking(spec))
 
 
-class LocalProvider:
+class LocalProvider(ProviderBase):
     def __init__(self, spec: ModelSpec):
         self.spec = spec
         self.path = runtime_gguf(spec.model, spec.requantize)
 
     def describe(self) -> str:
         return f"local {self.spec.model}"
+
+    def key_material(self) -> dict:
+        """What decides this model's replies beyond the request: the sampler, the weights and
+        their layout (part of every cache key; the seed derives from the key too)."""
+        material: dict = {
+            "decoder": decoder(),
+            "weights": weights_id(self.spec.model, self.spec.requantize),
+        }
+        if self.spec.repeat_penalty is not None:
+            material["repeat_penalty"] = self.spec.repeat_penalty
+        if not weight_repacking(self.spec):
+            material["weight_layout"] = "plain"
+        return material
+
+    def seed(self, key: str, sample: int) -> int:
+        """A per-request seed from its cache key, so local sampling reproduces exactly."""
+        return int(key[:8], 16)
 
     def _call(self, context, kwargs: dict) -> dict:
         """One completion on `context` (in its own thread); its prompt state is kept on success."""
@@ -180,14 +231,15 @@ class LocalProvider:
         loaded = loaded_for(self.spec, self.path)
         kwargs: dict = {
             "messages": request.messages,
-            "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": request.seed,
         }
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         if request.top_p is not None:
             kwargs["top_p"] = request.top_p
-        if request.repeat_penalty is not None:
-            kwargs["repeat_penalty"] = request.repeat_penalty
+        if self.spec.repeat_penalty is not None:
+            kwargs["repeat_penalty"] = self.spec.repeat_penalty
         if request.schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.schema}
         out = loaded.run(self._call, kwargs)
@@ -205,5 +257,3 @@ class LocalProvider:
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         return await asyncio.to_thread(self._complete_blocking, request)
 
-    async def aclose(self) -> None:
-        return None

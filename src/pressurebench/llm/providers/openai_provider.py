@@ -7,6 +7,13 @@ transforms of every message, httpx's pool, pydantic reply models) against
 about 0.5 ms for the exchange itself, which kept runs from using the
 concurrency a provider allows (see perf/README.md). The body is the one
 `chat.completions.create` sends.
+
+What a model accepts differs by family and server, and the request follows the
+registry (`ModelSpec`): reasoning models get `max_completion_tokens` with room
+for their hidden reasoning, `reasoning_effort`, and no sampling temperature;
+other servers get the token limit in the field they read; structured answers
+are asked for as `json_schema` (strict at OpenAI's own API), `json_object`, a
+forced tool call or in the prompt (`llm.answer_formats`).
 """
 
 from __future__ import annotations
@@ -16,14 +23,17 @@ import json
 import openai
 
 from ...params import ModelSpec
+from ..answer_formats import strict_schema, with_schema_instruction
 from ..types import ProviderRequest, ProviderResponse, RetryableError
+from . import ProviderBase
 from .http_errors import classify_status, reply_error_message
 from .http_transport import JsonTransport, sdk_endpoint
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
+TOOL_DESCRIPTION = "Give your answer by calling this function."
 
 
-class OpenAIProvider:
+class OpenAIProvider(ProviderBase):
     def __init__(self, spec: ModelSpec, api_key: str | None):
         self.spec = spec
         sdk = openai.AsyncOpenAI(
@@ -36,23 +46,62 @@ class OpenAIProvider:
     def describe(self) -> str:
         return f"openai {self.spec.model}" + (f" at {self.spec.base_url}" if self.spec.base_url else "")
 
-    async def complete(self, request: ProviderRequest) -> ProviderResponse:
-        body: dict = {
-            "model": self.spec.model,
-            "messages": request.messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
+    def key_material(self) -> dict:
+        """How this model's requests are formed, beyond the request itself (part of cache keys)."""
+        spec = self.spec
+        return {
+            "structured_output": spec.structured_mode,
+            "strict": spec.strict,
+            "token_limit_field": spec.token_limit_field,
+            "reasoning": spec.is_reasoning,
+            "reasoning_effort": spec.reasoning_effort,
+            "reasoning_tokens": spec.reasoning_tokens if spec.is_reasoning else None,
+            "extra_body": spec.extra_body,
         }
+
+    def body(self, request: ProviderRequest) -> dict:
+        """The chat-completions body for `request`: only fields this model accepts."""
+        spec = self.spec
+        messages = request.messages
+        body: dict = {"model": spec.model}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
         if request.top_p is not None:
             body["top_p"] = request.top_p
+        body[spec.token_limit_field] = spec.token_limit(request.max_tokens)
+        if spec.reasoning_effort is not None:
+            body["reasoning_effort"] = spec.reasoning_effort
         if request.seed is not None:
             body["seed"] = request.seed
-        if request.schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request.schema_name or "answer", "schema": request.schema},
+        schema, name = request.schema, request.schema_name or "answer"
+        mode = spec.structured_mode if schema is not None else None
+        if mode == "json_schema":
+            format_spec: dict = {"name": name, "schema": strict_schema(schema) if spec.strict else schema}
+            if spec.strict:
+                format_spec["strict"] = True
+            body["response_format"] = {"type": "json_schema", "json_schema": format_spec}
+        elif mode == "json_object":
+            # llama.cpp's server constrains json_object to a `schema` given beside it; the
+            # schema is in the prompt too, for servers that only guarantee some JSON object.
+            body["response_format"] = {"type": "json_object", "schema": schema}
+            messages = with_schema_instruction(messages, schema)
+        elif mode == "tool":
+            function: dict = {
+                "name": name, "description": TOOL_DESCRIPTION,
+                "parameters": strict_schema(schema) if spec.strict else schema,
             }
-        reply = await self._http.post(self.url, body, self.headers, request.timeout_s)
+            if spec.strict:
+                function["strict"] = True
+            body["tools"] = [{"type": "function", "function": function}]
+            body["tool_choice"] = {"type": "function", "function": {"name": name}}
+        elif mode == "prompt":
+            messages = with_schema_instruction(messages, schema)
+        body["messages"] = messages
+        body.update(spec.extra_body)
+        return body
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        reply = await self._http.post(self.url, self.body(request), self.headers, request.timeout_s)
         if not 200 <= reply.status < 300:
             message = reply_error_message(reply.status, reply.body)
             raise classify_status(reply.status, message, reply.headers, self.describe())
@@ -66,7 +115,11 @@ class OpenAIProvider:
 
 
 def _parse(raw: bytes) -> ProviderResponse:
-    """A chat completion's JSON; anything not shaped like one raises for `complete` to report."""
+    """A chat completion's JSON; anything not shaped like one raises for `complete` to report.
+
+    A forced tool call's arguments are the answer. `completion_tokens` already
+    counts hidden reasoning (billed as output); how much of it was reasoning is kept apart.
+    """
     resp = json.loads(raw)
     choices = resp.get("choices")
     if not choices:
@@ -74,13 +127,19 @@ def _parse(raw: bytes) -> ProviderResponse:
     choice = choices[0]
     message = choice["message"]
     refusal = message.get("refusal")
+    text = message.get("content")
+    calls = message.get("tool_calls") or []
+    if calls:
+        text = calls[0]["function"]["arguments"]
     finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
     usage = resp.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
     return ProviderResponse(
-        text=message.get("content"),
+        text=text,
         finish_reason=finish,
         input_tokens=usage.get("prompt_tokens") or 0,
         output_tokens=usage.get("completion_tokens") or 0,
         model_version=resp.get("model"),
         refusal=refusal,
+        reasoning_tokens=details.get("reasoning_tokens") or 0,
     )
