@@ -40,6 +40,12 @@ class Strict(BaseModel):
 # the registry says otherwise (`reasoning:`).
 OPENAI_REASONING_NAME = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
 OPENAI_API_HOST = "api.openai.com"
+# Claude models after Opus 4.6 refuse temperature, top_p and top_k ("`temperature` is
+# deprecated for this model"); Opus 4.1 and the 4.5/4.6 models refuse temperature together
+# with top_p. (Anthropic's Messages API reference and model deprecations page.)
+ANTHROPIC_NO_SAMPLING_NAME = re.compile(
+    r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])", re.IGNORECASE
+)
 
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -109,7 +115,8 @@ class ModelSpec(Strict):
         default=None,
         description=(
             "the OpenAI-compatible request field that carries the token limit; default: "
-            "max_completion_tokens at OpenAI's own API, max_tokens for other servers"
+            "max_completion_tokens at OpenAI's own API and for reasoning models, max_tokens "
+            "for other servers"
         ),
     )
     extra_body: dict[str, Any] = Field(
@@ -160,6 +167,13 @@ class ModelSpec(Strict):
                 "no structured_output or extra_body"
             )
         if self.provider == "anthropic":
+            if ANTHROPIC_NO_SAMPLING_NAME.match(self.model) and (
+                self.temperature is not None or self.top_p is not None
+            ):
+                raise ValueError(
+                    f"Anthropic deprecated temperature and top_p for {self.model} (it answers "
+                    "'`temperature` is deprecated for this model'): leave them out"
+                )
             if self.structured_output in ("json_schema", "json_object"):
                 raise ValueError(
                     f"structured_output {self.structured_output} is an OpenAI response_format; "
@@ -232,7 +246,7 @@ class ModelSpec(Strict):
         """The request field that carries the token limit."""
         if self.token_limit_param is not None:
             return self.token_limit_param
-        return "max_completion_tokens" if self.at_openai else "max_tokens"
+        return "max_completion_tokens" if self.at_openai or self.is_reasoning else "max_tokens"
 
     def token_limit(self, answer_tokens: int) -> int:
         """The limit sent for an answer of `answer_tokens`: reasoning models get room to reason."""

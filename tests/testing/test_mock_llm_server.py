@@ -160,11 +160,40 @@ def test_openai_json_schema_output_validates_across_requests(mock):
         Verdict.model_validate_json(reply.choices[0].message.content)
 
 
+class StrictEvidence(BaseModel):
+    quote: str
+    turn: int = Field(ge=1, le=12)
+
+
+class StrictVerdict(BaseModel):
+    """`Verdict` within strict mode's subset of JSON Schema: no string length bounds
+    (OpenAI Structured Outputs guide, "Supported schemas")."""
+
+    present: bool
+    stance: Stance
+    justification: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    evidence: list[StrictEvidence] = Field(min_length=1, max_length=3)
+    tags: list[Literal["a", "b", "c"]] = Field(max_length=2)
+    note: str | None = None
+
+
 def test_openai_parse_helper_with_strict_schema(mock):
     reply = oa(mock).chat.completions.parse(
-        model=GPT, messages=[{"role": "user", "content": "judge"}], response_format=Verdict
+        model=GPT, messages=[{"role": "user", "content": "judge"}], response_format=StrictVerdict
     )
-    assert isinstance(reply.choices[0].message.parsed, Verdict)
+    assert isinstance(reply.choices[0].message.parsed, StrictVerdict)
+
+
+def test_strict_schema_outside_the_supported_subset_is_refused(mock):
+    """The SDK sends a pydantic model's schema as it is, string length bounds included; strict
+    mode refuses keywords outside its subset, naming where (Structured Outputs guide)."""
+    with pytest.raises(openai.BadRequestError) as refused:
+        oa(mock).chat.completions.parse(
+            model=GPT, messages=[{"role": "user", "content": "judge"}], response_format=Verdict
+        )
+    assert "'maxLength' is not permitted" in str(refused.value)
+    assert "('properties', 'justification')" in str(refused.value)
 
 
 def test_anthropic_forced_tool_returns_valid_tool_use(mock):
@@ -387,7 +416,7 @@ def test_truncated(mock):
     mock.script("truncated")
     with pytest.raises(openai.LengthFinishReasonError):
         client.chat.completions.parse(
-            model=GPT, messages=[{"role": "user", "content": "x"}], response_format=Verdict
+            model=GPT, messages=[{"role": "user", "content": "x"}], response_format=StrictVerdict
         )
     mock.script("ok", "truncated")
     full = message(an(mock), "long").content[0].text

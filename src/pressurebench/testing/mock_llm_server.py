@@ -174,7 +174,143 @@ def default_responder(req: MockRequest) -> Reply:
 
 
 class _BadRequest(Exception):
-    """The request body is not one the real provider would accept."""
+    """The request body is not one the real provider would accept (OpenAI also names the
+    offending `param` and a `code` in its error body)."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.param, self.code = param, code
+
+
+# -- the providers' rules --------------------------------------------------------
+#
+# What the real APIs refuse, so that a provider adapter sending such a request fails a
+# test here instead of a user's run. Each rule names where it comes from.
+
+# OpenAI's reasoning models (o-series, gpt-5 family): "Unsupported parameter: 'max_tokens'
+# is not supported with this model. Use 'max_completion_tokens' instead." and "Unsupported
+# value: 'temperature' does not support 0.7 with this model. Only the default (1) value is
+# supported." (OpenAI API reference, chat completions: `max_tokens` "is not compatible with
+# o-series models"; reasoning guide: reasoning models take `reasoning_effort` and count
+# hidden reasoning tokens in `max_completion_tokens` and
+# `usage.completion_tokens_details.reasoning_tokens`).
+OPENAI_REASONING_MODEL = re.compile(r"^(?:o\d+(?:-|$)|gpt-5)")
+# Chat-completions request fields (OpenAI API reference); anything else is refused with
+# "Unrecognized request argument supplied: <name>".
+OPENAI_CHAT_FIELDS = frozenset({
+    "model", "messages", "temperature", "top_p", "n", "stream", "stream_options", "stop",
+    "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty",
+    "logit_bias", "logprobs", "top_logprobs", "user", "seed", "response_format", "tools",
+    "tool_choice", "parallel_tool_calls", "reasoning_effort", "service_tier", "store",
+    "metadata", "modalities", "audio", "prediction", "verbosity", "web_search_options",
+    "prompt_cache_key", "safety_identifier",
+})
+# Strict structured outputs accept a subset of JSON Schema (OpenAI Structured Outputs guide,
+# "Supported schemas"): the root is an object; every object sets `additionalProperties:
+# false` and lists every property in `required`; only these keywords.
+OPENAI_STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const",
+    "anyOf", "$defs", "$ref", "description", "title", "pattern", "format", "minimum",
+    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+})
+# Anthropic's recent models (Claude Opus 4.1, the 4.5 generation and later): "`temperature`
+# and `top_p` cannot both be specified for this model. Please use only one." (Messages API
+# reference, `top_p`: "You should either alter temperature or top_p, but not both.")
+ANTHROPIC_ONE_SAMPLING_SETTING = re.compile(
+    r"^claude-(?:opus-4-[1-9]|(?:opus|sonnet|haiku)-4-[5-9]|(?:opus|sonnet|haiku)-[5-9])"
+)
+# Models released after Claude Opus 4.6 refuse the sampling settings altogether: "`temperature`
+# is deprecated for this model." (Anthropic's model deprecations page, "API parameter
+# deprecations"; the anthropic SDK 1.0 dropped temperature, top_p and top_k from its methods).
+ANTHROPIC_NO_SAMPLING = re.compile(r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])")
+# Messages API request fields (Anthropic API reference); others: "<name>: Extra inputs are
+# not permitted". `temperature` ranges from 0.0 to 1.0 there.
+ANTHROPIC_MESSAGE_FIELDS = frozenset({
+    "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k",
+    "stop_sequences", "stream", "metadata", "tools", "tool_choice", "thinking",
+    "service_tier", "container", "mcp_servers", "output_config", "context_management",
+})
+
+
+def _check_strict_schema(schema: Any, where: str, context: tuple = ()) -> None:
+    """Refuse a schema OpenAI's strict mode refuses, with its error's wording."""
+    if not isinstance(schema, Mapping):
+        raise _BadRequest(f"Invalid schema for {where}: In context={context}, schema must be a JSON object.")
+    if not context and schema.get("type") != "object":
+        raise _BadRequest(f"Invalid schema for {where}: schema must be a JSON Schema of 'type: \"object\"', "
+                          f"got 'type: \"{schema.get('type')}\"'.")
+    for key in schema:
+        if key not in OPENAI_STRICT_KEYWORDS:
+            raise _BadRequest(f"Invalid schema for {where}: In context={context}, '{key}' is not permitted.")
+    if schema.get("type") == "object" or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            raise _BadRequest(f"Invalid schema for {where}: In context={context}, 'additionalProperties' "
+                              "is required to be supplied and to be false.")
+        props = schema.get("properties") or {}
+        missing = [name for name in props if name not in (schema.get("required") or [])]
+        if missing:
+            raise _BadRequest(f"Invalid schema for {where}: In context={context}, 'required' is required "
+                              "to be supplied and to be an array including every key in properties. "
+                              f"Missing '{missing[0]}'.")
+        for name, sub in props.items():
+            _check_strict_schema(sub, where, (*context, "properties", name))
+    for name, sub in (schema.get("$defs") or {}).items():
+        _check_strict_schema(sub, where, (*context, "$defs", name))
+    for i, sub in enumerate(schema.get("anyOf") or []):
+        _check_strict_schema(sub, where, (*context, "anyOf", i))
+    if isinstance(schema.get("items"), Mapping):
+        _check_strict_schema(schema["items"], where, (*context, "items"))
+
+
+def _check_openai_rules(body: Mapping[str, Any]) -> None:
+    for name in body:
+        if name not in OPENAI_CHAT_FIELDS:
+            raise _BadRequest(f"Unrecognized request argument supplied: {name}", name, "unknown_parameter")
+    model = str(body.get("model"))
+    if OPENAI_REASONING_MODEL.match(model):
+        if "max_tokens" in body:
+            raise _BadRequest(
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+        for name in ("temperature", "top_p"):
+            if name in body and body[name] != 1:
+                raise _BadRequest(
+                    f"Unsupported value: '{name}' does not support {body[name]} with this model. "
+                    "Only the default (1) value is supported.", name, "unsupported_value")
+    elif "reasoning_effort" in body:
+        raise _BadRequest("Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+                          "reasoning_effort", "unsupported_parameter")
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        spec = response_format.get("json_schema") or {}
+        if spec.get("strict"):
+            _check_strict_schema(spec.get("schema"), f"response_format '{spec.get('name')}'")
+    if response_format.get("type") == "json_object":
+        text = " ".join(_text(m.get("content")) for m in body["messages"] if isinstance(m, Mapping))
+        if "json" not in text.lower():
+            raise _BadRequest("'messages' must contain the word 'json' in some form, to use "
+                              "'response_format' of type 'json_object'.", "messages", None)
+    for tool in body.get("tools") or []:
+        function = tool.get("function") or {} if isinstance(tool, Mapping) else {}
+        if function.get("strict"):
+            _check_strict_schema(function.get("parameters"), f"function '{function.get('name')}'")
+
+
+def _check_anthropic_rules(body: Mapping[str, Any]) -> None:
+    for name in body:
+        if name not in ANTHROPIC_MESSAGE_FIELDS:
+            raise _BadRequest(f"{name}: Extra inputs are not permitted")
+    model = str(body.get("model"))
+    for name in ("temperature", "top_p", "top_k"):
+        if name in body and ANTHROPIC_NO_SAMPLING.match(model):
+            raise _BadRequest(f"`{name}` is deprecated for this model.")
+    temperature = body.get("temperature")
+    if isinstance(temperature, (int, float)) and not 0 <= temperature <= 1:
+        raise _BadRequest("temperature: Input should be less than or equal to 1")
+    if ("temperature" in body and "top_p" in body
+            and ANTHROPIC_ONE_SAMPLING_SETTING.match(model)):
+        raise _BadRequest("`temperature` and `top_p` cannot both be specified for this model. "
+                          "Please use only one.")
 
 
 def _text(content: Any) -> str:
@@ -209,17 +345,29 @@ def _require(body: Mapping[str, Any], *names: str) -> None:
 
 def _parse_openai(body: dict[str, Any], body_hash: str, attempt: int) -> MockRequest:
     _require(body, "model", "messages")
+    _check_openai_rules(body)
     messages = [
         {"role": str(m.get("role")), "content": _text(m.get("content"))} for m in body["messages"]
     ]
     system = [m["content"] for m in messages if m["role"] in ("system", "developer")]
-    schema = schema_name = None
+    schema = schema_name = tool_name = None
     response_format = body.get("response_format") or {}
-    if response_format.get("type") == "json_schema":
+    choice = body.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        name = (choice.get("function") or {}).get("name")
+        functions = [(t.get("function") or {}) for t in body.get("tools") or [] if isinstance(t, Mapping)]
+        matching = [f for f in functions if f.get("name") == name]
+        if not matching:
+            raise _BadRequest(f"tool_choice: function {name!r} is not in tools", "tool_choice")
+        schema, schema_name, tool_name = matching[0].get("parameters", {}), name, name
+    elif response_format.get("type") == "json_schema":
         spec = response_format.get("json_schema") or {}
         schema, schema_name = spec.get("schema", {}), spec.get("name")
     elif response_format.get("type") == "json_object":
-        schema = {"type": "object"}
+        # llama.cpp's server takes the schema beside json_object; otherwise any object.
+        schema = response_format.get("schema") or _schema_in_prompt(messages) or {"type": "object"}
+    else:
+        schema = _schema_in_prompt(messages)
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     return MockRequest(
         provider="openai",
@@ -229,7 +377,7 @@ def _parse_openai(body: dict[str, Any], body_hash: str, attempt: int) -> MockReq
         system="\n\n".join(system) or None,
         schema=schema,
         schema_name=schema_name,
-        tool_name=None,
+        tool_name=tool_name,
         temperature=body.get("temperature"),
         seed=body.get("seed"),
         max_tokens=max_tokens,
@@ -241,6 +389,7 @@ def _parse_openai(body: dict[str, Any], body_hash: str, attempt: int) -> MockReq
 
 def _parse_anthropic(body: dict[str, Any], body_hash: str, attempt: int) -> MockRequest:
     _require(body, "model", "messages", "max_tokens")
+    _check_anthropic_rules(body)
     system = _text(body.get("system")) or None
     messages = [
         {"role": str(m.get("role")), "content": _text(m.get("content"))} for m in body["messages"]
@@ -263,6 +412,8 @@ def _parse_anthropic(body: dict[str, Any], body_hash: str, attempt: int) -> Mock
         output_format = (body.get("output_config") or {}).get("format") or {}
         if output_format.get("type") == "json_schema":
             schema = output_format.get("schema", {})
+        else:
+            schema = _schema_in_prompt(messages)
     return MockRequest(
         provider="anthropic",
         path=ANTHROPIC_PATH,
@@ -279,6 +430,28 @@ def _parse_anthropic(body: dict[str, Any], body_hash: str, attempt: int) -> Mock
         body_hash=body_hash,
         attempt=attempt,
     )
+
+
+_PROMPTED_SCHEMA = "JSON schema"
+
+
+def _schema_in_prompt(messages: list[dict[str, str]]) -> dict[str, Any] | None:
+    """A JSON schema the system prompt asks the reply to follow ("... JSON schema ...: {...}"),
+    as an instruction-following model would read it; None when there is none."""
+    for m in messages:
+        if m["role"] not in ("system", "developer") or _PROMPTED_SCHEMA not in m["content"]:
+            continue
+        text = m["content"]
+        start = text.find("{", text.index(_PROMPTED_SCHEMA))
+        if start < 0:
+            continue
+        try:
+            schema, _ = json.JSONDecoder().raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(schema, dict):
+            return schema
+    return None
 
 
 def _body_hash(path: str, body: Any) -> str:
@@ -330,7 +503,10 @@ def _break_text(reply: Any, body_hash: str) -> str:
     return json.dumps(_violate(value), ensure_ascii=False)
 
 
-def _error_body(provider: str, status: int, message: str, request_id: str) -> dict[str, Any]:
+def _error_body(
+    provider: str, status: int, message: str, request_id: str,
+    param: str | None = None, error_code: str | None = None,
+) -> dict[str, Any]:
     if provider == "anthropic":
         kind = {
             400: "invalid_request_error",
@@ -351,7 +527,7 @@ def _error_body(provider: str, status: int, message: str, request_id: str) -> di
         429: ("requests", "rate_limit_exceeded"),
         500: ("server_error", None),
     }[status]
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code or error_code}}
 
 
 # -- accounting ----------------------------------------------------------------
@@ -422,6 +598,7 @@ class MockLLMServer:
         fault_plan: FaultPlan | None = None,
         reported_models: Mapping[str, str] | None = None,
         models: Sequence[str] = ("gpt-4o-mini", "claude-haiku-4-5"),
+        reasoning_tokens: int = 48,
         host: str = "127.0.0.1",
         port: int = 0,
         backlog: int = 4096,
@@ -434,6 +611,8 @@ class MockLLMServer:
             not listed get a date suffix unless they already end in one, the way
             providers report the pinned version behind an alias.
         models: ids listed by `GET /v1/models`.
+        reasoning_tokens: hidden reasoning an OpenAI reasoning model spends per reply,
+            out of its `max_completion_tokens`.
         """
         self.responder = responder
         self.api_key = api_key
@@ -441,6 +620,7 @@ class MockLLMServer:
         self.fault_plan = fault_plan or FaultPlan()
         self.reported_models = dict(reported_models or {})
         self.models = tuple(models)
+        self.reasoning_tokens = reasoning_tokens
         self.host = host
         self.backlog = backlog
         self._requested_port = port
@@ -622,9 +802,11 @@ class MockLLMServer:
         message: str,
         request_id: str,
         headers: Mapping[str, str] | None = None,
+        param: str | None = None,
+        code: str | None = None,
     ) -> web.Response:
         return web.json_response(
-            _error_body(provider, status, message, request_id),
+            _error_body(provider, status, message, request_id, param, code),
             status=status,
             headers={_request_id_header(provider): request_id, **(headers or {})},
         )
@@ -692,7 +874,7 @@ class MockLLMServer:
             req = parse(body, body_hash, attempt)
         except _BadRequest as exc:
             entry.outcome = "bad_request"
-            return self._error(provider, 400, str(exc), request_id)
+            return self._error(provider, 400, str(exc), request_id, param=exc.param, code=exc.code)
 
         plan = self.fault_plan
         outcome = self._ledger.next_scripted() or plan.decide(body_hash, attempt) or OK
@@ -756,32 +938,39 @@ class MockLLMServer:
             # Structured outputs refuse through `refusal`; plain chat is cut by the content filter.
             content, refusal = None, _REFUSAL_TEXT
             finish = "stop" if req.schema is not None else "content_filter"
+        # A reasoning model thinks before it answers, out of the same max_completion_tokens:
+        # a limit its reasoning uses up leaves an empty answer cut off at `length`.
+        reasoning = self.reasoning_tokens if OPENAI_REASONING_MODEL.match(req.model) else 0
+        if reasoning and req.max_tokens is not None:
+            reasoning = min(reasoning, req.max_tokens)
+            room = req.max_tokens - reasoning
+            if content is not None and _tokens(content) > room:
+                content, finish = content[: 4 * room], "length"
         prompt_tokens = sum(_tokens(m["content"]) + 3 for m in req.messages)
-        completion_tokens = _tokens(content or refusal or "")
+        completion_tokens = _tokens(content or refusal or "") + reasoning
+        message: dict[str, Any] = {
+            "role": "assistant", "content": content, "refusal": refusal, "annotations": [],
+        }
+        if req.tool_name is not None and content is not None and refusal is None:
+            message["content"] = None
+            message["tool_calls"] = [{
+                "id": f"call_{digest[:24]}", "type": "function",
+                "function": {"name": req.tool_name, "arguments": content},
+            }]
         return {
             "id": f"chatcmpl-{digest[:29]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self._reported_model("openai", req.model),
             "choices": [
-                {
-                    "index": 0,
-                    "message": {
-                        "role": "assistant",
-                        "content": content,
-                        "refusal": refusal,
-                        "annotations": [],
-                    },
-                    "logprobs": None,
-                    "finish_reason": finish,
-                }
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
                 "prompt_tokens_details": {"cached_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": reasoning},
             },
             "service_tier": "default",
             "system_fingerprint": "fp_mock",
