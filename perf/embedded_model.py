@@ -35,6 +35,12 @@
    not compare: the weights differ slightly, so the transcripts and their
    lengths do too.)
 
+5. Weight layout. The same work as section 4 on the Q8_0 file, loaded with
+   llama.cpp's extra buffer types (weights repacked for the CPU's matrix
+   instructions, the default `weight_repacking` except on AMX CPUs) and
+   without. Printed: both rates, the ratio, and the largest difference between
+   the two layouts' logits after the prompt (0 means bit-identical answers).
+
 Sections 1-3 run on the file as shipped, as llama-cpp-python would load it.
 
 Run: .venv/bin/python perf/embedded_model.py
@@ -49,10 +55,12 @@ import time
 from dataclasses import dataclass
 
 import llama_cpp
+import numpy as np
 from common import benchmark, machine, scenarios
 
 from pressurebench.llm.client import ModelClient
 from pressurebench.llm.providers import local_provider
+from pressurebench.llm.providers.local_context import LocalContext
 from pressurebench.llm.providers.local_weights import runtime_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import UserTurn
@@ -303,8 +311,16 @@ def weights(rounds: int = 4, decoded: int = 64) -> dict[str, tuple[int, float, i
     contexts = {name: llama_cpp.Llama(model_path=str(path), n_ctx=USER.n_ctx, n_threads=1,
                                       n_threads_batch=1, verbose=False)
                 for name, path in files.items()}
+    totals, _ = same_work(contexts, rounds, decoded)
+    return totals
+
+
+def same_work(contexts: dict, rounds: int, decoded: int) -> tuple[dict, dict]:
+    """Section 4's work on each context, alternating: totals per context (prompt tokens and
+    seconds, decoded tokens and seconds), and each context's logits after the prompt."""
     prompt = next(iter(contexts.values())).tokenize(first_user_prompt().encode(), special=True)
-    totals = {name: [0, 0.0, 0, 0.0] for name in files}
+    totals = {name: [0, 0.0, 0, 0.0] for name in contexts}
+    logits = {}
     for round_no in range(rounds):
         order = list(contexts) if round_no % 2 == 0 else list(reversed(contexts))
         for name in order:
@@ -313,6 +329,7 @@ def weights(rounds: int = 4, decoded: int = 64) -> dict[str, tuple[int, float, i
             t0 = time.perf_counter()
             context.eval(prompt)
             t1 = time.perf_counter()
+            logits[name] = np.array(context.scores[context.n_tokens - 1])
             for token in prompt[:decoded]:
                 context.eval([token])
             t2 = time.perf_counter()
@@ -320,7 +337,17 @@ def weights(rounds: int = 4, decoded: int = 64) -> dict[str, tuple[int, float, i
             totals[name][1] += t1 - t0
             totals[name][2] += min(decoded, len(prompt))
             totals[name][3] += t2 - t1
-    return {name: tuple(values) for name, values in totals.items()}
+    return {name: tuple(values) for name, values in totals.items()}, logits
+
+
+def layouts(rounds: int = 4, decoded: int = 64) -> tuple[dict, float]:
+    """Section 5: the Q8_0 file with and without llama.cpp's extra buffer types."""
+    path = str(runtime_gguf(MODEL, "q8_0"))
+    contexts = {label: LocalContext(model_path=path, n_ctx=USER.n_ctx, n_threads=1, n_threads_batch=1,
+                                    verbose=False, repack_weights=repack)
+                for label, repack in (("repacked", True), ("plain", False))}
+    totals, logits = same_work(contexts, rounds, decoded)
+    return totals, float(np.max(np.abs(logits["repacked"] - logits["plain"])))
 
 
 def main() -> int:
@@ -369,6 +396,18 @@ def main() -> int:
         print(f"{name:<22} {tokens:>13} {tokens / prompt_s:>12.1f} {decoded / decode_s:>12.1f}")
     (_, (_, p4, _, d4)), (_, (_, p8, _, d8)) = w.items()
     print(f"weights: q8_0 / as shipped: prompt evaluation x{p4 / p8:.2f}, decoding x{d4 / d8:.2f}")
+
+    print(f"llama.cpp reports: {llama_cpp.llama_print_system_info().decode().strip()}")
+    lay, logit_gap = layouts()
+    head = f"{'weight layout (q8_0)':<22} {'prompt tokens':>13} {'prompt tok/s':>12} {'decode tok/s':>12}"
+    print(head)
+    print("-" * len(head))
+    for name, (tokens, prompt_s, decoded, decode_s) in lay.items():
+        print(f"{name:<22} {tokens:>13} {tokens / prompt_s:>12.1f} {decoded / decode_s:>12.1f}")
+    (_, (_, pr, _, dr)), (_, (_, pp, _, dp)) = lay.items()
+    print(f"weight layout: plain / repacked: prompt evaluation x{pr / pp:.2f}, decoding x{dr / dp:.2f}; "
+          f"largest logit difference {logit_gap:g}; default here: "
+          f"{'repacked' if local_provider.weight_repacking(USER) else 'plain'}")
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     ok = o["ratio"] >= GOAL_RATIO and o["same outputs"] and same and c["same outputs"]
     return 0 if ok else 1

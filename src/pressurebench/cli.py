@@ -1,7 +1,8 @@
 """`pressurebench` command line: checks and helpers around the DVC pipeline.
 
 Errors the user can act on print as one line (file and field) and exit 2;
-a stage above its error budget exits 3.
+a stage above its error budget exits 3; a stage whose process crashed natively
+(inside llama.cpp) exits 4 with a report of what to try.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "run",
-        help="run one main-arm stage as its notebook would (exit 2: bad input, 3: too many errors)",
+        help="run one main-arm stage as its notebook would (exit 2: bad input, 3: too many errors, "
+        "4: the stage's process crashed natively)",
     )
     p.add_argument("stage", choices=STAGES)
     p.add_argument("--benchmark", required=True)
@@ -109,8 +111,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Stage commands with an embedded model run in a child process, so a native crash inside
+# llama.cpp is reported, not a bare exit status 139.
+STAGE_COMMANDS = ("run", "arm")
+CHILD_ENV = "PRESSUREBENCH_STAGE_CHILD"
+
+
+def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
+    """The same command in a child process (with Python's fault handler, which prints the
+    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died."""
+    import os
+    import subprocess
+
+    from .native_crash import EXIT_NATIVE_CRASH, crash_message, signal_name
+
+    env = {**os.environ, CHILD_ENV: "1"}
+    code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", "pressurebench.cli", *argv], env=env)
+    if code >= 0:
+        return code
+    stage = " ".join(str(a) for a in argv if not str(a).startswith("-"))
+    how = f"the process was killed by {signal_name(code)}"
+    print(f"pressurebench: {crash_message(stage, args.params, how)}", file=sys.stderr)
+    return EXIT_NATIVE_CRASH
+
+
 def main(argv: list[str] | None = None) -> int:
+    import os
+
     args = build_parser().parse_args(argv)
+    if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
+        from .native_crash import local_models
+
+        if local_models(args.params):
+            return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     try:
         return args.func(args)
     except StageFailed as exc:

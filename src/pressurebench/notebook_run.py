@@ -9,7 +9,9 @@ writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
 `reports/<b>/03_simulate__<t>.html` (code hidden). When the notebook fails, the
 executed copy is still written for debugging, and the command prints the error
 as one line (for a stage above its error budget, the summary of what failed)
-and exits 1, instead of a kernel traceback.
+and exits 1, instead of a kernel traceback; a kernel that dies natively (a crash
+inside llama.cpp) is reported the same way, naming the stage, the embedded
+models and what to try (`native_crash`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ KERNEL = "python3"
 
 def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     from .errors import PressurebenchError
+    from .native_crash import crash_message
     from .reports.render import render_notebook
 
     out_stem = Path(out_stem)
@@ -38,6 +42,10 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
         )
     except PapermillExecutionError as exc:
         raise PressurebenchError(f"{notebook} failed: {exc.ename}: {exc.evalue}") from None
+    except DeadKernelError:
+        stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
+        how = "its notebook's kernel died"
+        raise PressurebenchError(crash_message(stage, parameters.get("params_path", ""), how)) from None
     return render_notebook(executed, out_stem.with_suffix(".html"))
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from pressurebench.errors import PressurebenchError
 from pressurebench.llm import ModelClient
+from pressurebench.llm.providers import local_provider
 from pressurebench.llm.providers.local_weights import resolve_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import UserTurn
@@ -212,3 +213,54 @@ def test_contexts_loading_side_by_side_leave_stdout_and_stderr_as_they_were(tmp_
             sys.stdout, sys.stderr = saved[2:]
     assert out_file.read_text().splitlines() == [f"out {i}" for i in range(6)]
     assert err_file.read_text().splitlines() == [f"err {i}" for i in range(6)]
+
+
+@pytest.mark.parametrize(("amx", "setting", "repacked"), [
+    (False, None, True), (True, None, False), (True, True, True), (False, False, False),
+])
+def test_weights_are_laid_out_plainly_where_amx_is_reported_unless_the_registry_says(
+    monkeypatch, amx, setting, repacked
+):
+    """llama-cpp-python 0.3.36 crashes in its AMX matrix kernels on AMX CPUs: the default
+    there is the plain layout, elsewhere the repacked one; `weight_repacking` decides when set."""
+    monkeypatch.setattr(local_provider, "cpu_reports_amx", lambda: amx)
+    spec = ModelSpec(provider="local", model="smollm2-135m-instruct", weight_repacking=setting)
+    assert local_provider.weight_repacking(spec) is repacked
+    assert local_provider.loaded_for(spec).repack is repacked
+
+
+def test_amx_is_read_from_what_llama_cpp_and_the_cpu_report(monkeypatch, tmp_path):
+    import llama_cpp
+
+    local_provider.cpu_reports_amx.cache_clear()
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: b"CPU : AVX2 = 1 | AMX_INT8 = 1 |")
+    assert local_provider.cpu_reports_amx()
+    local_provider.cpu_reports_amx.cache_clear()
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: b"CPU : AVX2 = 1 | REPACK = 1 |")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t\t: fpu sse2 avx2 amx_bf16 amx_tile amx_int8\n")
+    real_path = local_provider.Path
+    monkeypatch.setattr(local_provider, "Path",
+                        lambda p: cpuinfo if p == "/proc/cpuinfo" else real_path(p))
+    assert local_provider.cpu_reports_amx()
+    cpuinfo.write_text("flags\t\t: fpu sse2 avx2 avx512f\n")
+    local_provider.cpu_reports_amx.cache_clear()
+    assert not local_provider.cpu_reports_amx()
+    local_provider.cpu_reports_amx.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_plain_layout_loads_without_extra_buffer_types_and_answers_the_same(tmp_path):
+    """What the provider asks of llama.cpp is what it loads, and both layouts give the same reply."""
+    from pressurebench.llm.providers.local_context import LocalContext
+    from pressurebench.llm.providers.local_weights import runtime_gguf
+
+    path = str(runtime_gguf("smollm2-135m-instruct", "q8_0"))
+    replies = {}
+    for repack in (True, False):
+        context = LocalContext(model_path=path, n_ctx=512, n_threads=1, verbose=False, repack_weights=repack)
+        assert context.model_params.use_extra_bufts is repack
+        out = context.create_chat_completion(
+            messages=[{"role": "user", "content": "Name a fruit."}], max_tokens=16, seed=3, temperature=0.7)
+        replies[repack] = out["choices"][0]["message"]["content"]
+    assert replies[True] == replies[False]

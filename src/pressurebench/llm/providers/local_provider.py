@@ -197,16 +197,20 @@ class LocalProvider(ProviderBase):
         return f"local {self.spec.model}"
 
     def key_material(self) -> dict:
-        """What decides this model's replies beyond the request: the sampler, the weights and
-        their layout (part of every cache key; the seed derives from the key too)."""
+        """What decides this model's replies beyond the request: the sampler and the weights
+        (part of every cache key; the seed derives from the key too).
+
+        The weights' layout (`weight_repacking`) is left out: it decides which CPU
+        kernels run, and both layouts give bit-identical logits (perf/embedded_model.py,
+        section 5), so a machine that must load them plainly replays and reproduces
+        the same replies.
+        """
         material: dict = {
             "decoder": decoder(),
             "weights": weights_id(self.spec.model, self.spec.requantize),
         }
         if self.spec.repeat_penalty is not None:
             material["repeat_penalty"] = self.spec.repeat_penalty
-        if not weight_repacking(self.spec):
-            material["weight_layout"] = "plain"
         return material
 
     def seed(self, key: str, sample: int) -> int:
