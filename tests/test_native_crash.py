@@ -37,7 +37,7 @@ def test_cli_stage_killed_by_a_segfault_exits_4_with_a_report(local_project, tmp
     proc = subprocess.run(
         [sys.executable, "-c", env_python + "from pressurebench.cli import main; raise SystemExit(main())",
          "run", "gen_metrics", "--benchmark", "tiny"],
-        capture_output=True, text=True, cwd=local_project.root, timeout=120,
+        check=False, capture_output=True, text=True, cwd=local_project.root, timeout=120,
     )
     assert proc.returncode == EXIT_NATIVE_CRASH, proc.stderr
     assert "stage run gen_metrics tiny died natively (the process was killed by SIGSEGV)" in proc.stderr
