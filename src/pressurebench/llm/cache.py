@@ -3,8 +3,9 @@
 The key hashes everything that determines an answer, so re-running after a
 crash replays finished calls for free while any change to a prompt, a sampling
 parameter, the schema or the sample index misses exactly where it should.
-Only completed provider responses are stored, never transport errors, and never
-credentials (they are not part of the key material).
+Only answers are stored: never transport errors or failed replies (empty,
+refused, cut off where that is not accepted; `client.reply_problem`), which a
+re-run asks again, and never credentials (they are not part of the key material).
 
 Entries are written atomically but not fsynced: a write runs on the event loop
 once per call, and an fsync there stalls every call in flight for milliseconds
