@@ -60,7 +60,7 @@ from common import benchmark, machine, scenarios
 
 from pressurebench.llm.client import ModelClient
 from pressurebench.llm.providers import local_provider
-from pressurebench.llm.providers.local_context import LocalContext
+from pressurebench.llm.providers.local_context import LocalContext, weight_layout
 from pressurebench.llm.providers.local_weights import runtime_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import UserTurn
@@ -83,6 +83,13 @@ CALLS = [
       {"role": "user", "content": "Write your first message to the doctor."}], UserTurn),
     ([{"role": "user", "content": "Why do people keep plants at home?"}], None),
 ]
+
+
+def library_llama(**kwargs) -> llama_cpp.Llama:
+    """llama-cpp-python's `Llama` with its defaults, except the weight layout where the
+    default would crash (AMX CPUs: `local_provider.weight_repacking`)."""
+    with weight_layout(local_provider.weight_repacking(USER)):
+        return llama_cpp.Llama(**kwargs)
 
 
 def loaded(spec: ModelSpec = USER) -> local_provider._Loaded:
@@ -171,7 +178,7 @@ def overhead(rounds: int = 4) -> dict:
     requests: list = []
     for messages, schema in CALLS:  # warm-up, and the requests (with their seeds) to replay
         through_pressurebench(messages, schema, requests)
-    library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=USER.n_ctx, verbose=False)
+    library = library_llama(model_path=str(pool.path), n_ctx=USER.n_ctx, verbose=False)
     paths = ("pressurebench", "llama-cpp-python", "same decoder, direct")
     totals = {(path, kind): [0.0, 0] for path in paths for kind in ("plain", "structured")}
     same = True
@@ -249,7 +256,7 @@ PLAIN = [[{"role": "user", "content": text}] for text in (
 def cores() -> dict:
     """Tokens/s of eight plain replies: library defaults, and the provider one by one or side by side."""
     pool = loaded()
-    library = llama_cpp.Llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx, verbose=False)
+    library = library_llama(model_path=str(pool.path), n_ctx=TARGET.n_ctx, verbose=False)
     requests: list = []
 
     async def provider_calls(together: bool) -> tuple[float, int, list[str]]:
@@ -308,7 +315,7 @@ def weights(rounds: int = 4, decoded: int = 64) -> dict[str, tuple[int, float, i
         "as shipped (Q4_1)": runtime_gguf(MODEL, None),
         "requantize: q8_0": runtime_gguf(MODEL, "q8_0"),
     }
-    contexts = {name: llama_cpp.Llama(model_path=str(path), n_ctx=USER.n_ctx, n_threads=1,
+    contexts = {name: library_llama(model_path=str(path), n_ctx=USER.n_ctx, n_threads=1,
                                       n_threads_batch=1, verbose=False)
                 for name, path in files.items()}
     totals, _ = same_work(contexts, rounds, decoded)
@@ -398,6 +405,9 @@ def main() -> int:
     print(f"weights: q8_0 / as shipped: prompt evaluation x{p4 / p8:.2f}, decoding x{d4 / d8:.2f}")
 
     print(f"llama.cpp reports: {llama_cpp.llama_print_system_info().decode().strip()}")
+    if local_provider.cpu_reports_amx():
+        print("weight layout: skipped, AMX is reported (the repacked layout crashes here)")
+        return finish(o, same, c)
     lay, logit_gap = layouts()
     head = f"{'weight layout (q8_0)':<22} {'prompt tokens':>13} {'prompt tok/s':>12} {'decode tok/s':>12}"
     print(head)
@@ -408,6 +418,10 @@ def main() -> int:
     print(f"weight layout: plain / repacked: prompt evaluation x{pr / pp:.2f}, decoding x{dr / dp:.2f}; "
           f"largest logit difference {logit_gap:g}; default here: "
           f"{'repacked' if local_provider.weight_repacking(USER) else 'plain'}")
+    return finish(o, same, c)
+
+
+def finish(o: dict, same: bool, c: dict) -> int:
     print(f"load average after: {machine().rsplit('load average ', 1)[1]}")
     ok = o["ratio"] >= GOAL_RATIO and o["same outputs"] and same and c["same outputs"]
     return 0 if ok else 1

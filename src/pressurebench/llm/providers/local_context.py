@@ -20,6 +20,7 @@ so pyproject.toml pins the release they were written against.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 
@@ -95,27 +96,16 @@ class LocalContext(Llama):
     `repack_weights=False` loads the weights without llama.cpp's extra buffer types
     (`use_extra_bufts`: the AMX and repacked CPU layouts), which `Llama` does not
     expose: its model parameters come from `llama_model_default_params`, so that is
-    wrapped for the duration of the load. Loads take turns (`local_provider._LOADING`).
+    wrapped for the duration of the load (`weight_layout`). Loads take turns
+    (`local_provider._LOADING`).
     """
 
     def __init__(self, *args, repack_weights: bool = True, **kwargs):
-        if repack_weights:
+        with weight_layout(repack_weights):
             super().__init__(*args, **kwargs)
-            return
-        defaults = llama_cpp.llama_cpp.llama_model_default_params
+        if self.model_params.use_extra_bufts != repack_weights:
+            raise RuntimeError("llama.cpp did not load the model in the weight layout asked for")
 
-        def plain_layout():
-            params = defaults()
-            params.use_extra_bufts = False
-            return params
-
-        llama_cpp.llama_cpp.llama_model_default_params = plain_layout
-        try:
-            super().__init__(*args, **kwargs)
-        finally:
-            llama_cpp.llama_cpp.llama_model_default_params = defaults
-        if self.model_params.use_extra_bufts:
-            raise RuntimeError("llama.cpp loaded the model with its extra buffer types")
 
     def _init_sampler(self, *args, grammar=None, **kwargs):
         chain = super()._init_sampler(*args, grammar=None, **kwargs)
@@ -148,3 +138,23 @@ class LocalContext(Llama):
         data = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
         if llama_cpp.llama_state_set_data(self._ctx.ctx, data, state.llama_state_size) != state.llama_state_size:
             raise RuntimeError("llama.cpp could not restore a saved state")
+
+
+@contextlib.contextmanager
+def weight_layout(repack: bool):
+    """Models loaded inside (by any `Llama`) use llama.cpp's extra buffer types only if `repack`.
+
+    Not thread-safe: loads must take turns while it is active.
+    """
+    defaults = llama_cpp.llama_cpp.llama_model_default_params
+
+    def chosen_layout():
+        params = defaults()
+        params.use_extra_bufts = repack
+        return params
+
+    llama_cpp.llama_cpp.llama_model_default_params = chosen_layout
+    try:
+        yield
+    finally:
+        llama_cpp.llama_cpp.llama_model_default_params = defaults
