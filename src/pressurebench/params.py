@@ -349,6 +349,11 @@ class Run(Strict):
     reports_dir: str = "reports"
     repair_retries: int = Field(default=2, ge=0, le=5)
     max_retries: int = Field(default=5, ge=0, le=20)
+    max_cost_usd: float | None = Field(
+        default=None, gt=0,
+        description="stop before a call that could take what the cache directory's calls have cost "
+        "(list prices, counted from when a cap is set) past this; raise it and run again to continue",
+    )
     stop_after_rejections: int = Field(
         default=3, ge=1, le=1000,
         description="a stage stops when a model's provider refuses the same request this many "
@@ -411,6 +416,15 @@ def load_params(path: str | Path) -> Params:
     for field, ref in params.model_refs():
         if ref not in params.models:
             raise ConfigError(path, f"unknown model id '{ref}' (known: {', '.join(known)})", field)
+    if params.run.max_cost_usd is not None:
+        for field, ref in params.model_refs():
+            if params.models[ref].price(0, 0) is None:
+                raise ConfigError(
+                    path,
+                    f"model '{ref}' has no price_per_mtok_in/out, so run.max_cost_usd cannot bound "
+                    f"its calls (used as {field}); add its prices or remove the cap",
+                    f"models.{ref}",
+                )
     if params.validation.targets:
         for i, t in enumerate(params.validation.targets):
             if t not in params.targets:

@@ -27,6 +27,7 @@ from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
 from .providers import Provider, make_provider
+from .spending import SpendingLedger, call_cost_bound
 from .types import (
     ProviderRequest,
     ProviderResponse,
@@ -107,6 +108,7 @@ class ModelClient:
         provider_factory: ProviderFactory | None = None,
         use_cache: bool = True,
         stop_after_rejections: int = 3,
+        max_cost_usd: float | None = None,
     ):
         self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
@@ -116,7 +118,11 @@ class ModelClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.stop_after_rejections = stop_after_rejections
+        # Spending is kept (and capped) only under a cap: it costs a file write per call.
+        self.spending = SpendingLedger(cache_dir, max_cost_usd) if max_cost_usd is not None else None
         self._factory = provider_factory or make_provider
+        self._calls_in_flight: set[asyncio.Task] = set()
+        self._stopped: ProviderStop | None = None  # once set, no further call is sent
 
     @classmethod
     def from_params(cls, params: Params, **kwargs) -> ModelClient:
@@ -127,14 +133,25 @@ class ModelClient:
             max_retries=params.run.max_retries,
             backoff_base_s=params.run.backoff_base_s,
             stop_after_rejections=params.run.stop_after_rejections,
+            max_cost_usd=params.run.max_cost_usd,
             **kwargs,
         )
 
     async def __aenter__(self) -> ModelClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        if self._stopped is not None:
+            await self._finish_calls_in_flight()
         await self.aclose()
+
+    async def _finish_calls_in_flight(self) -> None:
+        """After a stop, let the calls already sent finish and reach the cache: they are paid
+        for, and a re-run must not ask (and pay) again. Calls not yet sent stop at once."""
+        pending = self._calls_in_flight - {asyncio.current_task()}
+        if pending:
+            timeout = max(s.spec.timeout_s for s in self._states.values()) * (self.max_retries + 1)
+            await asyncio.wait(pending, timeout=timeout)
 
     async def aclose(self) -> None:
         for state in self._states.values():
@@ -184,6 +201,7 @@ class ModelClient:
                 result.error = self._scrub(str(exc))
                 break
             except ProviderStop as exc:
+                self._stopped = self._stopped or exc
                 raise type(exc)(self._scrub(str(exc))) from None
             result.provider_calls += 0 if cached else 1
             result.cached = cached if attempt == 0 else (result.cached and cached)
@@ -292,7 +310,12 @@ class ModelClient:
                 cached = ProviderResponse(**hit)
                 if reply_problem(cached, limit, allow_truncated) is None:
                     return cached, True
-        response = await self._call_with_retries(model_id, state, request)
+        task = asyncio.current_task()
+        self._calls_in_flight.add(task)
+        try:
+            response = await self._call_with_retries(model_id, state, request)
+        finally:
+            self._calls_in_flight.discard(task)
         if self.use_cache and reply_problem(response, limit, allow_truncated) is None:
             self.cache.put(key, material, response.__dict__)
         return response, False
@@ -331,12 +354,18 @@ class ModelClient:
         provider = self._provider(model_id, state)
         semaphore, limiter = self._gates(state)
         last: RetryableError | None = None
+        bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
         for attempt in range(self.max_retries + 1):
             async with semaphore:
+                if self._stopped is not None:
+                    raise type(self._stopped)(str(self._stopped))
                 if state.refused is not None:
                     raise RequestsRefused(state.refused)
                 if limiter is not None:
                     await limiter.wait()
+                if self.spending:
+                    self.spending.reserve(bound)
+                response = None
                 try:
                     response = await provider.complete(request)
                 except RetryableError as exc:
@@ -347,6 +376,10 @@ class ModelClient:
                 else:
                     state.rejections = ("", 0)
                     return response
+                finally:
+                    if self.spending:
+                        cost = response and state.spec.price(response.input_tokens, response.output_tokens)
+                        self.spending.settle(bound, cost)
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, last.retry_after))
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
