@@ -47,6 +47,9 @@ ANTHROPIC_NO_SAMPLING_NAME = re.compile(
     r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])", re.IGNORECASE
 )
 
+# OpenAI's Batch API and Anthropic's Message Batches both bill half the direct price.
+BATCH_PRICE_FACTOR = 0.5
+
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
@@ -119,6 +122,13 @@ class ModelSpec(Strict):
             "for other servers"
         ),
     )
+    batch: bool = Field(
+        default=False,
+        description=(
+            "send this model's calls through the provider's batch API (OpenAI Batch API, "
+            "Anthropic Message Batches) at half the price, answered within a day (run.batch_*)"
+        ),
+    )
     extra_body: dict[str, Any] = Field(
         default_factory=dict,
         description="fields added to every request body as they are (OpenAI and Anthropic providers)",
@@ -161,6 +171,8 @@ class ModelSpec(Strict):
                     raise ValueError(
                         f"{name} is a {provider}-provider setting; {self.provider} models take none"
                     )
+        if self.provider == "local" and self.batch:
+            raise ValueError("batch is for OpenAI and Anthropic models; local models answer in-process")
         if self.provider == "local" and (self.structured_output is not None or self.extra_body):
             raise ValueError(
                 "local models decode structured answers under the schema's grammar and take "
@@ -253,9 +265,11 @@ class ModelSpec(Strict):
         return answer_tokens + (self.reasoning_tokens if self.is_reasoning else 0)
 
     def price(self, input_tokens: int, output_tokens: int) -> float | None:
-        """Cost in USD; None when the registry has no price (unknown is not free), 0 for local models."""
+        """Cost in USD; None when the registry has no price (unknown is not free), 0 for local
+        models; batched calls at the batch APIs' discount."""
         if self.price_per_mtok_in is not None and self.price_per_mtok_out is not None:
-            return (input_tokens * self.price_per_mtok_in + output_tokens * self.price_per_mtok_out) / 1e6
+            cost = (input_tokens * self.price_per_mtok_in + output_tokens * self.price_per_mtok_out) / 1e6
+            return cost * BATCH_PRICE_FACTOR if self.batch else cost
         return 0.0 if self.provider == "local" else None
 
     @property
@@ -349,6 +363,18 @@ class Run(Strict):
     reports_dir: str = "reports"
     repair_retries: int = Field(default=2, ge=0, le=5)
     max_retries: int = Field(default=5, ge=0, le=20)
+    batch_max_requests: int = Field(
+        default=5000, ge=1, le=50000, description="requests per provider batch at most",
+    )
+    batch_collect_s: float = Field(
+        default=5.0, gt=0, le=3600,
+        description="how long a batched model's calls are collected before they are submitted",
+    )
+    batch_poll_s: float = Field(default=30.0, gt=0, le=3600, description="seconds between batch polls")
+    batch_max_wait_s: float = Field(
+        default=86400.0, gt=0,
+        description="how long a run waits for a batch; the batch is kept and polled by the next run",
+    )
     max_cost_usd: float | None = Field(
         default=None, gt=0,
         description="stop before a call that could take what the cache directory's calls have cost "

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..params import ModelSpec, Params
 from ..schemas import ModelUsage
+from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
@@ -76,6 +77,7 @@ class _ModelState:
     limiter: RateLimiter | None = None
     usage: ModelUsage = field(default_factory=ModelUsage)
     versions: set[str] = field(default_factory=set)
+    batcher: Batcher | None = None
     rejections: tuple[str, int] = ("", 0)  # the last refusal's text, and how often in a row
     refused: str | None = None  # set once refusals repeat: every later call stops the stage
 
@@ -109,6 +111,7 @@ class ModelClient:
         use_cache: bool = True,
         stop_after_rejections: int = 3,
         max_cost_usd: float | None = None,
+        batch: BatchSettings | None = None,
     ):
         self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
@@ -121,6 +124,8 @@ class ModelClient:
         # Spending is kept (and capped) only under a cap: it costs a file write per call.
         self.spending = SpendingLedger(cache_dir, max_cost_usd) if max_cost_usd is not None else None
         self._factory = provider_factory or make_provider
+        self.cache_dir = Path(cache_dir)
+        self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
         self._stopped: ProviderStop | None = None  # once set, no further call is sent
 
@@ -134,6 +139,10 @@ class ModelClient:
             backoff_base_s=params.run.backoff_base_s,
             stop_after_rejections=params.run.stop_after_rejections,
             max_cost_usd=params.run.max_cost_usd,
+            batch=BatchSettings(
+                max_requests=params.run.batch_max_requests, collect_s=params.run.batch_collect_s,
+                poll_s=params.run.batch_poll_s, max_wait_s=params.run.batch_max_wait_s,
+            ),
             **kwargs,
         )
 
@@ -155,6 +164,9 @@ class ModelClient:
 
     async def aclose(self) -> None:
         for state in self._states.values():
+            if state.batcher is not None:
+                await state.batcher.aclose()
+                state.batcher = None
             if state.provider is not None:
                 await state.provider.aclose()
                 state.provider = None
@@ -313,7 +325,10 @@ class ModelClient:
         task = asyncio.current_task()
         self._calls_in_flight.add(task)
         try:
-            response = await self._call_with_retries(model_id, state, request)
+            if state.spec.batch:
+                response = await self._call_in_batch(model_id, state, key, request)
+            else:
+                response = await self._call_with_retries(model_id, state, request)
         finally:
             self._calls_in_flight.discard(task)
         if self.use_cache and reply_problem(response, limit, allow_truncated) is None:
@@ -383,6 +398,34 @@ class ModelClient:
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, last.retry_after))
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
+
+    async def _call_in_batch(
+        self, model_id: str, state: _ModelState, key: str, request: ProviderRequest
+    ) -> ProviderResponse:
+        """The call by way of the provider's batch API (`llm.batches`), under the same stops."""
+        if self._stopped is not None:
+            raise type(self._stopped)(str(self._stopped))
+        if state.refused is not None:
+            raise RequestsRefused(state.refused)
+        if state.batcher is None:
+            provider = self._provider(model_id, state)
+            folder = Batcher.folder_for(self.cache_dir, provider.describe())
+            state.batcher = Batcher(provider, model_id, folder, self.batch_settings)
+        bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
+        if self.spending:
+            self.spending.reserve(bound)
+        response = None
+        try:
+            response = await state.batcher.call(key, request)
+        except RejectedError as exc:
+            self._count_rejection(model_id, state, str(exc))
+            raise
+        finally:
+            if self.spending:
+                cost = response and state.spec.price(response.input_tokens, response.output_tokens)
+                self.spending.settle(bound, cost)
+        state.rejections = ("", 0)
+        return response
 
     def _count_rejection(self, model_id: str, state: _ModelState, reason: str) -> None:
         """Stop the stage once the provider refuses the same way `stop_after_rejections` times in

@@ -35,6 +35,7 @@ from typing import Any, Self
 from aiohttp import web
 
 from pressurebench.testing.faults import OK, Fault, FaultPlan
+from pressurebench.testing.mock_batches import BatchDesk
 from pressurebench.testing.schema_instances import schema_instance
 
 __all__ = [
@@ -621,6 +622,11 @@ class MockLLMServer:
         self.reported_models = dict(reported_models or {})
         self.models = tuple(models)
         self.reasoning_tokens = reasoning_tokens
+        self.batch_polls = 1
+        """Retrievals of a batch before it ends."""
+        self.batch_expire = 0
+        """How many of the next batches end expired, with only the first half of their requests answered."""
+        self.batch_desk = BatchDesk(self)
         self.host = host
         self.backlog = backlog
         self._requested_port = port
@@ -675,6 +681,7 @@ class MockLLMServer:
         app.router.add_post(OPENAI_PATH, self._tracked(self._openai))
         app.router.add_post(ANTHROPIC_PATH, self._tracked(self._anthropic))
         app.router.add_get(MODELS_PATH, self._tracked(self._models))
+        self.batch_desk.routes(app, self._tracked)
         app.router.add_route("*", "/{tail:.*}", self._tracked(self._not_found))
         # Dropping a hung client must free its handler; stopping must not wait on hangs.
         self._runner = web.AppRunner(
@@ -916,6 +923,43 @@ class MockLLMServer:
                 text=text[: len(text) // 2], content_type="application/json", headers=headers
             )
         return web.json_response(payload, headers=headers)
+
+    async def answer_item(self, provider: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """One request of a batch, answered as a direct request would be: (status, body).
+
+        The same rules, responder and fault plan; faults of the connection (a hang, a
+        cut-off body) do not happen inside a batch, and 429/5xx become failed items.
+        """
+        path = OPENAI_PATH if provider == "openai" else ANTHROPIC_PATH
+        parse = _parse_openai if provider == "openai" else _parse_anthropic
+        body_hash = _body_hash(path, body)
+        attempt = self._ledger.arrive(body_hash)
+        digest = hashlib.sha256(f"{body_hash}:{attempt}".encode()).hexdigest()
+        entry = self._ledger.begin("BATCH", f"batch:{path}")  # counted apart from direct calls
+        self._ledger.end()
+        entry.provider, entry.body, entry.body_hash, entry.attempt = provider, body, body_hash, attempt
+        entry.model = str(body.get("model"))
+        try:
+            req = parse(body, body_hash, attempt)
+        except _BadRequest as exc:
+            entry.outcome, entry.status = "bad_request", 400
+            return 400, _error_body(provider, 400, str(exc), f"req_{digest[:24]}", exc.param, exc.code)
+        outcome = self._ledger.next_scripted() or self.fault_plan.decide(body_hash, attempt) or OK
+        if outcome in (Fault.HANG, Fault.MALFORMED_JSON) or (
+                outcome == Fault.BAD_STRUCTURED and req.schema is None):
+            outcome = OK
+        entry.outcome = str(outcome)
+        self._ledger.count_fault(entry.outcome)
+        if outcome in (Fault.RATE_LIMIT, Fault.SERVER_ERROR):
+            entry.status = 500
+            return 500, _error_body(provider, 500, "The server had an error while processing your request.",
+                                    f"req_{digest[:24]}")
+        reply = self.responder(req)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        shape = self._openai_reply if provider == "openai" else self._anthropic_reply
+        entry.status = 200
+        return 200, shape(req, reply, outcome, digest)
 
     def _reported_model(self, provider: str, model: str) -> str:
         if model in self.reported_models:

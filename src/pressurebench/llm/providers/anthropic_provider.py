@@ -51,10 +51,16 @@ class AnthropicProvider(ProviderBase):
         """Anthropic's API takes no seed."""
         return None
 
+    def _forced_tool(self, request: ProviderRequest) -> str | None:
+        """The tool whose input is the answer, when this request forces one."""
+        if request.schema is not None and self.spec.structured_mode == "tool":
+            return request.schema_name or "answer"
+        return None
+
     def body(self, request: ProviderRequest) -> dict:
         """The messages body for `request`: only fields this model accepts."""
         messages = request.messages
-        forced_tool = request.schema is not None and self.spec.structured_mode == "tool"
+        forced_tool = self._forced_tool(request) is not None
         if request.schema is not None and not forced_tool:
             messages = with_schema_instruction(messages, request.schema)
         system = [m["content"] for m in messages if m["role"] == "system"]
@@ -70,7 +76,7 @@ class AnthropicProvider(ProviderBase):
         if system:
             body["system"] = "\n\n".join(system)
         if forced_tool:
-            tool = request.schema_name or "answer"
+            tool = self._forced_tool(request)
             body["tools"] = [{
                 "name": tool,
                 "description": "Give your answer by calling this tool.",
@@ -86,11 +92,48 @@ class AnthropicProvider(ProviderBase):
         if not 200 <= reply.status < 300:
             message = reply_error_message(reply.status, reply.body)
             raise classify_status(reply.status, message, reply.headers, self.describe())
-        tool = body["tool_choice"]["name"] if "tool_choice" in body else None
         try:
-            return _parse(reply.body, tool)
+            return _parse(reply.body, self._forced_tool(request))
         except (ValueError, LookupError, TypeError, AttributeError) as exc:
             raise RetryableError(f"{self.describe()}: malformed response: {exc!r}") from None
+
+    # --- Anthropic's Message Batches (llm.batches): create, retrieve, results ---------------
+
+    async def _json(self, method: str, url: str, body: dict | None = None) -> bytes:
+        data = None if body is None else json.dumps(body).encode()
+        reply = await self._http.send(method, url, self.headers, 120.0, data)
+        if not 200 <= reply.status < 300:
+            raise classify_status(reply.status, reply_error_message(reply.status, reply.body),
+                                  reply.headers, f"{self.describe()} batch")
+        return reply.body
+
+    async def batch_submit(self, items: list[tuple[str, ProviderRequest]]) -> str:
+        requests = [{"custom_id": key, "params": self.body(request)} for key, request in items]
+        created = json.loads(await self._json("POST", f"{self.url}/batches", {"requests": requests}))
+        return created["id"]
+
+    async def batch_poll(self, batch_id: str) -> tuple[str, bool, dict]:
+        batch = json.loads(await self._json("GET", f"{self.url}/batches/{batch_id}"))
+        status = batch["processing_status"]
+        return status, status == "ended", batch
+
+    async def batch_results(self, batch_id: str, batch: dict, requests: dict[str, ProviderRequest]
+                            ) -> dict[str, ProviderResponse | Exception]:
+        """Each succeeded request's message, or its failure, for the `requests` asked for;
+        canceled and expired ones are left out."""
+        out: dict[str, ProviderResponse | Exception] = {}
+        for line in (await self._json("GET", batch["results_url"])).decode().splitlines():
+            row = json.loads(line)
+            key, result = row["custom_id"], row["result"]
+            if key not in requests:
+                continue
+            if result["type"] == "succeeded":
+                out[key] = _parse(json.dumps(result["message"]).encode(), self._forced_tool(requests[key]))
+            elif result["type"] == "errored":
+                error = (result.get("error") or {}).get("error") or {}
+                status = 400 if error.get("type") == "invalid_request_error" else 500
+                out[key] = classify_status(status, error.get("message", "errored"), None, self.describe())
+        return out
 
     async def aclose(self) -> None:
         await self._http.aclose()

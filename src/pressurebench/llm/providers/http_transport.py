@@ -88,12 +88,17 @@ class JsonTransport:
 
     async def post(self, url: str, body: dict, headers: dict[str, str], timeout_s: float) -> HttpReply:
         """POST `body` as JSON; no reply byte for `timeout_s` or a broken connection is retryable."""
+        return await self.send("POST", url, headers, timeout_s, encode_json(body))
+
+    async def send(self, method: str, url: str, headers: dict[str, str], timeout_s: float,
+                   data=None) -> HttpReply:
+        """Any request (`data`: bytes, or aiohttp form data for an upload); failures as for `post`."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
         if url not in self._proxies:
             self._proxies[url] = env_proxy(url)
         try:
-            async with self._pool().post(
-                url, data=encode_json(body), headers=headers, timeout=timeout, proxy=self._proxies[url]
+            async with self._pool().request(
+                method, url, data=data, headers=headers, timeout=timeout, proxy=self._proxies[url]
             ) as resp:
                 return HttpReply(resp.status, resp.headers, await resp.read())
         except TimeoutError:

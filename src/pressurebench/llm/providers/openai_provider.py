@@ -24,7 +24,7 @@ import openai
 
 from ...params import ModelSpec
 from ..answer_formats import strict_schema, with_schema_instruction
-from ..types import ProviderRequest, ProviderResponse, RetryableError
+from ..types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
 from . import ProviderBase
 from .http_errors import classify_status, reply_error_message
 from .http_transport import JsonTransport, sdk_endpoint
@@ -109,6 +109,69 @@ class OpenAIProvider(ProviderBase):
             return _parse(reply.body)
         except (ValueError, LookupError, TypeError, AttributeError) as exc:
             raise RetryableError(f"{self.describe()}: malformed response: {exc!r}") from None
+
+    # --- OpenAI's Batch API (llm.batches): JSONL file, batch, retrieve, output and error files ---
+
+    def _url(self, path: str) -> str:
+        return self.url.removesuffix("/chat/completions") + path
+
+    async def _json(self, method: str, path: str, data=None, headers=None) -> dict:
+        reply = await self._http.send(method, self._url(path), headers or self.headers, 120.0, data)
+        if not 200 <= reply.status < 300:
+            raise classify_status(reply.status, reply_error_message(reply.status, reply.body),
+                                  reply.headers, f"{self.describe()} batch")
+        return json.loads(reply.body)
+
+    async def batch_submit(self, items: list[tuple[str, ProviderRequest]]) -> str:
+        """Upload the requests as a JSONL file and create a batch on it; the batch's id."""
+        import aiohttp
+
+        lines = "".join(
+            json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions",
+                        "body": self.body(request)}, ensure_ascii=False) + "\n"
+            for key, request in items
+        )
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", lines.encode(), filename="requests.jsonl", content_type="application/jsonl")
+        upload_headers = {k: v for k, v in self.headers.items() if k.lower() != "content-type"}
+        uploaded = await self._json("POST", "/files", form, upload_headers)
+        created = await self._json("POST", "/batches", json.dumps({
+            "input_file_id": uploaded["id"], "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+        }).encode())
+        return created["id"]
+
+    async def batch_poll(self, batch_id: str) -> tuple[str, bool, dict]:
+        """(status, whether it has ended, the batch object)."""
+        batch = await self._json("GET", f"/batches/{batch_id}")
+        status = batch["status"]
+        return status, status in ("completed", "failed", "expired", "cancelled"), batch
+
+    async def batch_results(self, batch_id: str, batch: dict, requests: dict[str, ProviderRequest]
+                            ) -> dict[str, ProviderResponse | Exception]:
+        """Each answered request's response, or its failure; expired requests are left out."""
+        out: dict[str, ProviderResponse | Exception] = {}
+        if batch["status"] == "failed":
+            reason = "; ".join(e.get("message", "") for e in (batch.get("errors") or {}).get("data", []))
+            raise RejectedError(f"{self.describe()}: batch {batch_id} failed: {reason or 'no reason given'}")
+        for file_id in (batch.get("output_file_id"), batch.get("error_file_id")):
+            if not file_id:
+                continue
+            reply = await self._http.send("GET", self._url(f"/files/{file_id}/content"), self.headers, 120.0)
+            for line in reply.body.decode().splitlines():
+                row = json.loads(line)
+                response, error = row.get("response"), row.get("error")
+                if error and error.get("code") == "batch_expired":
+                    continue
+                if response is None:
+                    out[row["custom_id"]] = RetryableError(f"{self.describe()}: {error}")
+                elif response["status_code"] == 200:
+                    out[row["custom_id"]] = _parse(json.dumps(response["body"]).encode())
+                else:
+                    message = reply_error_message(response["status_code"], json.dumps(response["body"]).encode())
+                    out[row["custom_id"]] = classify_status(response["status_code"], message, None, self.describe())
+        return out
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -1,0 +1,125 @@
+"""Batch mode against mock servers that speak OpenAI's Batch API and Anthropic's Message Batches.
+
+The rules the mock enforces, and where they come from, are in
+`pressurebench.testing.mock_batches`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from pressurebench.llm import ModelClient
+from pressurebench.llm.batches import BatchSettings
+from pressurebench.params import ModelSpec
+from pressurebench.schemas import JudgeOutput
+from pressurebench.testing import FaultPlan
+
+KEY_ENV = "PB_BATCH_KEY"
+FAST = BatchSettings(max_requests=100, collect_s=0.2, poll_s=0.05, max_wait_s=60)
+N = 12
+
+
+def spec(server, provider: str, **kw) -> ModelSpec:
+    base = server.openai_base_url if provider == "openai" else server.anthropic_base_url
+    model = "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5"
+    return ModelSpec(provider=provider, model=model, base_url=base, api_key_env=KEY_ENV, batch=True,
+                     price_per_mtok_in=2.0, price_per_mtok_out=8.0, **kw)
+
+
+def messages(i: int) -> list[dict]:
+    return [{"role": "system", "content": "Judge."}, {"role": "user", "content": f"transcript {i}"}]
+
+
+def run_calls(tmp_path, model_spec, n=N, schema=JudgeOutput, settings=FAST):
+    client = ModelClient({"m": model_spec}, tmp_path / "cache", batch=settings, max_retries=0)
+
+    async def go():
+        async with client:
+            return await asyncio.gather(*(client.chat("m", messages(i), schema=schema) for i in range(n)))
+
+    return asyncio.run(go()), client
+
+
+@pytest.fixture
+def server(mock_server, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, mock_server.api_key)
+    return mock_server
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_concurrent_calls_go_out_as_one_batch_at_half_price_and_land_in_the_cache(server, tmp_path, provider):
+    results, _ = run_calls(tmp_path, spec(server, provider))
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+    assert all(isinstance(r.parsed, JudgeOutput) for r in results)
+    assert server.batch_desk.created[provider] == 1
+    assert "/v1/chat/completions" not in server.path_counts and "/v1/messages" not in server.path_counts
+    direct = ModelSpec(**{**spec(server, provider).model_dump(), "batch": False})
+    r = results[0]
+    assert r.cost_usd == pytest.approx(direct.price(r.input_tokens, r.output_tokens) / 2)
+    again, _ = run_calls(tmp_path, spec(server, provider))
+    assert all(r.cached for r in again) and server.batch_desk.created[provider] == 1
+    assert not list((tmp_path / "cache" / "batches").rglob("*.json"))  # records go once answered
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_expired_batch_resubmits_only_what_is_missing(server, tmp_path, provider):
+    server.batch_expire = 1
+    results, _ = run_calls(tmp_path, spec(server, provider))
+    assert all(r.ok for r in results)
+    sizes = sorted(len(b.items) for b in server.batch_desk.batches.values())
+    assert sizes == [N // 2, N]  # the second batch: only the half the first left unanswered
+    answered = [cid for b in server.batch_desk.batches.values() for cid in b.answers]
+    assert len(answered) == len(set(answered)) == N  # no request answered (paid) twice
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_failures_inside_a_batch_are_error_rows_and_the_rest_answers(server, tmp_path, provider):
+    server.fault_plan = FaultPlan(server_error=0.3, seed=3)
+    results, _ = run_calls(tmp_path, spec(server, provider), schema=None)
+    failed = [r for r in results if not r.ok]
+    assert failed and len(failed) < N
+    assert all("HTTP 500" in r.error for r in failed)
+    assert server.batch_desk.created[provider] == 1
+
+
+CHILD = textwrap.dedent("""
+    import asyncio, sys
+    from pressurebench.llm import ModelClient
+    from pressurebench.llm.batches import BatchSettings
+    from pressurebench.params import ModelSpec
+    spec = ModelSpec.model_validate_json(sys.argv[1])
+    client = ModelClient({"m": spec}, sys.argv[2], batch=BatchSettings(collect_s=0.2, poll_s=0.05))
+    async def go():
+        async with client:
+            await asyncio.gather(*(client.chat("m", [{"role": "system", "content": "Judge."},
+                {"role": "user", "content": f"transcript {i}"}]) for i in range(int(sys.argv[3]))))
+    asyncio.run(go())
+""")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_run_killed_while_waiting_resumes_polling_and_submits_nothing_twice(server, tmp_path, provider):
+    server.batch_polls = 10**9  # the batch never ends while the first run waits
+    model_spec = spec(server, provider)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, model_spec.model_dump_json(),
+                              str(tmp_path / "cache"), str(N)], env=dict(os.environ))
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "cache" / "batches").rglob("*.json")):
+        assert time.monotonic() < deadline and child.poll() is None, "no batch was recorded"
+        time.sleep(0.05)
+    time.sleep(0.2)  # a few polls
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert server.batch_desk.created[provider] == 1
+    server.batch_polls = 1
+    results, _ = run_calls(tmp_path, model_spec, schema=None)
+    assert all(r.ok for r in results)
+    assert server.batch_desk.created[provider] == 1  # counted at the mock: submitted once
