@@ -50,8 +50,62 @@ def test_cli_estimate_and_check(project, capsys):
     assert main(["estimate"]) == 0
     out = capsys.readouterr().out
     assert "simulate" in out and "unknown" in out and "total" in out
-    assert main(["check"]) == 0
+    assert main(["check", "--offline"]) == 0
     assert "ok  benchmark tiny: 2 hand-written metrics" in capsys.readouterr().out
+
+
+def test_check_lists_every_missing_key_before_anything_is_spent(project, capsys, monkeypatch):
+    from support import tiny_params
+
+    models = tiny_params()["models"]
+    models["judge"]["api_key_env"] = "PB_NOPE_KEY"
+    models["target-b"]["api_key_env"] = "PB_OTHER_KEY"
+    project.write_params(models=models)
+    assert main(["check", "--offline"]) == 2
+    err = capsys.readouterr().err
+    assert "PB_NOPE_KEY is not set (needed by model 'judge')" in err
+    assert "PB_OTHER_KEY is not set (needed by model 'target-b')" in err
+
+
+def test_check_asks_each_endpoint_once_with_its_key(project, capsys, monkeypatch, mock_server):
+    from support import tiny_params
+
+    models = tiny_params()["models"]
+    for spec in models.values():
+        spec.update(base_url=mock_server.openai_base_url, api_key_env="PB_CHECK_KEY")
+    models["judge"] = {"provider": "anthropic", "model": "claude-haiku-4-5",
+                       "base_url": mock_server.anthropic_base_url, "api_key_env": "PB_CHECK_KEY"}
+    project.write_params(models=models)
+    monkeypatch.setenv("PB_CHECK_KEY", mock_server.api_key)
+    assert main(["check"]) == 0
+    assert "every endpoint answers" in capsys.readouterr().out
+    assert mock_server.path_counts == {"/v1/models": 2}  # one per distinct endpoint, nothing paid
+
+    monkeypatch.setenv("PB_CHECK_KEY", "a-wrong-key-value")
+    assert main(["check"]) == 2
+    assert "refused the key in PB_CHECK_KEY (HTTP 401)" in capsys.readouterr().err
+
+    models["judge"]["base_url"] = "http://127.0.0.1:9"  # nothing listens there
+    project.write_params(models=models)
+    monkeypatch.setenv("PB_CHECK_KEY", mock_server.api_key)
+    assert main(["check"]) == 2
+    assert "model 'judge': http://127.0.0.1:9/v1/models cannot be reached" in capsys.readouterr().err
+    assert main(["check", "--offline"]) == 0
+
+
+def test_inputs_past_their_bounds_are_clear_errors(project, capsys):
+    import yaml
+
+    bench = project.root / "benchmarks" / "tiny" / "benchmark.yaml"
+    data = yaml.safe_load(bench.read_text())
+    data["description"] = "word " * 5000
+    bench.write_text(yaml.safe_dump(data))
+    assert main(["check", "--offline"]) == 2
+    err = capsys.readouterr().err
+    assert "benchmark.yaml: description" in err and "at most 20000 characters" in err
+    bench.write_text("description: " + "x" * (3 * 1024 * 1024))
+    assert main(["check", "--offline"]) == 2
+    assert "YAML inputs are limited to 2 MiB" in capsys.readouterr().err
 
 
 def test_cli_reports_one_line_errors(project, capsys):

@@ -22,6 +22,8 @@ DEFAULT_PARAMS = "params/pipeline.yaml"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .preflight import endpoint_problems, key_problems
+
     params = load_params(args.params)
     for name in params.benchmarks:
         bench = read_yaml_model(benchmark_source(name), Benchmark)
@@ -33,6 +35,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         n = check_declared_params(Path("dvc.yaml"), Path(args.params))
         print(f"ok  dvc.yaml: all {n} declared params are in {args.params}")
+    problems = key_problems(args.params, params)
+    if not problems and not args.offline:
+        problems = endpoint_problems(params)
+    if problems:
+        for line in problems:
+            print(f"pressurebench: {line}", file=sys.stderr)
+        return 2
+    print("ok  keys present" + ("" if args.offline else " and every endpoint answers"))
     return 0
 
 
@@ -79,8 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pressurebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check", help="validate the params and every benchmark file")
+    p = sub.add_parser(
+        "check", help="validate the params and every benchmark file; keys present, endpoints answering",
+    )
     p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--offline", action="store_true",
+                   help="do not ask the API endpoints (one free model-list request each)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")

@@ -46,7 +46,19 @@ def read_text(path: str | Path) -> str:
         raise ConfigError(path, f"cannot read file ({exc.__class__.__name__}: {exc})") from None
 
 
+# YAML files are written by hand (params, benchmarks): a larger one is a mistake, and parsing
+# a very large one takes longer than any run's first call.
+MAX_YAML_BYTES = 2 * 1024 * 1024
+
+
 def read_yaml(path: str | Path) -> Any:
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0  # read_text reports what is wrong with the file
+    if size > MAX_YAML_BYTES:
+        raise ConfigError(path, f"file is {size / 1e6:.1f} MB; YAML inputs are limited to "
+                                f"{MAX_YAML_BYTES // (1024 * 1024)} MiB")
     text = read_text(path)
     try:
         return yaml.safe_load(text)

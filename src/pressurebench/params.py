@@ -80,7 +80,7 @@ class ModelSpec(Strict):
     requests_per_minute: float | None = Field(default=None, gt=0)
     price_per_mtok_in: float | None = Field(default=None, ge=0)
     price_per_mtok_out: float | None = Field(default=None, ge=0)
-    system_prompt: str | None = None
+    system_prompt: str | None = Field(default=None, max_length=20000)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=120.0, gt=0)
     structured_output: StructuredOutput | None = Field(

@@ -31,14 +31,14 @@ class Metric(Row):
     """One observable behaviour. For a negative metric the definition describes the behaviour to avoid."""
 
     id: MetricId
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=300)
     type: Literal["positive", "negative"]
-    definition: str = Field(min_length=1)
-    examples: list[str] = Field(default_factory=list)
+    definition: str = Field(min_length=1, max_length=5000)
+    examples: list[Annotated[str, Field(max_length=2000)]] = Field(default_factory=list, max_length=50)
 
 
 class ScenarioContext(Row):
-    user_context: str | None = None
+    user_context: str | None = Field(default=None, max_length=20000)
 
 
 class GenerationError(Row):
@@ -52,8 +52,11 @@ class GenerationError(Row):
 
 
 class Benchmark(Row):
-    name: str = Field(min_length=1)
-    description: str = Field(min_length=1)
+    """Bounded like every input a user writes: each text goes into prompts, so one far past
+    these bounds is a mistake that would cost tokens (or a context window) on every call."""
+
+    name: str = Field(min_length=1, max_length=300)
+    description: str = Field(min_length=1, max_length=20000)
     scenario: ScenarioContext = Field(default_factory=ScenarioContext)
     metrics: list[Metric] = Field(default_factory=list)
     generator: str | None = Field(

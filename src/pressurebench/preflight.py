@@ -1,0 +1,80 @@
+"""What `pressurebench check` verifies before anything is spent, beyond the files themselves.
+
+A run that fails at its fifth stage for a missing key or a mistyped base URL
+may already have paid for the first four. So every model the params use must
+have its key, and every distinct endpoint must answer one cheap request (the
+model list, which costs nothing) with that key; `--offline` skips the latter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from .errors import ConfigError
+from .params import ModelSpec, Params, require_api_keys
+
+ENDPOINT_TIMEOUT_S = 10.0
+
+
+def used_models(params: Params) -> list[str]:
+    return list(dict.fromkeys(ref for _, ref in params.model_refs()))
+
+
+def key_problems(path: str | Path, params: Params) -> list[str]:
+    """One line per model whose key is missing or unusable."""
+    problems = []
+    for model_id in used_models(params):
+        try:
+            require_api_keys(path, params, [model_id])
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def endpoint_problems(params: Params) -> list[str]:
+    """One line per API endpoint that cannot be reached or refuses its key."""
+    import os
+
+    endpoints: dict[tuple, tuple[str, ModelSpec]] = {}
+    for model_id in used_models(params):
+        spec = params.models[model_id]
+        if spec.provider != "local":
+            endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), (model_id, spec))
+
+    async def probe_all():
+        return await asyncio.gather(*(
+            _probe(model_id, spec, os.environ.get(spec.api_key_env) if spec.api_key_env else None)
+            for model_id, spec in endpoints.values()
+        ))
+
+    return [p for p in asyncio.run(probe_all()) if p]
+
+
+async def _probe(model_id: str, spec: ModelSpec, key: str | None) -> str | None:
+    import anthropic
+    import openai
+
+    from .llm.providers.http_transport import JsonTransport, sdk_endpoint
+    from .llm.types import RetryableError
+
+    if spec.provider == "openai":
+        sdk = openai.AsyncOpenAI(api_key=key or "unused", base_url=spec.base_url,
+                                 default_headers=spec.extra_headers or None)
+        url, headers = sdk_endpoint(sdk, "/models")
+    else:
+        sdk = anthropic.AsyncAnthropic(api_key=key or "unused", base_url=spec.base_url,
+                                       default_headers=spec.extra_headers or None)
+        url, headers = sdk_endpoint(sdk, "/v1/models")
+    http = JsonTransport(f"{spec.provider} {spec.model}", max_connections=1)
+    try:
+        reply = await http.send("GET", url, headers, ENDPOINT_TIMEOUT_S)
+    except RetryableError as exc:
+        return f"model '{model_id}': {url} cannot be reached ({exc})"
+    finally:
+        await http.aclose()
+    if reply.status in (401, 403):
+        return f"model '{model_id}': {url} refused the key in {spec.api_key_env} (HTTP {reply.status})"
+    if reply.status >= 500:
+        return f"model '{model_id}': {url} answered HTTP {reply.status}"
+    return None  # 2xx, or a server without a model list (404): it answered
