@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 PERF = Path(__file__).resolve().parent
-SCRIPTS = ("orchestration.py", "resume_cost.py", "embedded_model.py", "stats_scaling.py")
+SCRIPTS = ("orchestration.py", "resume_cost.py", "embedded_model.py", "stats_scaling.py", "scale.py")
 
 
 def main() -> int:

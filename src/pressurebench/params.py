@@ -28,6 +28,7 @@ BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 # cores (a llama.cpp context each) and queues the rest, so a few in flight keep every core busy.
 LOCAL_DEFAULT_CONCURRENCY = 4
 REMOTE_DEFAULT_CONCURRENCY = 8
+BATCH_DEFAULT_CONCURRENCY = 50000
 
 
 class Strict(BaseModel):
@@ -217,8 +218,12 @@ class ModelSpec(Strict):
 
     @property
     def concurrency(self) -> int:
+        """Calls in flight at once. A batched model's calls wait in batches, not connections:
+        as many as a batch holds may be pending, so stages start that many."""
         if self.max_concurrency is not None:
             return self.max_concurrency
+        if self.batch:
+            return BATCH_DEFAULT_CONCURRENCY
         return LOCAL_DEFAULT_CONCURRENCY if self.provider == "local" else REMOTE_DEFAULT_CONCURRENCY
 
     @property
