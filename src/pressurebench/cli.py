@@ -65,6 +65,20 @@ def cmd_import_impactbench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .paths import Layout
+    from .reports.export import export_benchmark
+
+    params = load_params(args.params)
+    if args.benchmark not in params.benchmarks:
+        print(f"pressurebench: '{args.benchmark}' is not one of the benchmarks", file=sys.stderr)
+        return 2
+    out = params.reports_dir / args.benchmark / "export"
+    written = export_benchmark(Layout(params.data_dir, args.benchmark), out)
+    print(f"ok  {len(written['figures'])} figure files and {len(written['tables'])} table files in {out}")
+    return 0
+
+
 STAGES = ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate")
 PER_TARGET = ("simulate", "evaluate")
 
@@ -100,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_estimate)
+
+    p = sub.add_parser(
+        "export", help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a paper",
+    )
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "import-impactbench",
