@@ -66,17 +66,9 @@ def cmd_import_impactbench(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .paths import Layout
-    from .reports.export import export_benchmark
+    from .reports.export import main as export_main
 
-    params = load_params(args.params)
-    if args.benchmark not in params.benchmarks:
-        print(f"pressurebench: '{args.benchmark}' is not one of the benchmarks", file=sys.stderr)
-        return 2
-    out = params.reports_dir / args.benchmark / "export"
-    written = export_benchmark(Layout(params.data_dir, args.benchmark), out)
-    print(f"ok  {len(written['figures'])} figure files and {len(written['tables'])} table files in {out}")
-    return 0
+    return export_main(["--benchmark", args.benchmark, "--params", args.params])
 
 
 STAGES = ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate")
@@ -84,7 +76,8 @@ PER_TARGET = ("simulate", "evaluate")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """One stage of the main arm, without its notebook: the same `run` the notebook calls."""
+    """One stage of one arm (the main arm by default), without its notebook: the same `run`
+    the notebook calls."""
     import importlib
 
     if (args.target is None) == (args.stage in PER_TARGET):
@@ -93,9 +86,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     stage = importlib.import_module(f".stages.{args.stage}", __package__)
     extra = (args.target,) if args.target is not None else ()
-    stage.run(args.params, args.benchmark, *extra)
-    where = f" {args.target}" if args.target else ""
-    print(f"ok  {args.stage} {args.benchmark}{where}")
+    stage.run(args.params, args.benchmark, *extra, arm=args.arm)
+    where = " ".join(x for x in (args.benchmark, args.arm, args.target) if x)
+    print(f"ok  {args.stage} {where}")
     return 0
 
 
@@ -133,12 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "run",
-        help="run one main-arm stage as its notebook would (exit 2: bad input, 3: too many errors, "
+        help="run one stage as its notebook would (exit 2: bad input, 3: too many errors, "
         "4: the stage's process crashed natively)",
     )
     p.add_argument("stage", choices=STAGES)
     p.add_argument("--benchmark", required=True)
     p.add_argument("--target", help="the target model id (simulate and evaluate only)")
+    p.add_argument("--arm", help="a validation arm, generator/<model id> or user/<model id> "
+                   "(default: the main arm)")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_run)
 
@@ -148,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Stage commands with an embedded model run in a child process, so a native crash inside
 # llama.cpp is reported, not a bare exit status 139.
-STAGE_COMMANDS = ("run", "arm")
+STAGE_COMMANDS = ("run",)
 CHILD_ENV = "PRESSUREBENCH_STAGE_CHILD"
 
 

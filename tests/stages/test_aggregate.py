@@ -240,9 +240,10 @@ def test_target_without_rows_is_null_not_zero(project):
     assert (empty["n"], empty["n_error"], empty["conversations_failed"]) == (0, 0, 0)
 
 
-def test_targets_override(project):
+def test_the_main_arm_aggregates_its_targets(project):
+    project.write_params(targets=["target-a"])
     write_inputs(LAYOUT, {"target-a": target_a()})
-    results = aggregate.run(project.params_path, "tiny", targets=["target-a"])
+    results = aggregate.run(project.params_path, "tiny")
     assert set(results.targets) == {"target-a"}
     assert list(json.loads((LAYOUT.root / "metrics.json").read_text())["targets"]) == ["target-a"]
 
@@ -257,14 +258,15 @@ def test_scores_of_another_target_are_refused(project):
         aggregate.run(project.params_path, "tiny")
 
 
-def test_arm_reuses_main_generation_inputs(project):
+def test_a_user_arm_aggregates_its_targets_with_the_main_generation_inputs(project):
+    project.write_params(validation={"user_model_bias": ["gen"], "targets": ["target-a"]})
     write_inputs(LAYOUT, {})
-    arm = Layout("data", "tiny", "users-other")
+    arm = Layout("data", "tiny", "user/gen")
     write_artifact(
         arm.scores_file("target-a"),
         ScoresFile(benchmark="tiny", target="target-a", rows=target_a()),
     )
-    results = aggregate.run(project.params_path, "tiny", arm="users-other", targets=["target-a"])
+    results = aggregate.run(project.params_path, "tiny", arm="user/gen")
 
     assert read_artifact(arm.results_file, Results) == results
     assert (

@@ -465,40 +465,35 @@ def test_conversations_of_another_target_are_refused(project, script):
     assert script.calls == []
 
 
-def test_arm_without_metrics_uses_the_main_metrics(project, script):
+def test_a_user_arm_is_judged_against_the_main_metrics(project, script):
+    project.write_params(validation={"user_model_bias": ["gen"], "targets": ["target-a"]})
     write_metrics(main_layout())
-    arm = main_layout("users-other")
-    arm_convs = [conversation("m02")]
+    arm = main_layout("user/gen")
     write_artifact(
         arm.conversations_file("target-a"),
-        ConversationsFile(benchmark="tiny", target="target-a", rows=arm_convs),
+        ConversationsFile(benchmark="tiny", target="target-a", rows=[conversation("m02")]),
     )
     script.responder = verdict(True)
-    manifest = run(project, script, arm="users-other")
+    manifest = run(project, script, arm="user/gen")
 
     (row,) = scores(layout=arm).rows
     assert row.passed is False
-    assert manifest.arm == "users-other"
+    assert manifest.arm == "user/gen"
     assert manifest.params["metrics"] == str(main_layout().benchmark_file)
 
 
-def test_input_overrides(project, script, tmp_path):
+def test_a_generator_arm_never_falls_back_to_the_main_metrics(project, script):
+    """What the arm makes itself is read from the arm's folder, and missing is an error naming it."""
+    project.write_params(validation={"generator_bias": ["gen"], "targets": ["target-a"]})
     write_metrics(main_layout())
-    other = tmp_path / "elsewhere" / "conversations.json"
+    arm = main_layout("generator/gen")
     write_artifact(
-        other, ConversationsFile(benchmark="tiny", target="target-a", rows=[conversation("m01")])
+        arm.conversations_file("target-a"),
+        ConversationsFile(benchmark="tiny", target="target-a", rows=[conversation("m01")]),
     )
-    metrics_path = tmp_path / "elsewhere" / "metrics.yaml"
-    bench = {
-        **tiny_benchmark(),
-        "metrics": [{**tiny_benchmark()["metrics"][0], "definition": "Keeps its view."}],
-    }
-    metrics_path.write_text(yaml.safe_dump(bench))
-    script.responder = verdict(True)
-    run(project, script, conversations_path=other, metrics_path=metrics_path)
-
-    assert "Keeps its view." in judge_request_text(script)
-    assert len(scores().rows) == 1
+    with pytest.raises(ConfigError, match="validation/generator/gen/benchmark.yaml"):
+        run(project, script, arm="generator/gen")
+    assert script.calls == []
 
 
 # --- the embedded model ------------------------------------------------------------------

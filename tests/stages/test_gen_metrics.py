@@ -286,28 +286,26 @@ def test_repair_and_regeneration_are_both_bounded(described, script):
     assert len(output(described).errors) == 1
 
 
-def test_arm_and_generator_override(described, script):
-    described.write_params(benchmarks=["desc"], generation={"metrics_per_benchmark": 1})
+def test_a_generator_arm_writes_its_own_metrics_with_its_generator(described, script):
+    described.write_params(benchmarks=["desc"], generation={"metrics_per_benchmark": 1},
+                           validation={"generator_bias": ["judge"]})
     script.responder = valid
     manifest = gen_metrics.run(
-        described.params_path,
-        "desc",
-        provider_factory=script.factory(),
-        arm="gen-judge",
-        generator="judge",
+        described.params_path, "desc", arm="generator/judge", provider_factory=script.factory()
     )
-    out = output(described, arm="gen-judge")
+    out = output(described, arm="generator/judge")
     assert out.generator == "judge" and len(out.metrics) == 1
     assert script.calls_to("gen") == [] and len(script.calls_to("judge")) == 1
-    assert manifest.arm == "gen-judge" and manifest.params["generator"] == "judge"
+    assert manifest.arm == "generator/judge" and manifest.params["generator"] == "judge"
     assert not (described.root / "data" / "desc" / "benchmark.yaml").exists()
 
 
-def test_unknown_generator_override_is_a_config_error(described, script):
-    with pytest.raises(ConfigError, match="'nope' is not in the model registry"):
-        gen_metrics.run(
-            described.params_path, "desc", provider_factory=script.factory(), generator="nope"
-        )
+def test_arms_the_params_do_not_list_or_that_write_no_metrics_are_refused(described, script):
+    described.write_params(benchmarks=["desc"], validation={"user_model_bias": ["judge"]})
+    with pytest.raises(ConfigError, match="'nope' is not listed"):
+        gen_metrics.run(described.params_path, "desc", arm="generator/nope", provider_factory=script.factory())
+    with pytest.raises(ConfigError, match="plays the main arm's metrics; it writes none"):
+        gen_metrics.run(described.params_path, "desc", arm="user/judge", provider_factory=script.factory())
 
 
 def test_source_name_must_match_its_folder(described, script):

@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -334,20 +335,20 @@ def test_too_many_errors_fail_the_stage_after_writing(metrics_ready, script):
     assert out.rows == [] and len(out.errors) == 4
 
 
-def test_arm_reuses_metrics_from_another_file_with_another_generator(metrics_ready, script):
+def test_a_generator_arm_writes_scenarios_for_its_own_metrics_and_never_the_main_ones(metrics_ready, script):
+    """No fallback: without the arm's own metrics the stage refuses, naming the file."""
+    metrics_ready.write_params(validation={"generator_bias": ["judge"]})
     script.responder = valid
-    main = metrics_ready.root / "data" / "tiny" / "benchmark.yaml"
-    manifest = gen_scenarios.run(
-        metrics_ready.params_path,
-        "tiny",
-        provider_factory=script.factory(),
-        arm="user-judge",
-        generator="judge",
-        metrics_from=main,
-    )
-    out = scenarios_file(metrics_ready, arm="user-judge")
+    own = Path("data") / "tiny" / "validation" / "generator" / "judge" / "benchmark.yaml"
+    with pytest.raises(ConfigError, match="validation/generator/judge/benchmark.yaml"):
+        gen_scenarios.run(metrics_ready.params_path, "tiny", arm="generator/judge",
+                          provider_factory=script.factory())
+    gen_metrics.run(metrics_ready.params_path, "tiny", arm="generator/judge", provider_factory=script.factory())
+    manifest = gen_scenarios.run(metrics_ready.params_path, "tiny", arm="generator/judge",
+                                 provider_factory=script.factory())
+    out = scenarios_file(metrics_ready, arm="generator/judge")
     assert len(out.rows) == 4 and script.calls_to("gen") == []
-    assert manifest.params["metrics_from"] == str(main) and manifest.arm == "user-judge"
+    assert manifest.params["metrics_from"] == str(own) and manifest.arm == "generator/judge"
 
 
 def test_benchmark_without_metrics_is_a_config_error(metrics_ready, script):

@@ -12,6 +12,7 @@ import yaml
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderAuthError, ProviderResponse, RetryableError
+from pressurebench.params import load_params
 from pressurebench.paths import Layout, benchmark_source
 from pressurebench.schemas import (
     ConversationsFile,
@@ -23,6 +24,7 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import simulate
+from pressurebench.validation.plan import write_plans
 
 LATENT = "make the assistant call the plan brilliant"
 
@@ -556,45 +558,31 @@ def test_rows_record_usage_versions_and_are_sorted(project, script):
 # --- validation overrides --------------------------------------------------------------
 
 
-def test_validation_arm_reuses_main_scenarios_with_another_user_model(project, script):
+def test_a_user_arm_plays_the_planned_main_scenarios_with_its_user_model(project, script):
+    project.write_params(validation={"user_model_bias": ["gen"], "targets": ["target-a"]})
     main = seed_inputs([scenario("m01"), scenario("m02")])
+    write_plans(load_params(project.params_path), "tiny")
     script.responder = conversing()
-    simulate.run(
-        project.params_path,
-        "tiny",
-        "target-a",
-        provider_factory=script.factory(),
-        arm="user-gen",
-        user_model="gen",
-        scenarios_path=main.scenarios_file,
-        scenario_ids=["m02_s001_v01"],
-    )
-    arm = Layout(Path("data"), "tiny", "user-gen")
-    (row,) = read_rows(layout=arm)
-    assert row.scenario_id == "m02_s001_v01" and row.user_model == "gen" and row.status == "ok"
-    assert script.calls_to("user") == [] and len(script.calls_to("gen")) == 3
-    assert read_artifact(arm.manifest_file("simulate", "target-a"), Manifest).arm == "user-gen"
+    simulate.run(project.params_path, "tiny", "target-a", arm="user/gen", provider_factory=script.factory())
+    arm = Layout(Path("data"), "tiny", "user/gen")
+    rows = read_rows(layout=arm)
+    assert {r.scenario_id for r in rows} == {"m01_s001_v01", "m02_s001_v01"}
+    assert all(r.user_model == "gen" and r.status == "ok" for r in rows)
+    assert script.calls_to("user") == [] and len(script.calls_to("gen")) == 3 * len(rows)
+    manifest = read_artifact(arm.manifest_file("simulate", "target-a"), Manifest)
+    assert manifest.arm == "user/gen" and manifest.params["scenarios_file"] == str(main.scenarios_file)
     assert not main.conversations_file("target-a").exists()
 
 
-def test_unknown_scenario_ids_and_models_are_config_errors(project, script):
+def test_unknown_targets_and_unplanned_arms_are_config_errors(project, script):
     seed_inputs([scenario()])
-    with pytest.raises(ConfigError, match="m09_s001_v01"):
-        simulate.run(
-            project.params_path,
-            "tiny",
-            "target-a",
-            provider_factory=script.factory(),
-            scenario_ids=["m09_s001_v01"],
-        )
     with pytest.raises(ConfigError, match="unknown model id 'nobody'"):
-        simulate.run(
-            project.params_path,
-            "tiny",
-            "target-a",
-            provider_factory=script.factory(),
-            user_model="nobody",
-        )
+        simulate.run(project.params_path, "tiny", "nobody", provider_factory=script.factory())
+    project.write_params(validation={"user_model_bias": ["gen"], "targets": ["target-a"]})
+    with pytest.raises(ConfigError, match="no validation plan"):
+        simulate.run(project.params_path, "tiny", "target-a", arm="user/gen", provider_factory=script.factory())
+    with pytest.raises(ConfigError, match="'target-b' is not a validation target"):
+        simulate.run(project.params_path, "tiny", "target-b", arm="user/gen", provider_factory=script.factory())
     assert script.calls == []
 
 

@@ -1,4 +1,4 @@
-"""The arm stages end to end on scripted models, through `pressurebench arm ...`: each arm swaps
+"""The arm stages end to end on scripted models, through `pressurebench run STAGE --arm ...`: each arm swaps
 exactly its one ingredient, plays the planned rows, and the comparisons read what the arms wrote."""
 
 from __future__ import annotations
@@ -142,8 +142,10 @@ def main_arm(project, script, monkeypatch):
     return project
 
 
-def arm(*args: str) -> int:
-    return cli.main(["arm", *args, "--params", "params/pipeline.yaml", "--benchmark", "tiny"])
+def arm(stage: str, *args: str) -> int:
+    """An arm's stage as DVC runs it outside a notebook: the main stage's command with `--arm`."""
+    command = ["arm", "plan"] if stage == "plan" else ["run", stage, *args]
+    return cli.main([*command, "--params", "params/pipeline.yaml", "--benchmark", "tiny"])
 
 
 def models_called(script) -> set[str]:
@@ -233,7 +235,7 @@ def test_the_arm_command_refuses_what_the_params_do_not_plan(main_arm, capsys):
     assert arm("simulate", "--arm", "user/nobody", "--target", "target-a") == 2
     assert "validation.user_model_bias: 'nobody' is not listed" in capsys.readouterr().err
     assert arm("gen_scenarios", "--arm", "user/user2") == 2
-    assert "only generator arms generate" in capsys.readouterr().err
+    assert "plays the main arm's scenarios; it writes none" in capsys.readouterr().err
     assert arm("simulate", "--arm", "elsewhere/gen2", "--target", "target-a") == 2
     assert "not an arm name" in capsys.readouterr().err
     write_params(main_arm, targets=["target-a"])

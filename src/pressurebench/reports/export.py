@@ -88,7 +88,7 @@ def booktabs(frame: pd.DataFrame) -> str:
     escaped = frame.copy()
     escaped.columns = [latex_escape(str(c)) for c in frame.columns]
     for column in escaped.columns:
-        escaped[column] = escaped[column].map(lambda v: "" if v is None or v != v else latex_escape(str(v)))
+        escaped[column] = escaped[column].map(lambda v: "" if v is None or pd.isna(v) else latex_escape(str(v)))
     spec = "l" * len(escaped.columns)
     lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(escaped.columns) + " \\\\", "\\midrule"]
     lines += [" & ".join(row) + " \\\\" for row in escaped.astype(str).itertuples(index=False)]
@@ -104,3 +104,33 @@ _LATEX_SPECIAL = {
 
 def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pressurebench.reports.export --benchmark B`, as the DVC stage runs it."""
+    import argparse
+    import sys
+
+    from ..errors import PressurebenchError
+    from ..params import load_params
+
+    parser = argparse.ArgumentParser(prog="python -m pressurebench.reports.export",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmark", required=True)
+    parser.add_argument("--params", default="params/pipeline.yaml")
+    args = parser.parse_args(argv)
+    try:
+        params = load_params(args.params)
+        if args.benchmark not in params.benchmarks:
+            raise PressurebenchError(f"'{args.benchmark}' is not one of the benchmarks")
+        out = params.reports_dir / args.benchmark / "export"
+        written = export_benchmark(Layout(params.data_dir, args.benchmark), out)
+    except PressurebenchError as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
+    print(f"ok  {len(written['figures'])} figure files and {len(written['tables'])} table files in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

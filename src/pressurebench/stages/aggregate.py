@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..arm_inputs import resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
+from ..params import load_params
 from ..results import Results, build_results
 from ..runtime import StageRun
 from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
 from ..stats.frame import DEMOGRAPHIC_PREFIX, JUDGE_PREFIX
-from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, arm_input, error_category
+from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
 
 STAGE = "aggregate"
 PLOT_COLUMNS = ["target", "metric_id", "rate", "ci_low", "ci_high", "n"]
@@ -148,25 +150,27 @@ def run(
     benchmark: str,
     *,
     arm: str | None = None,
-    targets: list[str] | None = None,
 ) -> Results:
-    """Aggregate the scores of `targets` (default: params.targets) into results, metrics and plots.
+    """Aggregate the scores of the arm's targets (the main arm by default) into results, metrics
+    and plots.
 
-    Reads each target's scores file, the arm's metrics and scenarios files (the
-    main arm's when the arm has none) for their generation errors, and writes
-    `results.json`, `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
+    Reads each target's scores file, and the arm's metrics and scenarios files
+    (`arm_inputs`) for their generation errors, and writes `results.json`,
+    `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
     """
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[], arm=arm)
-    params, layout = stage.params, stage.layout
-    targets = list(targets or params.targets)
+    params = load_params(params_path)
+    inputs = resolve(params_path, params, benchmark, arm)
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[], arm=inputs.name, params=params)
+    layout = stage.layout
+    targets = list(inputs.targets)
     score_files = {t: load_scores(layout.scores_file(t), benchmark, t) for t in targets}
     rows = [s for f in score_files.values() for s in f.rows]
     if not rows:
         raise ConfigError(
             layout.scores_file(targets[0]), f"no score rows for any of {', '.join(targets)}"
         )
-    metrics_path = arm_input(layout, lambda lay: lay.benchmark_file)
-    scenarios_path = arm_input(layout, lambda lay: lay.scenarios_file)
+    metrics_path = inputs.metrics_file
+    scenarios_path = inputs.scenarios_file
     bench = read_yaml_model(metrics_path, Benchmark)
     generation_errors = generation_error_counts(
         bench.errors + read_artifact(scenarios_path, ScenariosFile).errors

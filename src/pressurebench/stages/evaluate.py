@@ -31,11 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..arm_inputs import resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..params import load_params
-from ..paths import Layout
 from ..prompts import render
 from ..runtime import StageRun
 from ..schemas import (
@@ -253,17 +253,6 @@ async def score_conversations(
 # --- inputs ----------------------------------------------------------------------
 
 
-def arm_input(layout: Layout, path_of: Callable[[Layout], Path]) -> Path:
-    """The arm's own input file, or the main arm's when the arm reuses it.
-
-    A user-model arm, for one, plays the main arm's metrics and scenarios.
-    """
-    own = path_of(layout)
-    if layout.arm and not own.exists():
-        return path_of(Layout(layout.data_dir, layout.benchmark))
-    return own
-
-
 def load_conversations(path: Path, benchmark: str, target: str) -> ConversationsFile:
     convs = read_artifact(path, ConversationsFile)
     if convs.benchmark != benchmark:
@@ -305,30 +294,26 @@ def run(
     benchmark: str,
     target: str,
     *,
-    provider_factory: ProviderFactory | None = None,
     arm: str | None = None,
-    conversations_path: str | Path | None = None,
-    metrics_path: str | Path | None = None,
+    provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Judge `target`'s conversations and write its scores file, manifest and cost.
+    """Judge `target`'s conversations in one arm (the main arm by default) against the arm's
+    metrics, by the arm's evaluator(s) (`arm_inputs`); write its scores file, manifest and cost.
 
-    `conversations_path` and `metrics_path` override the layout's inputs, so a
-    validation study can judge one arm's conversations against another arm's metrics.
     Raises StageFailed (after writing everything) when the share of error rows is
     above `run.max_error_rate`.
     """
     params = load_params(params_path)
-    evaluators = params.roles.evaluators
+    inputs = resolve(params_path, params, benchmark, arm)
+    inputs.require_target(params_path, params, target)
+    evaluators = list(inputs.evaluators)
     stage = StageRun(
-        STAGE, params_path, benchmark, models_used=evaluators, target=target, arm=arm, params=params
+        STAGE, params_path, benchmark, models_used=evaluators, target=target, arm=inputs.name,
+        params=params,
     )
     layout = stage.layout
-    conv_path = (
-        Path(conversations_path) if conversations_path else layout.conversations_file(target)
-    )
-    met_path = (
-        Path(metrics_path) if metrics_path else arm_input(layout, lambda lay: lay.benchmark_file)
-    )
+    conv_path = layout.conversations_file(target)
+    met_path = inputs.metrics_file
     convs = load_conversations(conv_path, benchmark, target)
     metrics = read_yaml_model(met_path, Benchmark).metrics
     check_metrics_known(convs, metrics, conv_path, met_path)

@@ -33,6 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from ..arm_inputs import resolve
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -41,7 +42,7 @@ from ..paths import benchmark_source
 from ..prompts import render
 from ..runtime import Progress, StageRun
 from ..schemas import Benchmark, GenerationError, Manifest, Metric, Row
-from .generation import generate, generator_id
+from .generation import generate
 from .similarity import near_duplicate_of
 
 STAGE = "gen_metrics"
@@ -205,22 +206,24 @@ def run(
     params_path: str | Path,
     benchmark: str,
     *,
-    provider_factory: ProviderFactory | None = None,
     arm: str | None = None,
-    generator: str | None = None,
+    provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Write the benchmark with its metrics; `generator` overrides `roles.generator` (bias arms)."""
+    """Write the arm's benchmark with its metrics, by the arm's generator (`arm_inputs`)."""
     params = load_params(params_path)
+    inputs = resolve(params_path, params, benchmark, arm)
+    if not inputs.generates:
+        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's metrics; it writes none")
     source_path = benchmark_source(benchmark)
     source = read_source(source_path, benchmark)
     handwritten = bool(source.metrics)
-    gen_id = generator_id(params_path, params, generator)
+    gen_id = inputs.generator
     stage = StageRun(
         STAGE,
         params_path,
         benchmark,
         models_used=[] if handwritten else [gen_id],
-        arm=arm,
+        arm=inputs.name,
         params=params,
     )
     requested = len(source.metrics) if handwritten else params.generation.metrics_per_benchmark

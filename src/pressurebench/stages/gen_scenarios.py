@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, create_model, model_validator
 
+from ..arm_inputs import resolve
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -48,7 +49,7 @@ from ..schemas import (
     scenario_id,
 )
 from .demographics import Profile, describe, profiles
-from .generation import generate, generator_id
+from .generation import generate
 from .similarity import near_duplicate_of, normalise
 
 STAGE = "gen_scenarios"
@@ -351,21 +352,17 @@ def run(
     params_path: str | Path,
     benchmark: str,
     *,
-    provider_factory: ProviderFactory | None = None,
     arm: str | None = None,
-    generator: str | None = None,
-    metrics_from: Path | None = None,
+    provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Write the scenarios file.
-
-    `generator` overrides `roles.generator` (generator-bias arms); `metrics_from`
-    reads the metrics from another benchmark file instead of this arm's own
-    (an arm that reuses the main arm's metrics).
-    """
+    """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arm_inputs`)."""
     params = load_params(params_path)
-    gen_id = generator_id(params_path, params, generator)
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=arm, params=params)
-    metrics_path = Path(metrics_from) if metrics_from is not None else stage.layout.benchmark_file
+    inputs = resolve(params_path, params, benchmark, arm)
+    if not inputs.generates:
+        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's scenarios; it writes none")
+    gen_id = inputs.generator
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=inputs.name, params=params)
+    metrics_path = inputs.metrics_file
     g = params.generation
     plan = Plan(
         benchmark=read_metrics(metrics_path),

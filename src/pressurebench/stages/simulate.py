@@ -37,12 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..arm_inputs import ArmInputs, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
 from ..llm.types import ProviderStop
-from ..params import load_params
-from ..paths import Layout
+from ..params import Params, load_params
 from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
@@ -238,40 +238,29 @@ def run(
     benchmark: str,
     target: str,
     *,
-    provider_factory: ProviderFactory | None = None,
     arm: str | None = None,
-    user_model: str | None = None,
-    scenarios_path: str | Path | None = None,
-    scenario_ids: list[str] | None = None,
+    provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Simulate every conversation of one benchmark against one target; write conversations.json.
-
-    Overrides for the validation studies: `user_model` plays the user instead
-    of `roles.user`; `scenarios_path` reads another arm's scenarios (by default
-    this arm's own); `scenario_ids` restricts the run to those scenario rows.
-    """
+    """Simulate one target's conversations in one arm (the main arm by default); write
+    conversations.json. The arm decides the user model, the metrics, the scenarios and which of
+    their rows are played (`arm_inputs`)."""
     params = load_params(params_path)
-    user_model = user_model or params.roles.user
-    for role, model_id in (("target", target), ("user model", user_model)):
-        if model_id not in params.models:
-            known = ", ".join(sorted(params.models))
-            raise ConfigError(
-                params_path, f"unknown model id '{model_id}' given as the {role} (known: {known})"
-            )
+    inputs = resolve(params_path, params, benchmark, arm)
+    inputs.require_target(params_path, params, target)
+    user_model = inputs.user
     stage = StageRun(
         STAGE,
         params_path,
         benchmark,
         models_used=[user_model, target],
         target=target,
-        arm=arm,
+        arm=inputs.name,
         params=params,
     )
     layout = stage.layout
-    bench_path = _benchmark_path(layout, Layout(params.data_dir, benchmark))
+    bench_path = inputs.metrics_file
     bench = read_yaml_model(bench_path, Benchmark)
-    scen_path = Path(scenarios_path) if scenarios_path is not None else layout.scenarios_file
-    scenarios = _select(scen_path, benchmark, scenario_ids, bench, bench_path)
+    scenarios = _select(inputs, params, benchmark, bench, bench_path)
     gen = params.generation
     sim = Simulation(
         benchmark=bench,
@@ -332,8 +321,8 @@ def run(
                 for mid in dict.fromkeys([user_model, target])
             },
             "benchmark_file": str(bench_path),
-            "scenarios_file": str(scen_path),
-            "scenario_ids": sorted(scenario_ids) if scenario_ids is not None else None,
+            "scenarios_file": str(inputs.scenarios_file),
+            "scenario_ids": None if inputs.study is None else sorted(s.id for s in scenarios),
             "truncated_replies": params.run.truncated_replies,
         },
         seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
@@ -342,26 +331,20 @@ def run(
     return manifest
 
 
-def _benchmark_path(layout: Layout, main: Layout) -> Path:
-    """This arm's metrics; an arm that replays the main scenarios has none: use the main ones."""
-    if layout.arm is not None and not layout.benchmark_file.exists():
-        return main.benchmark_file
-    return layout.benchmark_file
-
-
 def _select(
-    path: Path,
+    inputs: ArmInputs,
+    params: Params,
     benchmark: str,
-    scenario_ids: list[str] | None,
     bench: Benchmark,
     bench_path: Path,
 ) -> list[Scenario]:
-    """The scenario rows to play, refusing a file that does not fit the metrics or plays nothing.
+    """The arm's scenario rows to play, refusing a file that does not fit the metrics or plays nothing.
 
     Both are input errors, found before any call: rows of a metric the benchmark
     no longer defines would all be error rows, and no rows at all would be a
     run that called no model yet reports success.
     """
+    path = inputs.scenarios_file
     scenarios = read_artifact(path, ScenariosFile)
     if scenarios.benchmark != benchmark:
         raise ConfigError(
@@ -379,6 +362,7 @@ def _select(
                 f"rows[{i}].metric_id",
             )
     rows = scenarios.rows
+    scenario_ids = inputs.rows_to_play(params, benchmark, scenarios.rows)
     if scenario_ids is not None:
         known = {s.id for s in scenarios.rows}
         missing = sorted(set(scenario_ids) - known)

@@ -1,9 +1,10 @@
 """Validation studies: do results hold when another model writes the benchmark or plays the user?
 
-- `arms`: arm names (`generator/<model>`, `user/<model>`) and where their data lives.
-- `plan`: each study's plan, with the seeded, cluster-whole subset of scenarios.
-- `arm_stages`: the main pipeline stages run for an arm, with its overrides
-  (`pressurebench arm ...` on the command line, see `commands`).
+- `arms`: arm names (`generator/<model>`, `user/<model>`) and where their data lives;
+  what an arm runs on is resolved in `pressurebench.arm_inputs`, and its stages are
+  the main ones run with `arm=` (`pressurebench run STAGE --arm ...`).
+- `plan`: each study's plan, with the seeded, cluster-whole subset of scenarios
+  (`pressurebench arm plan`, see `commands`).
 - `generator_bias`, `user_model_bias`: the comparisons with the main arm, each
   written to `data/<benchmark>/<study>.json` (`models`) by its `run`.
 - `tables`: the comparison artifacts as tables for the study notebooks.

@@ -1,10 +1,9 @@
-"""`pressurebench arm ...`: the stages of validation arms, as DVC runs them.
+"""`pressurebench arm plan`: each validation study's plan, as DVC runs it.
 
-pressurebench arm plan --benchmark B
-pressurebench arm gen_metrics --benchmark B --arm generator/G
-pressurebench arm gen_scenarios --benchmark B --arm generator/G
-pressurebench arm simulate --benchmark B --arm generator/G|user/U --target T
-pressurebench arm evaluate --benchmark B --arm generator/G|user/U --target T
+    pressurebench arm plan --benchmark B
+
+An arm's stages are the main stages run on the arm: `pressurebench run STAGE --arm
+generator/<G>|user/<U>`, or their notebooks with the `arm` parameter (`arm_inputs`).
 """
 
 from __future__ import annotations
@@ -12,59 +11,51 @@ from __future__ import annotations
 import argparse
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
-ARM_HELP = "generator/<model id> or user/<model id>"
 
 
 def add_arm_parser(sub) -> None:
-    """Register `arm` and its stage subcommands on the top-level subparsers."""
-    p = sub.add_parser(
-        "arm", help="run one stage of a validation arm (generator or user-model bias)"
-    )
+    """Register `arm plan` on the top-level subparsers."""
+    p = sub.add_parser("arm", help="plan the validation studies (generator and user-model bias)")
     stages = p.add_subparsers(dest="arm_stage", required=True)
-    specs = {
-        "plan": (
-            "write both validation studies' plans (arms, targets, seed, scenario subset)",
-            False,
-            False,
-        ),
-        "gen_metrics": ("the arm's metrics, by its generator", True, False),
-        "gen_scenarios": ("the arm's scenarios, by its generator", True, False),
-        "simulate": ("one target's conversations in the arm", True, True),
-        "evaluate": ("one target's scores in the arm, by the main evaluator", True, True),
-    }
-    for name, (help_text, with_arm, with_target) in specs.items():
-        q = stages.add_parser(name, help=help_text)
-        q.add_argument("--params", default=DEFAULT_PARAMS)
-        q.add_argument("--benchmark", required=True)
-        if with_arm:
-            q.add_argument("--arm", required=True, help=ARM_HELP)
-        if with_target:
-            q.add_argument("--target", required=True)
-        q.set_defaults(func=run_arm_command)
+    q = stages.add_parser(
+        "plan", help="write both validation studies' plans (arms, targets, seed, scenario subset)"
+    )
+    q.add_argument("--params", default=DEFAULT_PARAMS)
+    q.add_argument("--benchmark", required=True)
+    q.set_defaults(func=run_plan_command)
 
 
-def run_arm_command(args: argparse.Namespace) -> int:
-    from . import arm_stages
+def run_plan_command(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from ..params import load_params
+    from .plan import write_plans
 
-    if args.arm_stage == "plan":
-        plans = arm_stages.run_plan(args.params, args.benchmark)
-        for study, plan in plans.items():
-            rows = "" if plan.scenario_ids is None else f", {len(plan.scenario_ids)} scenario rows"
-            arms = ", ".join(a.name for a in plan.arms) or "no arms"
-            print(
-                f"ok  {args.benchmark} {study} plan: {arms}; "
-                f"targets {', '.join(plan.targets)}{rows}"
-            )
-        return 0
-    run = {
-        "gen_metrics": arm_stages.run_gen_metrics,
-        "gen_scenarios": arm_stages.run_gen_scenarios,
-        "simulate": arm_stages.run_simulate,
-        "evaluate": arm_stages.run_evaluate,
-    }[args.arm_stage]
-    extra = (args.target,) if hasattr(args, "target") else ()
-    manifest = run(args.params, args.benchmark, args.arm, *extra)
-    counts = ", ".join(f"{k}={v}" for k, v in manifest.counts.items())
-    where = "/".join(x for x in (args.benchmark, args.arm, manifest.target) if x)
-    print(f"ok  {args.arm_stage} {where}: {counts}")
+    params = load_params(args.params)
+    if args.benchmark not in params.benchmarks:
+        raise ConfigError(args.params, f"'{args.benchmark}' is not one of the benchmarks", "benchmarks")
+    for study, plan in write_plans(params, args.benchmark).items():
+        rows = "" if plan.scenario_ids is None else f", {len(plan.scenario_ids)} scenario rows"
+        arms = ", ".join(a.name for a in plan.arms) or "no arms"
+        print(f"ok  {args.benchmark} {study} plan: {arms}; targets {', '.join(plan.targets)}{rows}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pressurebench.validation.commands plan ...`, as DVC runs it: the same command
+    without the rest of the command line's imports (a stage depends on what it imports)."""
+    import sys
+
+    from ..errors import PressurebenchError
+
+    parser = argparse.ArgumentParser(prog="python -m pressurebench.validation.commands")
+    add_arm_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["arm", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except PressurebenchError as exc:
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

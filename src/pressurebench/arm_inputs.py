@@ -1,0 +1,98 @@
+"""What a stage runs on: an arm, resolved once into its inputs. The main run is the arm with no
+overrides, so every stage runs main and validation arms through the same code.
+
+One inheritance rule decides every input: an arm is the main arm with one role played by
+another model. What that role produces, and everything made from it downstream, is the arm's
+own and lives in the arm's folder (`data/<b>/validation/<study>/<model>/`); everything upstream
+is the main arm's and is read from `data/<b>/`:
+
+| arm            | role swapped | metrics, scenarios | conversations, scores |
+|----------------|--------------|--------------------|-----------------------|
+| main           | none         | own                | own                   |
+| generator/<G>  | generator    | own (G writes)     | own                   |
+| user/<U>       | user         | the main arm's     | own (U plays)         |
+
+There is no fallback: an input the rule makes the arm's own is read from the arm's folder, and
+a missing file is an error naming it. Which scenario rows an arm plays is decided here too:
+all of them in the main arm, the study plan's seeded subset in a validation arm
+(`validation.plan`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .params import Params
+from .paths import Layout
+from .schemas import Scenario
+from .validation.arms import GENERATOR, USER, Study, require_validation_target, resolve_arm
+
+
+@dataclass(frozen=True)
+class ArmInputs:
+    """Everything a stage needs to know about the arm it runs in."""
+
+    name: str | None  # None: the main arm
+    study: Study | None
+    layout: Layout  # where the arm writes
+    upstream: Layout  # where it reads what it inherits (its own layout for main and generator arms)
+    generator: str
+    user: str
+    evaluators: tuple[str, ...]
+    targets: tuple[str, ...]
+
+    @property
+    def generates(self) -> bool:
+        """Whether this arm writes its own metrics and scenarios."""
+        return self.study != USER
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.upstream.benchmark_file
+
+    @property
+    def scenarios_file(self) -> Path:
+        return self.upstream.scenarios_file
+
+    def require_target(self, params_path: str | Path, params: Params, target: str) -> None:
+        if target not in params.models:
+            known = ", ".join(sorted(params.models))
+            raise ConfigError(params_path, f"unknown model id '{target}' given as the target (known: {known})")
+        if self.name is None:
+            if target not in self.targets:
+                raise ConfigError(params_path, f"'{target}' is not one of the targets", "targets")
+        else:
+            require_validation_target(params_path, params, target)
+
+    def rows_to_play(self, params: Params, benchmark: str, scenarios: list[Scenario]) -> list[str] | None:
+        """The scenario rows this arm plays: None for all (main arm), else the study plan's
+        rows (user arms) or its seeded share of the arm's own base scenarios (generator arms)."""
+        if self.study is None:
+            return None
+        from .validation.plan import load_plan, rows_of, select_base_scenarios
+
+        plan = load_plan(params, benchmark, self.study)
+        if self.study == USER:
+            return plan.scenario_ids
+        return rows_of(scenarios, select_base_scenarios(scenarios, plan.fraction, plan.seed))
+
+
+def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | None) -> ArmInputs:
+    """The inputs of `arm` (None or "" for the main arm) of `benchmark`, by the one rule above."""
+    if benchmark not in params.benchmarks:
+        raise ConfigError(params_path, f"'{benchmark}' is not one of the benchmarks", "benchmarks")
+    main = Layout(params.data_dir, benchmark)
+    roles = params.roles
+    if not arm:
+        return ArmInputs(None, None, main, main, roles.generator, roles.user,
+                         tuple(roles.evaluators), tuple(params.targets))
+    resolved = resolve_arm(params_path, params, arm)
+    own = Layout(params.data_dir, benchmark, resolved.name)
+    targets = tuple(params.validation.targets or params.targets)
+    if resolved.study == GENERATOR:
+        return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,
+                         tuple(roles.evaluators), targets)
+    return ArmInputs(resolved.name, USER, own, main, roles.generator, resolved.model,
+                     tuple(roles.evaluators), targets)
