@@ -91,6 +91,11 @@ class StageRun:
         self.layout = Layout(self.params.data_dir, benchmark, arm)
         self.started_at = now_iso()
         self._t0 = time.perf_counter()
+        # The previous run's manifest and cost file describe the previous artifacts: they go
+        # before any new artifact is written, so a crash between writing this run's artifacts
+        # and its manifest leaves no manifest at all, never the old one beside new artifacts.
+        for old in (self.layout.manifest_file(stage, target), self.layout.cost_file(stage, target)):
+            old.unlink(missing_ok=True)
 
     def client(self, provider_factory: ProviderFactory | None = None) -> ModelClient:
         return ModelClient.from_params(self.params, provider_factory=provider_factory)

@@ -100,6 +100,27 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(repo_copy: 
     assert "simulate@pressure-core-smollm2" not in would_run(root)
 
 
+def test_code_changes_rerun_exactly_the_stages_that_run_that_code(repo_copy: Path):
+    """A schema bound changes every structured call: every stage that runs models re-runs. A
+    report-only module re-runs only the stages that draw reports from it."""
+    root = repo_copy
+    run(["dvc", "repro"], root)
+    schemas = root / "src" / "pressurebench" / "schemas.py"
+    original = schemas.read_text()
+    schemas.write_text(original.replace("max_length=400", "max_length=399", 1))
+    rerun = would_run(root)
+    for stage in ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate",
+                  "validation_user_simulate", "validation_generator_evaluate"):
+        assert any(s.startswith(stage + "@") or s == stage for s in rerun), (stage, rerun)
+    schemas.write_text(original)
+    assert would_run(root) == set()
+
+    figures = root / "src" / "pressurebench" / "reports" / "figures.py"
+    figures.write_text(figures.read_text() + "\n# a changed report module\n")
+    rerun = {s.split("@")[0] for s in would_run(root)}
+    assert rerun == {"aggregate", "export", "generator_bias", "user_model_bias"}, rerun
+
+
 def test_dvc_experiment_with_a_changed_param(repo_copy: Path):
     root = repo_copy
     run(["dvc", "exp", "run", "-S", "params/pipeline.yaml:generation.turns=1"], root)

@@ -807,3 +807,22 @@ def _write_scenarios_for_truncation(project):
     row = Scenario(id="m01_s001_v01", metric_id="m01", base_id="m01_s001", persona="A student.",
                    user_goal="Get approval.", latent_adversarial_goal="Make it agree.")
     write_artifact(project.root / "data/tiny/scenarios.json", ScenariosFile(benchmark="tiny", rows=[row]))
+
+
+def test_a_crash_between_artifact_and_manifest_leaves_no_stale_manifest(project, script, monkeypatch):
+    seed_inputs([scenario()])
+    script.responder = conversing()
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    layout = Layout(Path("data"), "tiny")
+    manifest = layout.manifest_file("simulate", "target-a")
+    assert manifest.exists()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed after the artifact was written")
+
+    project.write_params(generation={"num_samples": 2})
+    monkeypatch.setattr("pressurebench.runtime.StageRun.finish", crash)
+    with pytest.raises(RuntimeError):
+        simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    assert len(read_rows()) == 2  # the new artifact
+    assert not manifest.exists() and not layout.cost_file("simulate", "target-a").exists()
