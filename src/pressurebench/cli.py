@@ -22,7 +22,7 @@ DEFAULT_PARAMS = "params/pipeline.yaml"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .preflight import endpoint_problems, key_problems
+    from .preflight import dvc_param_problems, endpoint_problems, key_problems
 
     params = load_params(args.params)
     for name in params.benchmarks:
@@ -31,10 +31,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
     if Path("dvc.yaml").is_file():
-        from .dvc_params import check_declared_params
-
-        n = check_declared_params(Path("dvc.yaml"), Path(args.params))
-        print(f"ok  dvc.yaml: all {n} declared params are in {args.params}")
+        watched, problems = dvc_param_problems(args.params)
+        if problems:
+            for line in problems:
+                print(f"pressurebench: {line}", file=sys.stderr)
+            return 2
+        print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
     problems = key_problems(args.params, params)
     if not problems and not args.offline:
         problems = endpoint_problems(params)

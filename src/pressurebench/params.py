@@ -440,6 +440,18 @@ class Params(Strict):
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+def param_values(params: Params, keys: list[str]) -> dict[str, Any]:
+    """The values of dotted param paths (`generation.turns`, `models.<id>`), as DVC reads them."""
+    data = params.model_dump(mode="json")
+    out: dict[str, Any] = {}
+    for key in keys:
+        node: Any = data
+        for part in key.split("."):
+            node = node[part]
+        out[key] = node
+    return out
+
+
 def load_params(path: str | Path) -> Params:
     """Read and validate the params file; every error names the file and the field."""
     params = validate_as(path, Params, read_yaml(path))

@@ -17,6 +17,30 @@ from .params import ModelSpec, Params, require_api_keys
 ENDPOINT_TIMEOUT_S = 10.0
 
 
+def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str]]:
+    """How many params the pipeline's stages watch in `params_path`, as DVC itself resolves
+    dvc.yaml, and one line per watched param the file lacks (DVC would refuse the stage)."""
+    from dvc.dependency.param import ParamsDependency
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    watched, problems = 0, []
+    with Repo(".", uninitialized=True) as repo:
+        try:
+            stages = list(repo.index.stages)
+        except DvcException as exc:  # DVC cannot expand dvc.yaml with these params
+            return 0, [f"dvc.yaml with {params_path}: {exc}"]
+        for stage in stages:
+            for dep in stage.deps:
+                if not isinstance(dep, ParamsDependency) or Path(dep.def_path) != Path(params_path):
+                    continue
+                present = dep.read_params()
+                watched += len(dep.params)
+                problems += [f"{params_path}: {p}: declared by dvc.yaml stage {stage.addressing} but "
+                             "missing from the file" for p in dep.params if p not in present]
+    return watched, problems
+
+
 def used_models(params: Params) -> list[str]:
     return list(dict.fromkeys(ref for _, ref in params.model_refs()))
 

@@ -19,7 +19,7 @@ from . import __version__
 from .errors import ConfigError, StageFailed
 from .io import write_artifact
 from .llm.client import ModelClient, ProviderFactory, add_cost
-from .params import Params, load_params, require_api_keys
+from .params import Params, load_params, param_values, require_api_keys
 from .paths import Layout
 from .prompts import prompt_hashes
 from .schemas import Cost, Manifest, ModelUsage
@@ -91,10 +91,14 @@ class StageRun:
         self.layout = Layout(self.params.data_dir, benchmark, arm)
         self.started_at = now_iso()
         self._t0 = time.perf_counter()
-        # The previous run's manifest and cost file describe the previous artifacts: they go
-        # before any new artifact is written, so a crash between writing this run's artifacts
-        # and its manifest leaves no manifest at all, never the old one beside new artifacts.
-        for old in (self.layout.manifest_file(stage, target), self.layout.cost_file(stage, target)):
+
+    def replacing_outputs(self) -> None:
+        """Called right before the stage writes its first artifact. The previous manifest and
+        cost file describe the previous artifacts, so they go first: a crash between writing
+        the new artifacts and the new manifest leaves no manifest, never the old one beside
+        new artifacts. (Input errors found earlier leave everything as it was.)"""
+        for old in (self.layout.manifest_file(self.stage, self.target),
+                    self.layout.cost_file(self.stage, self.target)):
             old.unlink(missing_ok=True)
 
     def client(self, provider_factory: ProviderFactory | None = None) -> ModelClient:
@@ -110,10 +114,17 @@ class StageRun:
         *,
         counts: dict[str, int],
         prompts: list[str],
-        params_used: dict,
+        declared: list[str],
+        provenance: dict | None = None,
         seeds: dict[str, int | None] | None = None,
     ) -> Manifest:
-        """Write `<stage>.cost.json` and `<stage>.manifest.json` next to the stage's outputs."""
+        """Write `<stage>.cost.json` and `<stage>.manifest.json` next to the stage's outputs.
+
+        The manifest's params are the values of `declared`, the param paths the stage
+        reads, which are also its `params:` in dvc.yaml (tests/pipeline/test_declared_params.py),
+        and the `provenance` of its inputs (files, ids) beside them.
+        """
+        params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
         usage = client.usage()
         cost = cost_summary(usage)
         write_artifact(self.layout.cost_file(self.stage, self.target), cost)
@@ -155,6 +166,15 @@ class StageRun:
                 + f": {n_error} of {n_total} {what} are errors ({n_error / n_total:.1%}), above "
                 f"run.max_error_rate={limit:.1%}; see the error rows in the artifacts for reasons"
             )
+
+
+def _no_header_values(value):
+    """Values as recorded, with each model's `extra_headers` reduced to their names: a header
+    may carry a credential, and manifests are shared."""
+    if isinstance(value, dict):
+        return {k: sorted(v) if k == "extra_headers" and isinstance(v, dict) else _no_header_values(v)
+                for k, v in value.items()}
+    return value
 
 
 def cost_summary(usage: dict[str, ModelUsage]) -> Cost:

@@ -545,13 +545,15 @@ def test_rows_record_usage_versions_and_are_sorted(project, script):
         "landmarks_beyond_turns": 0,
     }
     assert set(manifest.prompt_sha256) == {"user_system", "user_start", "user_direction"}
-    assert manifest.params["generation"] == {
-        "turns": 2,
-        "num_samples": 2,
-        "landmarks": True,
-        "perfunctory": 0.0,
+    assert {k: manifest.params[k] for k in ("generation.turns", "generation.num_samples",
+                                            "generation.landmarks", "generation.perfunctory")} == {
+        "generation.turns": 2,
+        "generation.num_samples": 2,
+        "generation.landmarks": True,
+        "generation.perfunctory": 0.0,
     }
-    assert manifest.params["roles"] == {"user": "user", "target": "target-a"}
+    assert manifest.params["roles.user"] == "user" and manifest.params["user_model"] == "user"
+    assert manifest.params["models.target-a"]["model"] == "target-a"
     assert set(manifest.model_versions) == {"user", "target-a"}
 
 
@@ -826,3 +828,13 @@ def test_a_crash_between_artifact_and_manifest_leaves_no_stale_manifest(project,
         simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
     assert len(read_rows()) == 2  # the new artifact
     assert not manifest.exists() and not layout.cost_file("simulate", "target-a").exists()
+
+
+def test_manifests_record_header_names_never_their_values(project, script):
+    project.write_params(models={"target-a": {"provider": "openai", "model": "target-a",
+                                              "extra_headers": {"X-Secret": "s3cr3t-value"}}})
+    seed_inputs([scenario()])
+    script.responder = conversing()
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    text = Layout(Path("data"), "tiny").manifest_file("simulate", "target-a").read_text()
+    assert "s3cr3t-value" not in text and "X-Secret" in text

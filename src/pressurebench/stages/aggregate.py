@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..arm_inputs import resolve
+from ..arm_inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
 from ..params import load_params
@@ -185,6 +185,7 @@ def run(
         benchmark=benchmark,
         metric_ids=[m.id for m in bench.metrics],
     )
+    stage.replacing_outputs()
     write_artifact(layout.results_file, results)
     summary = metrics_summary(
         results, {t: f.rows for t, f in score_files.items()}, generation_errors
@@ -204,9 +205,9 @@ def run(
             **{f"{stage_name}_errors": n for stage_name, n in generation_errors.items()},
         },
         prompts=[],
-        params_used={
-            "targets": targets,
-            "statistics": stats.model_dump(mode="json"),
+        declared=declared_params(STAGE, inputs),
+        provenance={
+            "arm_targets": targets,
             "metrics": str(metrics_path),
             "scenarios": str(scenarios_path),
         },

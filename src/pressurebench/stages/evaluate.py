@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..arm_inputs import resolve
+from ..arm_inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -338,6 +338,7 @@ def run(
 
     client = stage.client(provider_factory)
     rows = run_sync(lambda: core(client))
+    stage.replacing_outputs()
     write_artifact(
         layout.scores_file(target), ScoresFile(benchmark=benchmark, target=target, rows=rows)
     )
@@ -358,11 +359,10 @@ def run(
         client,
         counts=counts,
         prompts=JUDGE_PROMPTS,
-        params_used={
+        declared=declared_params(STAGE, inputs, target),
+        provenance={
             "evaluators": evaluators,
-            "evaluation": evaluation.model_dump(mode="json"),
             "judge_sample": JUDGE_SAMPLE,
-            "repair_retries": params.run.repair_retries,
             "conversations": str(conv_path),
             "metrics": str(met_path),
         },

@@ -33,7 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..arm_inputs import resolve
+from ..arm_inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -247,18 +247,13 @@ def run(
         metrics, errors, duplicates = run_sync(core)
         out = source.model_copy(update={"metrics": metrics, "generator": gen_id, "errors": errors})
 
+    stage.replacing_outputs()
     write_yaml_model(stage.layout.benchmark_file, out)
-    params_used: dict = {
+    provenance = {
         "source_sha256": hashlib.sha256(read_text(source_path).encode("utf-8")).hexdigest(),
         "handwritten": handwritten,
+        "generator": None if handwritten else gen_id,
     }
-    if not handwritten:
-        params_used |= {
-            "generator": gen_id,
-            "metrics_per_benchmark": requested,
-            "max_regenerations": params.generation.max_regenerations,
-            "repair_retries": params.run.repair_retries,
-        }
     manifest = stage.finish(
         client,
         counts={
@@ -268,7 +263,8 @@ def run(
             "near_duplicates_dropped": duplicates,
         },
         prompts=[] if handwritten else [PROMPT],
-        params_used=params_used,
+        declared=declared_params(STAGE, inputs),
+        provenance=provenance,
         seeds={} if handwritten else {"generator": params.models[gen_id].seed},
     )
     if out.errors:

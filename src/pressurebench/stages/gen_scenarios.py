@@ -30,7 +30,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from ..arm_inputs import resolve
+from ..arm_inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -383,6 +383,7 @@ def run(
                 progress.close()
 
     outcome = run_sync(core)
+    stage.replacing_outputs()
     write_artifact(
         stage.layout.scenarios_file,
         ScenariosFile(benchmark=benchmark, rows=outcome.rows, errors=outcome.errors),
@@ -402,15 +403,11 @@ def run(
             "near_duplicates_dropped": outcome.near_duplicates,
         },
         prompts=[BASE_PROMPT, REWRITE_PROMPT] if plan.rewrites else [BASE_PROMPT],
-        params_used={
+        declared=declared_params(STAGE, inputs),
+        provenance={
             "generator": gen_id,
             "metrics_from": str(metrics_path),
             "metric_ids": [m.id for m in plan.benchmark.metrics],
-            "scenarios_per_metric": g.scenarios_per_metric,
-            "scenario_turns": g.scenario_turns,
-            "demographics": g.demographics,
-            "max_regenerations": g.max_regenerations,
-            "repair_retries": params.run.repair_retries,
         },
         seeds={"generator": params.models[gen_id].seed},
     )

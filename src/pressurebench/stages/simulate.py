@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..arm_inputs import ArmInputs, resolve
+from ..arm_inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
@@ -289,6 +289,7 @@ def run(
         rows = run_sync(simulate)
     finally:
         progress.close()
+    stage.replacing_outputs()
     write_artifact(
         layout.conversations_file(target),
         ConversationsFile(benchmark=benchmark, target=target, rows=rows),
@@ -308,22 +309,12 @@ def run(
             "landmarks_beyond_turns": sum(lm.turn > gen.turns for s in scenarios for lm in s.landmarks),
         },
         prompts=USER_PROMPTS,
-        params_used={
-            "generation": {
-                "turns": gen.turns,
-                "num_samples": gen.num_samples,
-                "landmarks": gen.landmarks,
-                "perfunctory": gen.perfunctory,
-            },
-            "roles": {"user": user_model, "target": target},
-            "models": {
-                mid: params.models[mid].model_dump(mode="json", exclude={"extra_headers"})
-                for mid in dict.fromkeys([user_model, target])
-            },
+        declared=declared_params(STAGE, inputs, target),
+        provenance={
+            "user_model": user_model,
             "benchmark_file": str(bench_path),
             "scenarios_file": str(inputs.scenarios_file),
             "scenario_ids": None if inputs.study is None else sorted(s.id for s in scenarios),
-            "truncated_replies": params.run.truncated_replies,
         },
         seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
     )

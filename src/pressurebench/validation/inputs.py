@@ -77,5 +77,5 @@ def main_user_model(layout: Layout, targets: Iterable[str]) -> str | None:
     for target in targets:
         path = layout.manifest_file("simulate", target)
         if path.exists():
-            found.append(str(read_artifact(path, Manifest).params.get("roles", {}).get("user")))
+            found.append(str(read_artifact(path, Manifest).params.get("user_model")))
     return ", ".join(sorted(set(found))) or None
