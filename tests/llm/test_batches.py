@@ -123,3 +123,11 @@ def test_a_run_killed_while_waiting_resumes_polling_and_submits_nothing_twice(se
     results, _ = run_calls(tmp_path, model_spec, schema=None)
     assert all(r.ok for r in results)
     assert server.batch_desk.created[provider] == 1  # counted at the mock: submitted once
+
+
+def test_batches_are_split_to_stay_within_the_providers_size_limits(server, tmp_path):
+    small = BatchSettings(max_requests=100, max_bytes=2500, collect_s=0.2, poll_s=0.05, max_wait_s=60)
+    results, _ = run_calls(tmp_path, spec(server, "openai"), settings=small)
+    assert all(r.ok for r in results)
+    sizes = [len(b.items) for b in server.batch_desk.batches.values()]
+    assert len(sizes) > 1 and sum(sizes) == N

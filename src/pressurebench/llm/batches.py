@@ -39,6 +39,9 @@ class BatchSettings:
     collect_s: float = 5.0
     poll_s: float = 30.0
     max_wait_s: float = 86400.0
+    # Request bodies per batch, in bytes: within OpenAI's 200 MB input files and Anthropic's
+    # 256 MB batches, with room for the envelope of each line.
+    max_bytes: int = 100 * 1024 * 1024
 
 
 class Batcher:
@@ -90,7 +93,15 @@ class Batcher:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     def _take(self) -> list[str]:
-        keys, self._queue = self._queue[: self.settings.max_requests], self._queue[self.settings.max_requests:]
+        """The next batch's requests: at most `max_requests` of them and `max_bytes` of bodies."""
+        keys, size = [], 0
+        for key in self._queue[: self.settings.max_requests]:
+            body = len(json.dumps(self.provider.body(self._requests[key]), ensure_ascii=False))
+            if keys and size + body > self.settings.max_bytes:
+                break
+            keys.append(key)
+            size += body
+        self._queue = self._queue[len(keys):]
         return keys
 
     async def _flush_later(self) -> None:

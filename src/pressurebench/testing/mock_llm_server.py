@@ -677,7 +677,8 @@ class MockLLMServer:
         self.stop()
 
     async def _open(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        # Batch uploads are large: OpenAI takes files of up to 200 MB, Anthropic batches of 256 MB.
+        app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_post(OPENAI_PATH, self._tracked(self._openai))
         app.router.add_post(ANTHROPIC_PATH, self._tracked(self._anthropic))
         app.router.add_get(MODELS_PATH, self._tracked(self._models))
