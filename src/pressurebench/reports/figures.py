@@ -41,12 +41,12 @@ class ReportFigure(Figure):
         return buf.getvalue()
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
     """Text drawn as written: a `$` in a metric name must not start matplotlib's math mode."""
     return text.replace("$", r"\$")
 
 
-def _colours(n: int) -> list:
+def palette(n: int) -> list:
     return sns.color_palette(PALETTE, max(n, 1))
 
 
@@ -54,14 +54,14 @@ def _level(results: Results) -> str:
     return f"{results.statistics.confidence_level:.0%}"
 
 
-def _offsets(k: int, band: float = 0.7) -> np.ndarray:
+def dodge_offsets(k: int, band: float = 0.7) -> np.ndarray:
     """Vertical offsets that spread k series over one row without overlap."""
     if k == 1:
         return np.zeros(1)
     return (np.arange(k) - (k - 1) / 2) * (band / k)
 
 
-def _message(fig: Figure, text: str) -> Figure:
+def message(fig: Figure, text: str) -> Figure:
     ax = fig.subplots()
     ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
     ax.set_axis_off()
@@ -74,7 +74,7 @@ def _legend(ax: Axes, targets: Sequence[str], colours) -> None:
               fontsize=SMALL + 1, frameon=False)
 
 
-def _interval_point(ax: Axes, x: float, y: float, low, high, colour, label: str) -> None:
+def interval_point(ax: Axes, x: float, y: float, low, high, colour, label: str) -> None:
     """A point, its interval drawn from its own bounds, and a label to the right of both.
 
     The interval is drawn as given, not as offsets from the point: a percentile
@@ -89,7 +89,7 @@ def _interval_point(ax: Axes, x: float, y: float, low, high, colour, label: str)
     ax.text(right + 0.015, y, label, fontsize=SMALL, va="center", color=colour)
 
 
-def _no_data(ax: Axes, x: float, y: float, colour, note: str = "") -> None:
+def no_data(ax: Axes, x: float, y: float, colour, note: str = "") -> None:
     ax.text(x, y, NO_DATA + note, fontsize=SMALL, style="italic", ha="center", va="center",
             color=colour)
 
@@ -103,8 +103,8 @@ def forest_plot(results: Results, metric_names: Mapping[str, str] | None = None)
     """Pass rate with its interval per metric (and overall), one colour per target, n beside each point."""
     targets = sorted(results.targets)
     rows = [OVERALL] + metric_ids(results)
-    labels = [OVERALL] + [_plain(metric_label(m, metric_names)) for m in rows[1:]]
-    colours, offsets = _colours(len(targets)), _offsets(len(targets))
+    labels = [OVERALL] + [plain(metric_label(m, metric_names)) for m in rows[1:]]
+    colours, offsets = palette(len(targets)), dodge_offsets(len(targets))
     per_row = max(0.45, 0.2 * len(targets))
     fig = ReportFigure(figsize=(9, 1.4 + per_row * len(rows)), layout="constrained")
     ax = fig.subplots()
@@ -114,9 +114,9 @@ def forest_plot(results: Results, metric_names: Mapping[str, str] | None = None)
             est = _estimate(results, target, row)
             if est is None or est.rate is None:
                 errors = f" ({est.n_error} errors)" if est is not None and est.n_error else ""
-                _no_data(ax, 0.5, y, colours[ti], errors)
+                no_data(ax, 0.5, y, colours[ti], errors)
                 continue
-            _interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[ti], f"n={est.n}")
+            interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[ti], f"n={est.n}")
     ax.axhline(0.5, color="0.6", linewidth=0.8)
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -124,7 +124,7 @@ def forest_plot(results: Results, metric_names: Mapping[str, str] | None = None)
     ax.set_xticks(np.linspace(0, 1, 6))
     ax.set_xlabel(f"pass rate ({_level(results)} CI)")
     ax.grid(axis="x", color="0.92")
-    ax.set_title(_plain(f"{results.benchmark}: pass rate by metric"))
+    ax.set_title(plain(f"{results.benchmark}: pass rate by metric"))
     _legend(ax, targets, colours)
     return fig
 
@@ -133,7 +133,7 @@ def heatmap(results: Results, metric_names: Mapping[str, str] | None = None) -> 
     """Pass rate per metric (rows) and target (columns), annotated with rate and n."""
     targets = sorted(results.targets)
     rows = [OVERALL] + metric_ids(results)
-    labels = [OVERALL] + [_plain(metric_label(m, metric_names)) for m in rows[1:]]
+    labels = [OVERALL] + [plain(metric_label(m, metric_names)) for m in rows[1:]]
     values = np.full((len(rows), len(targets)), np.nan)
     notes = np.full(values.shape, "", dtype=object)
     for ri, row in enumerate(rows):
@@ -157,24 +157,24 @@ def heatmap(results: Results, metric_names: Mapping[str, str] | None = None) -> 
     ax.set_xlabel("target")
     ax.set_ylabel("")
     ax.tick_params(axis="x", labelrotation=30)
-    ax.set_title(_plain(f"{results.benchmark}: pass rate"))
+    ax.set_title(plain(f"{results.benchmark}: pass rate"))
     return fig
 
 
-def _differences_panel(ax: Axes, rows: list[str], series: dict[str, dict[str, Difference]],
+def differences_panel(ax: Axes, rows: list[str], series: dict[str, dict[str, Difference]],
                        colours) -> float:
     """Differences with intervals, rows × series, around a zero line; returns the x half-range they need."""
-    offsets = _offsets(len(series))
+    offsets = dodge_offsets(len(series))
     extent = 0.1
     for si, by_row in enumerate(series.values()):
         for ri, row in enumerate(rows):
             d = by_row.get(row)
             y = ri + offsets[si]
             if d is None or d.difference is None:
-                _no_data(ax, 0.0, y, colours[si])
+                no_data(ax, 0.0, y, colours[si])
                 continue
             extent = max(extent, abs(d.ci_low or 0.0), abs(d.ci_high or 0.0), abs(d.difference))
-            _interval_point(ax, d.difference, y, d.ci_low, d.ci_high, colours[si],
+            interval_point(ax, d.difference, y, d.ci_low, d.ci_high, colours[si],
                             f"n={d.n_a}/{d.n_b}")
     ax.axvline(0.0, color="0.3", linewidth=0.8)
     ax.set_yticks(range(len(rows)), rows)
@@ -186,18 +186,18 @@ def _differences_panel(ax: Axes, rows: list[str], series: dict[str, dict[str, Di
 def demographic_gap_plot(results: Results) -> Figure:
     """Per demographic axis, the pass-rate difference of each value pair, per target, with paired CIs."""
     targets = sorted(results.targets)
-    colours = _colours(len(targets))
+    colours = palette(len(targets))
     axes: dict[str, list[str]] = {}
     by_target: dict[str, dict[str, dict[str, Difference]]] = {}
     for target in targets:
         for gap in results.targets[target].demographic_gaps:
-            pair = _plain(f"{gap.a} − {gap.b}")
+            pair = plain(f"{gap.a} − {gap.b}")
             pairs = axes.setdefault(gap.axis, [])
             if pair not in pairs:
                 pairs.append(pair)
             by_target.setdefault(gap.axis, {}).setdefault(target, {})[pair] = gap
     if not axes:
-        return _message(ReportFigure(figsize=(6, 1.5)), "No demographic variants: no gaps to show.")
+        return message(ReportFigure(figsize=(6, 1.5)), "No demographic variants: no gaps to show.")
     heights = [max(len(p), 1) * max(0.45, 0.2 * len(targets)) + 0.6 for p in axes.values()]
     fig = ReportFigure(figsize=(9, 0.8 + sum(heights)), layout="constrained")
     panels = fig.subplots(len(axes), 1, squeeze=False, sharex=True,
@@ -205,12 +205,12 @@ def demographic_gap_plot(results: Results) -> Figure:
     limit = 0.0
     for ax, (axis, pairs) in zip(panels, axes.items()):
         series = {t: by_target[axis].get(t, {}) for t in targets}
-        limit = max(limit, _differences_panel(ax, pairs, series, colours))
-        ax.set_title(_plain(axis), loc="left", fontsize=SMALL + 3)
+        limit = max(limit, differences_panel(ax, pairs, series, colours))
+        ax.set_title(plain(axis), loc="left", fontsize=SMALL + 3)
     panels[0].set_xlim(-limit, limit)
     panels[-1].set_xlabel(f"difference in pass rate, a − b ({_level(results)} paired CI)")
     _legend(panels[0], targets, colours)
-    fig.suptitle(_plain(f"{results.benchmark}: demographic gaps"))
+    fig.suptitle(plain(f"{results.benchmark}: demographic gaps"))
     return fig
 
 
@@ -223,10 +223,10 @@ def error_plot(errors: pd.DataFrame, targets: Sequence[str] = ()) -> Figure:
     categories = sorted({(s, c) for _, s, c in counts.index})
     names = list(dict.fromkeys([*targets, *sorted({t for t, _, _ in counts.index})]))
     if not names:
-        return _message(ReportFigure(figsize=(6, 1.5)), "No targets and no errors.")
+        return message(ReportFigure(figsize=(6, 1.5)), "No targets and no errors.")
     fig = ReportFigure(figsize=(9, 1.5 + 0.5 * len(names)), layout="constrained")
     ax = fig.subplots()
-    colours = _colours(len(categories))
+    colours = palette(len(categories))
     left = np.zeros(len(names))
     for (stage, category), colour in zip(categories, colours):
         widths = np.array([counts.get((t, stage, category), 0) for t in names], dtype=float)
@@ -248,11 +248,11 @@ def comparison_plot(results: Results) -> Figure:
     comparison = results.comparison
     targets = sorted(results.targets)
     if len(targets) < 2:
-        return _message(ReportFigure(figsize=(6, 1.5)), "One target: nothing to compare.")
+        return message(ReportFigure(figsize=(6, 1.5)), "One target: nothing to compare.")
     pairs = {f"{d.a} − {d.b}": d for d in comparison.pairwise}
     fig = ReportFigure(figsize=(11, 1.5 + 0.45 * max(len(pairs), len(targets))), layout="constrained")
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
-    limit = _differences_panel(left, list(pairs), {"difference": pairs}, _colours(1))
+    limit = differences_panel(left, list(pairs), {"difference": pairs}, palette(1))
     left.set_xlim(-limit, limit)
     left.set_xlabel(f"difference in pass rate ({_level(results)} paired CI)")
     left.set_title("pairwise differences", loc="left")
@@ -269,8 +269,8 @@ def comparison_plot(results: Results) -> Figure:
         right.tick_params(axis="y", labelrotation=0)
         right.set_title(f"rank probabilities ({ranking.n_scenarios} shared scenarios)", loc="left")
     else:
-        right.text(0.5, 0.5, _plain(ranking.reason or "no ranking"), ha="center", va="center",
+        right.text(0.5, 0.5, plain(ranking.reason or "no ranking"), ha="center", va="center",
                    wrap=True)
         right.set_axis_off()
-    fig.suptitle(_plain(f"{results.benchmark}: comparing targets"))
+    fig.suptitle(plain(f"{results.benchmark}: comparing targets"))
     return fig

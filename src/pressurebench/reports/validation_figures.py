@@ -24,13 +24,13 @@ from ..validation.models import MAIN, GeneratorArmResult, UserArmResult
 from .figures import (
     SMALL,
     ReportFigure,
-    _colours,
-    _differences_panel,
-    _interval_point,
-    _message,
-    _no_data,
-    _offsets,
-    _plain,
+    differences_panel,
+    dodge_offsets,
+    interval_point,
+    message,
+    no_data,
+    palette,
+    plain,
 )
 
 ArmResult = GeneratorArmResult | UserArmResult
@@ -42,7 +42,7 @@ def _level(confidence_level: float) -> str:
 
 def _series_legend(ax, names: list[str], colours) -> None:
     handles = [
-        Line2D([], [], marker="o", linestyle="", color=c, label=_plain(n))
+        Line2D([], [], marker="o", linestyle="", color=c, label=plain(n))
         for n, c in zip(names, colours)
     ]
     ax.legend(
@@ -58,25 +58,25 @@ def rates_plot(result: ArmResult, confidence_level: float) -> Figure:
     """Per target, the pass rate in the main arm and in the arm, each with its interval and n."""
     targets = result.targets
     if not targets:
-        return _message(ReportFigure(figsize=(6, 1.5)), "No validation targets.")
+        return message(ReportFigure(figsize=(6, 1.5)), "No validation targets.")
     names = [MAIN, result.arm]
-    colours, offsets = _colours(2), _offsets(2)
+    colours, offsets = palette(2), dodge_offsets(2)
     fig = ReportFigure(figsize=(9, 1.4 + 0.5 * len(targets)), layout="constrained")
     ax = fig.subplots()
     for si, rates in enumerate((result.rates_main, result.rates_arm)):
         for ri, target in enumerate(targets):
             est, y = rates[target], ri + offsets[si]
             if est.rate is None:
-                _no_data(ax, 0.5, y, colours[si], f" ({est.n_error} errors)" if est.n_error else "")
+                no_data(ax, 0.5, y, colours[si], f" ({est.n_error} errors)" if est.n_error else "")
                 continue
-            _interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[si], f"n={est.n}")
-    ax.set_yticks(range(len(targets)), [_plain(t) for t in targets])
+            interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[si], f"n={est.n}")
+    ax.set_yticks(range(len(targets)), [plain(t) for t in targets])
     ax.set_ylim(len(targets) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.12)
     ax.set_xticks(np.linspace(0, 1, 6))
     ax.set_xlabel(f"pass rate ({_level(confidence_level)} CI)")
     ax.grid(axis="x", color="0.92")
-    ax.set_title(_plain(f"{result.arm}: pass rate per target, main arm and arm"))
+    ax.set_title(plain(f"{result.arm}: pass rate per target, main arm and arm"))
     _series_legend(ax, names, colours)
     return fig
 
@@ -97,10 +97,10 @@ def rank_bump_chart(result: ArmResult) -> Figure:
     left = ranks({t: result.rates_main[t].rate for t in targets})
     right = ranks({t: result.rates_arm[t].rate for t in targets})
     if all(left[t] is None and right[t] is None for t in targets):
-        return _message(ReportFigure(figsize=(6, 1.5)), "No target has a pass rate in either arm.")
+        return message(ReportFigure(figsize=(6, 1.5)), "No target has a pass rate in either arm.")
     n = len(targets)
     missing_y = n + 1
-    colours = _colours(n)
+    colours = palette(n)
     fig = ReportFigure(figsize=(6.5, 1.6 + 0.45 * (n + 1)), layout="constrained")
     ax = fig.subplots()
     colour_of = dict(zip(targets, colours))
@@ -117,7 +117,7 @@ def rank_bump_chart(result: ArmResult) -> Figure:
                 ax.text(
                     x + shift,
                     missing_y,
-                    _plain(f"no data: {', '.join(tied)}"),
+                    plain(f"no data: {', '.join(tied)}"),
                     ha=align,
                     va="center",
                     fontsize=SMALL + 1,
@@ -131,20 +131,20 @@ def rank_bump_chart(result: ArmResult) -> Figure:
             ax.text(
                 x + shift,
                 rank,
-                _plain(", ".join(tied)),
+                plain(", ".join(tied)),
                 ha=align,
                 va="center",
                 fontsize=SMALL + 2,
                 color=colour,
             )
-    ax.set_xticks([0, 1], [MAIN, _plain(result.arm)])
+    ax.set_xticks([0, 1], [MAIN, plain(result.arm)])
     ax.set_xlim(-0.9, 1.9)
     ax.set_yticks(range(1, n + 1))
     ax.set_ylim(missing_y + 0.5, 0.5)
     ax.set_ylabel("rank (1 = highest pass rate)")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.set_title(_plain(f"{result.arm}: ranks in each arm"))
+    ax.set_title(plain(f"{result.arm}: ranks in each arm"))
     return fig
 
 
@@ -156,14 +156,14 @@ def difference_forest_plot(result: ArmResult, confidence_level: float) -> Figure
         f"metric {d.metric_id}" for d in result.metric_differences
     ]
     if not labels:
-        return _message(ReportFigure(figsize=(6, 1.5)), "Nothing to compare.")
+        return message(ReportFigure(figsize=(6, 1.5)), "Nothing to compare.")
     fig = ReportFigure(figsize=(9, 1.4 + 0.45 * len(labels)), layout="constrained")
     ax = fig.subplots()
-    limit = _differences_panel(ax, labels, {"arm − main": rows}, _colours(1))
-    ax.set_yticks(range(len(labels)), [_plain(label) for label in labels])
+    limit = differences_panel(ax, labels, {"arm − main": rows}, palette(1))
+    ax.set_yticks(range(len(labels)), [plain(label) for label in labels])
     if result.metric_differences and result.targets:
         ax.axhline(len(result.targets) - 0.5, color="0.6", linewidth=0.8)
     ax.set_xlim(-limit, limit)
     ax.set_xlabel(f"difference in pass rate, arm − main ({_level(confidence_level)} CI)")
-    ax.set_title(_plain(f"{result.arm}: differences from the main arm"))
+    ax.set_title(plain(f"{result.arm}: differences from the main arm"))
     return fig

@@ -7,7 +7,7 @@
   (`pressurebench arm plan`, see `commands`).
 - `generator_bias`, `user_model_bias`: the comparisons with the main arm, each
   written to `data/<benchmark>/<study>.json` (`models`) by its `run`.
-- `tables`: the comparison artifacts as tables for the study notebooks.
+- the comparison artifacts as tables for the study notebooks are in `reports.validation_tables`.
 
 Importing this package imports nothing heavy: the command line loads it at startup.
 """

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..reports.tables import MISSING, format_rate
 from ..stats.compare import RankCorrelation
 from ..stats.estimates import Difference
-from .models import (
+from ..validation.models import (
     GeneratorArmResult,
     GeneratorBiasStudy,
     Pairing,
     UserArmResult,
     UserModelBiasStudy,
 )
+from .tables import MISSING, format_rate
 
 ArmResult = GeneratorArmResult | UserArmResult
 
