@@ -13,6 +13,8 @@ from pressurebench.schemas import Benchmark, Landmark, Metric, Scenario, scenari
 
 PERF_DIR = Path(__file__).resolve().parent
 REPO = PERF_DIR.parent
+# The mock OpenAI/Anthropic server is test support code, not part of the package.
+sys.path.insert(0, str(REPO / "tests"))
 
 
 def machine() -> str:

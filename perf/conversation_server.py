@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import signal
 
-from pressurebench.testing import MockLLMServer, MockRequest, default_responder
+import common  # noqa: F401 - puts the mock providers (tests/) on the path
+
+from mock_providers import MockLLMServer, MockRequest, default_responder
 
 
 def never_ending(req: MockRequest):

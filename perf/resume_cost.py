@@ -37,10 +37,10 @@ import yaml
 from common import REPO, benchmark, machine, scenarios
 from conversation_server import never_ending
 
+from mock_providers import MockLLMServer, MockRequest
 from pressurebench.io import read_artifact, write_artifact, write_yaml_model
 from pressurebench.paths import Layout
 from pressurebench.schemas import ConversationsFile, ScenariosFile
-from pressurebench.testing import MockLLMServer, MockRequest
 
 CONVERSATIONS = 40
 TURNS = 6

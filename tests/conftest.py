@@ -56,7 +56,7 @@ def _no_real_keys(monkeypatch):
 @pytest.fixture
 def mock_server():
     """A mock OpenAI + Anthropic server on 127.0.0.1 (key `test-key`), stopped after the test."""
-    from pressurebench.testing import MockLLMServer
+    from mock_providers import MockLLMServer
 
     with MockLLMServer(api_key="test-key") as server:
         yield server

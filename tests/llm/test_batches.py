@@ -1,7 +1,7 @@
 """Batch mode against mock servers that speak OpenAI's Batch API and Anthropic's Message Batches.
 
 The rules the mock enforces, and where they come from, are in
-`pressurebench.testing.mock_batches`.
+`mock_providers.mock_batches`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import time
 
 import pytest
 
+from mock_providers import FaultPlan
 from pressurebench.llm import ModelClient
 from pressurebench.llm.batches import BatchSettings
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
-from pressurebench.testing import FaultPlan
 
 KEY_ENV = "PB_BATCH_KEY"
 FAST = BatchSettings(max_requests=100, collect_s=0.2, poll_s=0.05, max_wait_s=60)

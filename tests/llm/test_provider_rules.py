@@ -1,7 +1,7 @@
 """Requests today's OpenAI and Anthropic models accept, checked against a server that refuses
 what the real APIs refuse.
 
-The mock server's rules and their sources are in `pressurebench.testing.mock_llm_server`
+The mock server's rules and their sources are in `mock_providers.mock_llm_server`
 ("the providers' rules"):
 
 - OpenAI reasoning models (o-series, gpt-5 family) refuse `max_tokens` ("Unsupported

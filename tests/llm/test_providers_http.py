@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from mock_providers import Fault, FaultPlan
 from pressurebench.llm import ModelClient, ProviderAuthError
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput, UserTurn
-from pressurebench.testing import Fault, FaultPlan
 
 MSGS = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
 PROVIDERS = ["openai", "anthropic"]

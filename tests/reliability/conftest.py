@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from reliability_support import KEY_ENV, MOCK_KEY, mock_params, run_pipeline, write_project
 
-from pressurebench.testing import MockLLMServer
+from mock_providers import MockLLMServer
 
 
 @pytest.fixture(scope="module")

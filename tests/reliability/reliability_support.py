@@ -21,6 +21,7 @@ from typing import Self
 import yaml
 from pydantic import BaseModel
 
+from mock_providers import LoggedRequest
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.results import Results
 from pressurebench.schemas import (
@@ -31,7 +32,6 @@ from pressurebench.schemas import (
     ScenariosFile,
     ScoresFile,
 )
-from pressurebench.testing import LoggedRequest
 from support import TINY_BENCHMARK, tiny_params
 
 KEY_ENV = "PB_MOCK_KEY"

@@ -50,8 +50,8 @@ from reliability_support import (
     write_project,
 )
 
+from mock_providers import MockLLMServer, default_responder
 from pressurebench.stages import gen_metrics, gen_scenarios
-from pressurebench.testing import MockLLMServer, default_responder
 
 pytestmark = pytest.mark.slow
 

@@ -33,6 +33,7 @@ from reliability_support import (
     write_project,
 )
 
+from mock_providers import Fault, FaultPlan, LoggedRequest, MockLLMServer, default_responder
 from pressurebench.errors import StageFailed
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.paths import Layout
@@ -53,7 +54,6 @@ from pressurebench.stages.conversation import (
     user_model_messages,
     user_system_prompt,
 )
-from pressurebench.testing import Fault, FaultPlan, LoggedRequest, MockLLMServer, default_responder
 
 # Every kind, at shares that leave most calls working. The run is large enough that every
 # stage and role sees terminal failures whatever the exact request bytes (and so the draws) are.

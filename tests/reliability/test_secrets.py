@@ -25,6 +25,7 @@ from reliability_support import (
     run_pipeline,
 )
 
+from mock_providers import FaultPlan, MockLLMServer
 from pressurebench.io import read_artifact
 from pressurebench.llm.client import ModelClient
 from pressurebench.llm.providers import ProviderBase
@@ -33,7 +34,6 @@ from pressurebench.params import ModelSpec
 from pressurebench.paths import Layout
 from pressurebench.reports.browser import write_transcript_browser_for
 from pressurebench.schemas import ConversationsFile
-from pressurebench.testing import FaultPlan, MockLLMServer
 from support import REPO, tiny_params
 
 OPENAI_ENV, ANTHROPIC_ENV = "OPENAI_API_KEY", "ANTHROPIC_API_KEY"

@@ -662,7 +662,7 @@ def test_an_interrupted_run_resumes_without_asking_anything_twice(project, scrip
 
 
 def test_resume_over_http_sends_no_completed_request_twice(project):
-    from pressurebench.testing import MockLLMServer
+    from mock_providers import MockLLMServer
 
     def respond(req):
         if req.schema is not None:
@@ -708,7 +708,7 @@ def test_resume_over_http_sends_no_completed_request_twice(project):
 
 def test_conversations_finish_steadily_rather_than_all_at_the_end(project):
     """With one call at a time per model, two conversations are in flight, not all of them."""
-    from pressurebench.testing import MockLLMServer
+    from mock_providers import MockLLMServer
 
     def respond(req):
         if req.schema is not None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from enum import Enum
+from pathlib import Path
 from typing import Literal
 
 import anthropic
@@ -21,7 +22,7 @@ import openai
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from pressurebench.testing import (
+from mock_providers import (
     Fault,
     FaultPlan,
     MockLLMServer,
@@ -576,7 +577,7 @@ def test_subprocess_mode_prints_port_and_serves():
         [
             sys.executable,
             "-m",
-            "pressurebench.testing.mock_llm_server",
+            "mock_providers.mock_llm_server",
             "--port",
             "0",
             "--print-port",
@@ -590,6 +591,7 @@ def test_subprocess_mode_prints_port_and_serves():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=Path(__file__).parents[1],  # tests/, where the mock providers live
     )
     try:
         port = int(proc.stdout.readline())

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 
 from pressurebench.params import Statistics
 from pressurebench.reports import validation_figures as vf
-from pressurebench.stats.synthetic import synthetic_scores
 from pressurebench.reports import validation_tables as tables
+from pressurebench.stats.synthetic import synthetic_scores
 from pressurebench.validation.generator_bias import compare_generator_arm
 from pressurebench.validation.user_model_bias import compare_user_arm
 

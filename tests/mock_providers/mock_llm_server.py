@@ -11,7 +11,7 @@ client actually sent.
 Run in-process with `MockLLMServer().start()` (a background thread with its own
 event loop), or out-of-process for performance measurements:
 
-    python -m pressurebench.testing.mock_llm_server --port 0 --latency 1.0 --print-port
+    cd tests && python -m mock_providers.mock_llm_server --port 0 --latency 1.0 --print-port
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from pressurebench.testing.faults import OK, Fault, FaultPlan
-from pressurebench.testing.mock_batches import BatchDesk
-from pressurebench.testing.schema_instances import schema_instance
+from mock_providers.faults import OK, Fault, FaultPlan
+from mock_providers.mock_batches import BatchDesk
+from mock_providers.schema_instances import schema_instance
 
 __all__ = [
     "LoggedRequest",
@@ -1089,7 +1089,7 @@ def _provider_of(request: web.Request) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGINT/SIGTERM, so a benchmark can measure its client in isolation."""
     parser = argparse.ArgumentParser(
-        prog="python -m pressurebench.testing.mock_llm_server",
+        prog="python -m mock_providers.mock_llm_server",
         description="Serve mock OpenAI chat completions and Anthropic messages.",
     )
     parser.add_argument("--host", default="127.0.0.1")

@@ -1,6 +1,6 @@
 """Offline stand-ins for model providers: a local server speaking the OpenAI and Anthropic APIs.
 
-Names are resolved on first use so that `python -m pressurebench.testing.mock_llm_server`
+Names are resolved on first use so that `python -m mock_providers.mock_llm_server` (from tests/)
 does not import its own module twice (once via this package, once as `__main__`).
 """
 
