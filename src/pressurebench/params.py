@@ -79,6 +79,10 @@ class ModelSpec(Strict):
     seed: int | None = None
     max_concurrency: int | None = Field(default=None, ge=1, le=4096)
     requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(
+        default=None, gt=0,
+        description="the provider's tokens-per-minute limit: calls wait for room instead of a 429",
+    )
     price_per_mtok_in: float | None = Field(default=None, ge=0)
     price_per_mtok_out: float | None = Field(default=None, ge=0)
     system_prompt: str | None = Field(default=None, max_length=20000)

@@ -163,11 +163,22 @@ class ModelUsage(Row):
     latency_s: float | None = 0.0
 
 
+class ConcurrencyReport(Row):
+    """How one API model's calls in flight followed its provider's rate limits (AIMD)."""
+
+    maximum: int
+    lowest: int
+    final: int
+    decreases: int = Field(description="times a rate-limit answer (HTTP 429) halved the limit")
+    rate_limited: int = Field(description="rate-limit answers (HTTP 429) received")
+
+
 class Cost(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
     total_cost_usd: float | None = 0.0
     unknown_price_models: list[str] = Field(default_factory=list)
+    concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
 
 
 # --- conversations ---------------------------------------------------------

@@ -22,13 +22,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..params import ModelSpec, Params
-from ..schemas import ModelUsage
+from ..schemas import ConcurrencyReport, ModelUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
-from .limits import RateLimiter
+from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
 from .providers import Provider, make_provider
-from .spending import SpendingLedger, call_cost_bound
+from .spending import SpendingLedger, call_cost_bound, call_token_bound
 from .types import (
     ProviderRequest,
     ProviderResponse,
@@ -73,8 +73,9 @@ class CallResult:
 class _ModelState:
     spec: ModelSpec
     provider: Provider | None = None
-    semaphore: asyncio.Semaphore | None = None
+    gate: AdaptiveConcurrency | None = None
     limiter: RateLimiter | None = None
+    tokens: TokenRateLimiter | None = None
     usage: ModelUsage = field(default_factory=ModelUsage)
     versions: set[str] = field(default_factory=set)
     batcher: Batcher | None = None
@@ -356,28 +357,43 @@ class ModelClient:
             state.provider = self._factory(model_id, state.spec, os.environ.get(key_env) if key_env else None)
         return state.provider
 
-    def _gates(self, state: _ModelState) -> tuple[asyncio.Semaphore, RateLimiter | None]:
-        if state.semaphore is None:
-            state.semaphore = asyncio.Semaphore(state.spec.concurrency)
+    def _gates(self, state: _ModelState) -> tuple[AdaptiveConcurrency, RateLimiter | None,
+                                                  TokenRateLimiter | None]:
+        if state.gate is None:
+            state.gate = AdaptiveConcurrency(state.spec.concurrency)
             if state.spec.requests_per_minute:
                 state.limiter = RateLimiter(state.spec.requests_per_minute)
-        return state.semaphore, state.limiter
+            if state.spec.tokens_per_minute:
+                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute)
+        return state.gate, state.limiter, state.tokens
+
+    def concurrency_report(self) -> dict[str, ConcurrencyReport]:
+        """How each API model's concurrency followed the provider's rate limits (AIMD)."""
+        return {
+            mid: ConcurrencyReport(maximum=s.gate.maximum, lowest=s.gate.lowest, final=s.gate.limit,
+                                   decreases=s.gate.decreases, rate_limited=s.gate.rate_limited)
+            for mid, s in self._states.items() if s.gate is not None and s.spec.provider != "local"
+        }
 
     async def _call_with_retries(
         self, model_id: str, state: _ModelState, request: ProviderRequest
     ) -> ProviderResponse:
         provider = self._provider(model_id, state)
-        semaphore, limiter = self._gates(state)
+        gate, limiter, tokens = self._gates(state)
         last: RetryableError | None = None
         bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
+        estimate = call_token_bound(state.spec, request.messages, request.max_tokens) if tokens else 0
         for attempt in range(self.max_retries + 1):
-            async with semaphore:
+            epoch = await gate.acquire()
+            try:
                 if self._stopped is not None:
                     raise type(self._stopped)(str(self._stopped))
                 if state.refused is not None:
                     raise RequestsRefused(state.refused)
                 if limiter is not None:
                     await limiter.wait()
+                if tokens is not None:
+                    await tokens.take(estimate)
                 if self.spending:
                     self.spending.reserve(bound)
                 response = None
@@ -385,16 +401,24 @@ class ModelClient:
                     response = await provider.complete(request)
                 except RetryableError as exc:
                     last = exc
+                    if exc.rate_limited:
+                        gate.rate_limited_at(epoch)
                 except RejectedError as exc:
                     self._count_rejection(model_id, state, str(exc))
                     raise
                 else:
+                    gate.answered()
                     state.rejections = ("", 0)
                     return response
                 finally:
+                    used = response.input_tokens + response.output_tokens if response else 0
+                    if tokens is not None:
+                        tokens.settle(estimate, used)
                     if self.spending:
                         cost = response and state.spec.price(response.input_tokens, response.output_tokens)
                         self.spending.settle(bound, cost)
+            finally:
+                await gate.release()
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, last.retry_after))
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")

@@ -31,10 +31,19 @@ class SpendingCapReached(ProviderStop):
     """The next call could take the run's spending past `run.max_cost_usd`."""
 
 
+def prompt_token_bound(messages: list[dict]) -> int:
+    return sum(len(str(m.get("content", ""))) // CHARS_PER_TOKEN_BOUND + MESSAGE_OVERHEAD_TOKENS
+               for m in messages)
+
+
+def call_token_bound(spec: ModelSpec, messages: list[dict], max_tokens: int) -> int:
+    """The most tokens a call may use: its prompt, bounded from above, and its whole limit."""
+    return prompt_token_bound(messages) + spec.token_limit(max_tokens)
+
+
 def call_cost_bound(spec: ModelSpec, messages: list[dict], max_tokens: int) -> float:
     """The most a call may cost at list price (0 for local models; needs both prices otherwise)."""
-    prompt = sum(len(str(m.get("content", ""))) // CHARS_PER_TOKEN_BOUND + MESSAGE_OVERHEAD_TOKENS
-                 for m in messages)
+    prompt = prompt_token_bound(messages)
     cost = spec.price(prompt, spec.token_limit(max_tokens))
     if cost is None:
         raise ValueError(f"model {spec.model} has no price: a spending cap cannot bound its calls")

@@ -39,6 +39,7 @@ class RetryableError(Exception):
 
     reason: str
     retry_after: float | None = None
+    rate_limited: bool = False  # HTTP 429: the provider's rate limit, which the client adapts to
 
     def __str__(self) -> str:
         return self.reason

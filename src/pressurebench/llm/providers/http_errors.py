@@ -36,7 +36,7 @@ def parse_retry_after(headers) -> float | None:
 def classify_status(status: int, message: str, headers, who: str) -> Exception:
     reason = f"{who}: HTTP {status}: {message}"
     if status in RETRYABLE_STATUS or status >= 500:
-        return RetryableError(reason, parse_retry_after(headers))
+        return RetryableError(reason, parse_retry_after(headers), rate_limited=status == 429)
     if status in (401, 403, 404):
         return ProviderAuthError(reason)
     return RejectedError(reason)
