@@ -73,6 +73,48 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export_main(["--benchmark", args.benchmark, "--params", args.params])
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Base scenarios per metric a study needs, for each number of samples."""
+    import math
+
+    from .paths import Layout
+    from .planning import Design, pilot_design, required_scenarios
+
+    params = load_params(args.params)
+    benchmark = args.benchmark or params.benchmarks[0]
+    source = read_yaml_model(benchmark_source(benchmark), Benchmark)
+    metrics = len(source.metrics) or params.generation.metrics_per_benchmark
+    variants = math.prod(len(v) for v in params.generation.demographics.values()) or 1
+    design = Design(metrics=metrics, variants=variants, samples=params.generation.num_samples,
+                    rate=args.rate, icc=args.icc, pair_correlation=args.pair_correlation)
+    if args.pilot:
+        layout = Layout(params.data_dir, benchmark)
+        design = pilot_design(design, [layout.scores_file(t) for t in params.targets])
+        print(f"pilot ({benchmark}, {', '.join(params.targets)}): pass rate {design.rate:.2f}, "
+              f"ICC of base scenarios {design.icc:.2f}")
+    goal = {"half_width": args.half_width, "difference": args.difference, "gap": args.gap}
+    (name, value), = ((k, v) for k, v in goal.items() if v is not None)
+    named = {name: value}
+    what = {"half_width": f"a {args.confidence:.0%} interval of ±{value:g} on a target's pass rate",
+            "difference": f"80% power at α = 0.05 to detect a difference of {value:g} between two targets",
+            "gap": f"80% power at α = 0.05 to detect a demographic gap of {value:g}"}[name]
+    print(f"{benchmark}: {metrics} metrics, {variants} variants per base scenario; pass rate "
+          f"{design.rate:g}, ICC {design.icc:g}; goal: {what}")
+    print(f"{'samples':>7} {'base scenarios/metric':>21} {'conversations/target':>20}")
+    for k in range(1, 6):
+        s = required_scenarios(replace_samples(design, k), confidence=args.confidence, **named)
+        convs = "—" if s is None else str(metrics * s * variants * k)
+        mark = "  (params)" if k == params.generation.num_samples else ""
+        print(f"{k:>7} {('over 10000' if s is None else s):>21} {convs:>20}{mark}")
+    return 0
+
+
+def replace_samples(design, samples: int):
+    from dataclasses import replace
+
+    return replace(design, samples=samples)
+
+
 STAGES = ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate")
 PER_TARGET = ("simulate", "evaluate")
 
@@ -116,6 +158,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", required=True)
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",
+    )
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--benchmark", help="default: the first in the params")
+    goal = p.add_mutually_exclusive_group(required=True)
+    goal.add_argument("--half-width", type=float, help="interval half-width wanted on a pass rate")
+    goal.add_argument("--difference", type=float, help="difference between two targets to detect")
+    goal.add_argument("--gap", type=float, help="demographic gap to detect")
+    p.add_argument("--rate", type=float, default=0.5, help="expected pass rate (0.5 plans for the worst case)")
+    p.add_argument("--icc", type=float, default=0.2, help="intra-class correlation of base scenarios")
+    p.add_argument("--pair-correlation", type=float, default=0.0,
+                   help="how alike two targets' scenario effects are (0: plan for the worst case)")
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--pilot", action="store_true",
+                   help="estimate the pass rate and the ICC from this benchmark's finished scores")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser(
         "import-impactbench",

@@ -1,0 +1,183 @@
+"""Power planning: how many base scenarios per metric (and samples) a study needs.
+
+The statistics resample base scenarios within metrics, because the rows of one
+base scenario (its demographic variants and samples) are not independent: a
+scenario that is hard for a target is hard in every variant. The planning model
+says the same thing in numbers. Each base scenario has its own pass probability,
+drawn around the metric's rate `p` with intra-class correlation `icc` (a beta
+distribution: 0 means every scenario is alike, 1 means a scenario either always
+passes or never does); each of its `variants × samples` rows passes with that
+probability. For `metrics` metrics of `scenarios` base scenarios each:
+
+- a target's pass rate has variance p(1−p)/N × (1 + (m−1)·icc), with
+  m = variants × samples rows per base scenario and N = metrics × scenarios × m
+  (the design effect of clustered rows);
+- the difference between two targets on the same scenarios has the sum of
+  their variances less twice their covariance (`pair_correlation`: how alike
+  the targets' scenario effects are; 0 plans for the worst case);
+- a demographic gap compares variants of the same base scenarios, so the
+  scenario effect cancels: variance 2·p(1−p)(1−icc) / (metrics × scenarios ×
+  samples).
+
+`required_scenarios` inverts these for a target interval half-width or for
+80% power at α = 0.05 (two-sided). `simulate_*` check the formulas by
+drawing studies from the same model and analysing them as the pipeline
+would (cluster means, a z test on the cluster-level standard error), so a
+user can see the plan hold (`tests/test_planning.py`). `pilot_design`
+estimates `p` and `icc` from a finished run's scores (the ANOVA estimator over
+base scenarios within metrics).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import norm
+
+MAX_SCENARIOS = 10000
+
+
+@dataclass(frozen=True)
+class Design:
+    metrics: int
+    variants: int
+    samples: int
+    rate: float = 0.5
+    icc: float = 0.2
+    pair_correlation: float = 0.0
+
+    @property
+    def rows_per_scenario(self) -> int:
+        return self.variants * self.samples
+
+    def rate_variance(self, scenarios: int, rate: float | None = None) -> float:
+        p = self.rate if rate is None else rate
+        m = self.rows_per_scenario
+        return p * (1 - p) / (self.metrics * scenarios * m) * (1 + (m - 1) * self.icc)
+
+    def difference_variance(self, scenarios: int, difference: float) -> float:
+        a, b = self.rate, min(1.0, self.rate + difference)
+        va, vb = self.rate_variance(scenarios, a), self.rate_variance(scenarios, b)
+        return va + vb - 2 * self.pair_correlation * math.sqrt(va * vb)
+
+    def gap_variance(self, scenarios: int) -> float:
+        p = self.rate
+        return 2 * p * (1 - p) * (1 - self.icc) / (self.metrics * scenarios * self.samples)
+
+
+def _z(x: float) -> float:
+    return float(norm.ppf(x))
+
+
+def required_scenarios(design: Design, *, half_width: float | None = None,
+                       difference: float | None = None, gap: float | None = None,
+                       confidence: float = 0.95, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Fewest base scenarios per metric for the goal given (exactly one); None past MAX_SCENARIOS."""
+    goals = [g for g in (half_width, difference, gap) if g is not None]
+    if len(goals) != 1 or goals[0] <= 0:
+        raise ValueError("give exactly one positive goal: half_width, difference or gap")
+    if half_width is not None:
+        z = _z(0.5 + confidence / 2)
+        ok = lambda s: z * math.sqrt(design.rate_variance(s)) <= half_width  # noqa: E731
+    else:
+        z = _z(1 - alpha / 2) + _z(power)
+        effect = difference if difference is not None else gap
+        var = (lambda s: design.difference_variance(s, effect)) if difference is not None else design.gap_variance
+        ok = lambda s: z * math.sqrt(var(s)) <= effect  # noqa: E731
+    lo, hi = 1, MAX_SCENARIOS
+    if not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
+# --- checking the plan by simulation ----------------------------------------------------
+
+
+def _scenario_rates(rng, design: Design, rate: float, n: tuple[int, ...]) -> np.ndarray:
+    if design.icc <= 0:
+        return np.full(n, rate)
+    strength = 1 / design.icc - 1
+    return rng.beta(rate * strength, (1 - rate) * strength, size=n)
+
+
+def simulate_half_width(design: Design, scenarios: int, reps: int = 2000, seed: int = 0,
+                        confidence: float = 0.95) -> float:
+    """The half-width a study of this design gets: z × the spread of its pass-rate estimate."""
+    rng = np.random.default_rng(seed)
+    clusters = design.metrics * scenarios
+    p_s = _scenario_rates(rng, design, design.rate, (reps, clusters))
+    passed = rng.binomial(design.rows_per_scenario, p_s)
+    estimates = passed.sum(axis=1) / (clusters * design.rows_per_scenario)
+    return _z(0.5 + confidence / 2) * float(estimates.std(ddof=1))
+
+
+def simulate_power(design: Design, scenarios: int, *, difference: float | None = None,
+                   gap: float | None = None, reps: int = 2000, seed: int = 0, alpha: float = 0.05) -> float:
+    """How often a study of this design detects the effect: a two-sided z test at `alpha` on
+    cluster means, with the standard error estimated from the clusters, as an analysis would."""
+    rng = np.random.default_rng(seed)
+    clusters = design.metrics * scenarios
+    z = _z(1 - alpha / 2)
+    if difference is not None:
+        shared = _scenario_rates(rng, design, design.rate, (reps, clusters))
+        own_b = _scenario_rates(rng, design, min(1.0, design.rate + difference), (reps, clusters))
+        # pair_correlation of the targets' scenario effects: b follows a's scenarios that often
+        follow = rng.random((reps, clusters)) < design.pair_correlation
+        p_b = np.where(follow, np.clip(shared + difference, 0, 1), own_b)
+        m = design.rows_per_scenario
+        per_cluster = (rng.binomial(m, p_b) - rng.binomial(m, shared)) / m
+    else:
+        p_s = _scenario_rates(rng, design, design.rate, (reps, clusters))
+        k = design.samples
+        p_b = np.clip(p_s + gap, 0, 1)
+        per_cluster = (rng.binomial(k, p_b) - rng.binomial(k, p_s)) / k
+    mean = per_cluster.mean(axis=1)
+    se = per_cluster.std(axis=1, ddof=1) / math.sqrt(clusters)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.where(se > 0, np.abs(mean) / se, np.where(mean != 0, np.inf, 0))
+    return float((stat > z).mean())
+
+
+def simulated_scenarios(design: Design, *, half_width: float | None = None, difference: float | None = None,
+                        gap: float | None = None, reps: int = 2000, seed: int = 0, limit: int = 400) -> int | None:
+    """The fewest base scenarios per metric whose simulated studies meet the goal."""
+    for s in range(2, limit + 1):  # a cluster-level standard error needs two clusters per metric
+        if half_width is not None:
+            if simulate_half_width(design, s, reps, seed) <= half_width:
+                return s
+        elif simulate_power(design, s, difference=difference, gap=gap, reps=reps, seed=seed) >= 0.8:
+            return s
+    return None
+
+
+# --- a pilot's estimates ------------------------------------------------------------------
+
+
+def pilot_design(design: Design, scores_files: list[Path]) -> Design:
+    """`design` with the pass rate and the ICC estimated from finished scores (ok rows only;
+    ANOVA estimator over base scenarios within metrics, clipped to [0, 1))."""
+    from .io import read_artifact
+    from .schemas import ScoresFile
+
+    groups: dict[str, list[int]] = {}
+    for path in scores_files:
+        for row in read_artifact(path, ScoresFile).rows:
+            if row.status == "ok" and row.passed is not None:
+                groups.setdefault(f"{path.parent.name}/{row.metric_id}/{row.base_id}", []).append(int(row.passed))
+    sizes = np.array([len(g) for g in groups.values()], dtype=float)
+    if len(groups) < 2 or sizes.sum() <= len(groups):
+        raise ValueError("a pilot needs at least two base scenarios with two judged rows each")
+    means = np.array([np.mean(g) for g in groups.values()])
+    grand = float(np.concatenate([np.array(g, dtype=float) for g in groups.values()]).mean())
+    k, n = len(groups), sizes.sum()
+    msb = float((sizes * (means - grand) ** 2).sum() / (k - 1))
+    msw = float(sum(((np.array(g) - mu) ** 2).sum() for g, mu in zip(groups.values(), means)) / (n - k))
+    m0 = (n - (sizes ** 2).sum() / n) / (k - 1)
+    icc = (msb - msw) / (msb + (m0 - 1) * msw) if msb + (m0 - 1) * msw > 0 else 0.0
+    return replace(design, rate=min(max(grand, 0.01), 0.99), icc=float(min(max(icc, 0.0), 0.99)))

@@ -1,0 +1,65 @@
+"""Power planning: the formulas `pressurebench plan` uses agree with studies simulated from the same
+model and analysed as the pipeline would, and a pilot's ICC is recovered from its scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pressurebench.cli import main
+from pressurebench.io import write_artifact
+from pressurebench.planning import (
+    Design,
+    pilot_design,
+    required_scenarios,
+    simulate_half_width,
+    simulated_scenarios,
+)
+from pressurebench.schemas import Score, ScoresFile
+
+EXAMPLES = [
+    (Design(metrics=4, variants=2, samples=3, rate=0.7, icc=0.2), {"half_width": 0.05}),
+    (Design(metrics=4, variants=2, samples=2, rate=0.6, icc=0.1), {"difference": 0.1}),
+    (Design(metrics=4, variants=2, samples=2, rate=0.5, icc=0.3), {"gap": 0.1}),
+]
+
+
+@pytest.mark.parametrize(("design", "goal"), EXAMPLES)
+def test_the_plan_matches_its_own_simulation(design, goal):
+    planned = required_scenarios(design, **goal)
+    simulated = simulated_scenarios(design, reps=2000, seed=11, **goal)
+    # 2000 simulated studies per size: a tenth (at least two scenarios) is within their error
+    assert abs(planned - simulated) <= max(2, 0.1 * planned), (planned, simulated)
+
+
+def test_without_clustering_the_plan_is_the_binomial_one():
+    design = Design(metrics=1, variants=1, samples=1, rate=0.5, icc=0.0)
+    # 1.96 * sqrt(0.25 / n) <= 0.05  =>  n >= 384.2
+    assert required_scenarios(design, half_width=0.05) == 385
+    clustered = Design(metrics=1, variants=1, samples=10, rate=0.5, icc=0.5)
+    assert required_scenarios(clustered, half_width=0.05) > 385 / 10  # rows of a scenario overlap
+    assert simulate_half_width(design, 385, reps=4000, seed=1) == pytest.approx(0.05, rel=0.05)
+
+
+def test_a_pilots_clustering_is_estimated_from_its_scores(tmp_path):
+    rng = np.random.default_rng(5)
+    icc, rate, clusters, rows = 0.3, 0.6, 300, 6
+    strength = 1 / icc - 1
+    p_s = rng.beta(rate * strength, (1 - rate) * strength, clusters)
+    scores = [
+        Score(conv_id=f"c{c}_{r}", scenario_id=f"m01_s{c:03d}_v01", base_id=f"m01_s{c:03d}",
+              metric_id="m01", scenario_metric_id="m01", metric_type="positive", target="t",
+              sample=r, present=bool(x), passed=bool(x), status="ok")
+        for c in range(clusters) for r, x in enumerate(rng.random(rows) < p_s[c])
+    ]
+    path = tmp_path / "t" / "scores.json"
+    write_artifact(path, ScoresFile(benchmark="b", target="t", rows=scores))
+    pilot = pilot_design(Design(metrics=1, variants=1, samples=rows), [path])
+    assert pilot.icc == pytest.approx(icc, abs=0.07) and pilot.rate == pytest.approx(rate, abs=0.04)
+
+
+def test_the_command_prints_scenarios_per_metric_for_each_number_of_samples(project, capsys):
+    assert main(["plan", "--half-width", "0.05", "--rate", "0.7", "--icc", "0.2"]) == 0
+    out = capsys.readouterr().out
+    design = Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2)
+    assert f"      1 {required_scenarios(design, half_width=0.05):>21}" in out and "(params)" in out
