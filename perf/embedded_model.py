@@ -395,13 +395,7 @@ def main() -> int:
           f"(x{c['side by side / one by one']:.2f} and x{c['side by side / library']:.2f}); "
           f"same outputs: {c['same outputs']}")
 
-    w = weights()
-    head = f"{'weights (one thread)':<22} {'prompt tokens':>13} {'prompt tok/s':>12} {'decode tok/s':>12}"
-    print(head)
-    print("-" * len(head))
-    for name, (tokens, prompt_s, decoded, decode_s) in w.items():
-        print(f"{name:<22} {tokens:>13} {tokens / prompt_s:>12.1f} {decoded / decode_s:>12.1f}")
-    (_, (_, p4, _, d4)), (_, (_, p8, _, d8)) = w.items()
+    p4, d4, p8, d8 = work_table("weights (one thread)", weights())
     print(f"weights: q8_0 / as shipped: prompt evaluation x{p4 / p8:.2f}, decoding x{d4 / d8:.2f}")
 
     print(f"llama.cpp reports: {llama_cpp.llama_print_system_info().decode().strip()}")
@@ -409,16 +403,22 @@ def main() -> int:
         print("weight layout: skipped, AMX is reported (the repacked layout crashes here)")
         return finish(o, same, c)
     lay, logit_gap = layouts()
-    head = f"{'weight layout (q8_0)':<22} {'prompt tokens':>13} {'prompt tok/s':>12} {'decode tok/s':>12}"
-    print(head)
-    print("-" * len(head))
-    for name, (tokens, prompt_s, decoded, decode_s) in lay.items():
-        print(f"{name:<22} {tokens:>13} {tokens / prompt_s:>12.1f} {decoded / decode_s:>12.1f}")
-    (_, (_, pr, _, dr)), (_, (_, pp, _, dp)) = lay.items()
+    pr, dr, pp, dp = work_table("weight layout (q8_0)", lay)
     print(f"weight layout: plain / repacked: prompt evaluation x{pr / pp:.2f}, decoding x{dr / dp:.2f}; "
           f"largest logit difference {logit_gap:g}; default here: "
           f"{'repacked' if local_provider.weight_repacking(USER) else 'plain'}")
     return finish(o, same, c)
+
+
+def work_table(title: str, totals: dict) -> tuple[float, float, float, float]:
+    """Print section 4's table for two contexts; their prompt and decode seconds, in order."""
+    head = f"{title:<22} {'prompt tokens':>13} {'prompt tok/s':>12} {'decode tok/s':>12}"
+    print(head)
+    print("-" * len(head))
+    for name, (tokens, prompt_s, decoded, decode_s) in totals.items():
+        print(f"{name:<22} {tokens:>13} {tokens / prompt_s:>12.1f} {decoded / decode_s:>12.1f}")
+    (_, (_, prompt_a, _, decode_a)), (_, (_, prompt_b, _, decode_b)) = totals.items()
+    return prompt_a, decode_a, prompt_b, decode_b
 
 
 def finish(o: dict, same: bool, c: dict) -> int:
