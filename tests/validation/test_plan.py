@@ -108,7 +108,7 @@ def test_plans_are_written_for_both_studies_and_record_the_subset(project):
     assert user.scenarios_sha256 and user.seed == 11 and user.fraction == 0.5
     generator = read_artifact(plan_file("data", "tiny", "generator"), StudyPlan)
     assert [a.name for a in generator.arms] == ["generator/gen"]
-    assert generator.scenario_ids is None  # drawn from each arm's own scenarios by arm simulate
+    assert generator.scenario_ids is None  # drawn from each arm's own scenarios by its simulate stage
 
 
 def test_a_study_without_arms_still_has_a_plan_and_needs_no_scenarios(project):

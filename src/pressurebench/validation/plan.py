@@ -4,7 +4,7 @@
 lists none), so the comparison stages can depend on the study folders. The
 user-model plan fixes which of the main arm's scenario rows the alternative
 user replays; a generator arm's rows exist only after it has written them, so
-its subset is drawn by `arm simulate` with the same rule and recorded in that
+its subset is drawn by its simulate stage (`arm_inputs`) with the same rule and recorded in that
 arm's simulate manifest.
 
 The subset is drawn at the level of base scenarios, so a chosen base scenario
