@@ -16,8 +16,10 @@ import sys
 import time
 import tracemalloc
 
+import common  # noqa: F401 - puts the test support code (tests/) on the path
+
 from pressurebench.results import build_results
-from pressurebench.stats.synthetic import synthetic_scores
+from stats_support.synthetic import synthetic_scores
 
 RESAMPLES = 2000
 BUDGET_S = 10.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
@@ -78,7 +80,8 @@ def test_executed_notebook_shows_tables_and_figures(tmp_path):
         new_code_cell(
             "from pressurebench.reports import figures, tables\n"
             "from pressurebench.results import build_results\n"
-            "from pressurebench.stats.synthetic import synthetic_scores\n"
+            f"import sys; sys.path.insert(0, {str(Path(__file__).parents[1])!r})\n"
+            "from stats_support.synthetic import synthetic_scores\n"
             "frame = synthetic_scores(target_rates={'a': 0.6, 'b': 0.4}, metrics=2, base_per_metric=3)\n"
             "results = build_results(frame, resamples=200, confidence_level=0.95, seed=1, benchmark='x')"
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pressurebench.stats.coverage import coverage_study
+from stats_support.coverage import coverage_study
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.frame import check_scores
 from pressurebench.stats.rates import rate_estimate, rates_by, target_rates
-from pressurebench.stats.synthetic import synthetic_scores
+from stats_support.synthetic import synthetic_scores
 
 Z95 = 1.959963984540054
 

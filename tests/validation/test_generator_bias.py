@@ -12,9 +12,9 @@ from pressurebench.params import Statistics
 from pressurebench.schemas import Benchmark, Metric
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
-from pressurebench.stats.synthetic import synthetic_scores
 from pressurebench.validation.generator_bias import compare_generator_arm
 from pressurebench.validation.inputs import shared_metrics
+from stats_support.synthetic import synthetic_scores
 
 RATES = {"a": 0.35, "b": 0.5, "c": 0.6, "d": 0.7}
 FAMILIES = {"gen": "gpt", "a": "gpt", "b": "claude", "c": "llama", "d": "qwen"}

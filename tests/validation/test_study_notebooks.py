@@ -15,9 +15,9 @@ from pressurebench.notebook_run import run_notebook
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.schemas import Scenario, ScenariosFile, ScoresFile
-from pressurebench.stats.synthetic import synthetic_scores
 from pressurebench.validation.models import GeneratorBiasStudy, UserModelBiasStudy
 from pressurebench.validation.plan import write_plans
+from stats_support.synthetic import synthetic_scores
 from support import REPO, TINY_BENCHMARK
 
 RATES = {"target-a": 0.4, "target-b": 0.6}

@@ -4,7 +4,7 @@ Simulates many benchmarks with a known true rate and strong within-scenario
 correlation (`synthetic_scores`), and counts how often each interval covers
 the truth: the stratified cluster bootstrap as used (n_h − 1 draws), the
 textbook one (n_h draws), and a naive bootstrap that resamples rows as if they
-were independent. Run `python -m pressurebench.stats.coverage` to print the
+were independent. Run `cd tests && python -m stats_support.coverage` to print the
 figures.
 """
 
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .bootstrap import ClusterBootstrap, Draws
-from .estimates import RateEstimate
-from .rates import rate_estimate
+from pressurebench.stats.bootstrap import ClusterBootstrap, Draws
+from pressurebench.stats.estimates import RateEstimate
+from pressurebench.stats.rates import rate_estimate
+
 from .synthetic import synthetic_scores
 
 TRUE_RATE = 0.7
