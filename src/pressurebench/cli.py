@@ -76,6 +76,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """Base scenarios per metric a study needs, for each number of samples."""
     import math
+    from dataclasses import replace
 
     from .paths import Layout
     from .planning import Design, pilot_design, required_scenarios
@@ -102,17 +103,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{design.rate:g}, ICC {design.icc:g}; goal: {what}")
     print(f"{'samples':>7} {'base scenarios/metric':>21} {'conversations/target':>20}")
     for k in range(1, 6):
-        s = required_scenarios(replace_samples(design, k), confidence=args.confidence, **named)
+        s = required_scenarios(replace(design, samples=k), confidence=args.confidence, **named)
         convs = "—" if s is None else str(metrics * s * variants * k)
         mark = "  (params)" if k == params.generation.num_samples else ""
         print(f"{k:>7} {('over 10000' if s is None else s):>21} {convs:>20}{mark}")
     return 0
-
-
-def replace_samples(design, samples: int):
-    from dataclasses import replace
-
-    return replace(design, samples=samples)
 
 
 STAGES = ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate")

@@ -150,14 +150,13 @@ class Batcher:
             if ended:
                 break
             if time.monotonic() > deadline:
-                self._fail(self._keys_of(batch_id), RetryableError(
+                self._fail([k for k in self._recorded_keys(batch_id) if k in self._waiting], RetryableError(
                     f"{self.model_id}: batch {batch_id} had not ended after {self.settings.max_wait_s:g}s; "
                     "its record is kept, so the next run polls it again"))
                 return
             await asyncio.sleep(self.settings.poll_s)
         record = self._record_path(batch_id)
-        keys = json.loads(record.read_text(encoding="utf-8"))["keys"] if record.exists() else []
-        asked = {k: self._requests[k] for k in keys if k in self._waiting}
+        asked = {k: self._requests[k] for k in self._recorded_keys(batch_id) if k in self._waiting}
         try:
             results = await self.provider.batch_results(batch_id, batch, asked)
         except Exception as exc:  # noqa: BLE001
@@ -175,10 +174,10 @@ class Batcher:
             for key in missing:
                 self._enqueue(key)
 
-    def _keys_of(self, batch_id: str) -> list[str]:
+    def _recorded_keys(self, batch_id: str) -> list[str]:
+        """The requests a batch's record lists (none once the record is gone)."""
         path = self._record_path(batch_id)
-        keys = json.loads(path.read_text(encoding="utf-8"))["keys"] if path.exists() else []
-        return [k for k in keys if k in self._waiting]
+        return json.loads(path.read_text(encoding="utf-8"))["keys"] if path.exists() else []
 
     def _settle(self, key: str, outcome: ProviderResponse | Exception) -> None:
         future = self._waiting.pop(key, None)

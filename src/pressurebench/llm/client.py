@@ -386,10 +386,7 @@ class ModelClient:
         for attempt in range(self.max_retries + 1):
             epoch = await gate.acquire()
             try:
-                if self._stopped is not None:
-                    raise type(self._stopped)(str(self._stopped))
-                if state.refused is not None:
-                    raise RequestsRefused(state.refused)
+                self._raise_if_stopped(state)
                 if limiter is not None:
                     await limiter.wait()
                 if tokens is not None:
@@ -414,9 +411,7 @@ class ModelClient:
                     used = response.input_tokens + response.output_tokens if response else 0
                     if tokens is not None:
                         tokens.settle(estimate, used)
-                    if self.spending:
-                        cost = response and state.spec.price(response.input_tokens, response.output_tokens)
-                        self.spending.settle(bound, cost)
+                    self._settle_spending(state, bound, response)
             finally:
                 await gate.release()
             if attempt < self.max_retries:
@@ -427,10 +422,7 @@ class ModelClient:
         self, model_id: str, state: _ModelState, key: str, request: ProviderRequest
     ) -> ProviderResponse:
         """The call by way of the provider's batch API (`llm.batches`), under the same stops."""
-        if self._stopped is not None:
-            raise type(self._stopped)(str(self._stopped))
-        if state.refused is not None:
-            raise RequestsRefused(state.refused)
+        self._raise_if_stopped(state)
         if state.batcher is None:
             provider = self._provider(model_id, state)
             folder = Batcher.folder_for(self.cache_dir, provider.describe())
@@ -445,11 +437,22 @@ class ModelClient:
             self._count_rejection(model_id, state, str(exc))
             raise
         finally:
-            if self.spending:
-                cost = response and state.spec.price(response.input_tokens, response.output_tokens)
-                self.spending.settle(bound, cost)
+            self._settle_spending(state, bound, response)
         state.rejections = ("", 0)
         return response
+
+    def _settle_spending(self, state: _ModelState, bound: float, response: ProviderResponse | None) -> None:
+        """Release a call's reserved bound and record what it cost (nothing if it got no reply)."""
+        if self.spending:
+            cost = response and state.spec.price(response.input_tokens, response.output_tokens)
+            self.spending.settle(bound, cost)
+
+    def _raise_if_stopped(self, state: _ModelState) -> None:
+        """No call is sent once the stage stops, or once this model's requests are refused."""
+        if self._stopped is not None:
+            raise type(self._stopped)(str(self._stopped))
+        if state.refused is not None:
+            raise RequestsRefused(state.refused)
 
     def _count_rejection(self, model_id: str, state: _ModelState, reason: str) -> None:
         """Stop the stage once the provider refuses the same way `stop_after_rejections` times in
