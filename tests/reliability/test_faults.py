@@ -47,7 +47,7 @@ from pressurebench.schemas import (
     ScenariosFile,
     ScoresFile,
 )
-from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
+from pressurebench.stages import aggregate, evaluate, gen_metrics, gen_scenarios, simulate
 from pressurebench.stages.conversation import (
     landmarks_due,
     target_messages,
@@ -84,6 +84,7 @@ class FaultyRun:
     log: list[LoggedRequest]
     replies: dict[str, object]
     fault_counts: dict[str, int]
+    simulated_by: dict[str, int]  # per target: log entries when its simulate stage finished
 
     @property
     def layout(self) -> Layout:
@@ -118,8 +119,15 @@ def faulty_run(tmp_path_factory) -> FaultyRun:
                         "max_regenerations": 0},
             evaluation={"evaluate_all_metrics": True},
         ))
-        run_pipeline()
-        return FaultyRun(root, server.request_log, responder.replies, server.fault_counts)
+        run_pipeline([], aggregate=False)  # the generation stages
+        simulated_by = {}
+        for target in TARGETS:
+            simulate.run(PARAMS, BENCHMARK, target)
+            simulated_by[target] = len(server.request_log)
+            evaluate.run(PARAMS, BENCHMARK, target)
+        aggregate.run(PARAMS, BENCHMARK)
+        return FaultyRun(root, server.request_log, responder.replies, server.fault_counts,
+                         simulated_by)
 
 
 def test_every_fault_kind_was_served_and_every_role_failed_somewhere(faulty_run):
@@ -194,12 +202,9 @@ def test_no_verdict_without_a_successful_judge_reply(faulty_run, target):
 
 
 def user_request(conv: Conversation, scenario, bench: Benchmark, turn: int) -> list[dict]:
-    system = user_system_prompt(
-        scenario, bench.metric(scenario.metric_id), turns=TURNS, landmarks_up_front=False
-    )
+    system = user_system_prompt(scenario, bench.metric(scenario.metric_id), landmarks_up_front=False)
     return user_model_messages(
-        system, conv.transcript[: 2 * (turn - 1)], turn=turn, turns=TURNS,
-        due=landmarks_due(scenario, turn),
+        system, conv.transcript[: 2 * (turn - 1)], turn=turn, due=landmarks_due(scenario, turn)
     )
 
 
@@ -209,7 +214,10 @@ def test_conversations_hold_only_what_the_server_answered(faulty_run, target):
     the first call that never got one is exactly where an error row stops, naming its role."""
     bench = faulty_run.benchmark()
     scenarios = {s.id: s for s in faulty_run.scenarios().rows}
-    log, replies = faulty_run.log, faulty_run.replies
+    # Targets face the same opening requests (paired by design): one target's attempt may
+    # fault while a later target's identical request is answered. A conversation can only be
+    # made of what was answered before its own simulate stage finished.
+    log, replies = faulty_run.log[: faulty_run.simulated_by[target]], faulty_run.replies
     failed = {"user": 0, "target": 0}
     for conv in faulty_run.conversations(target):
         scenario = scenarios[conv.scenario_id]

@@ -31,7 +31,7 @@ def test_same_seed_same_noise_and_other_seeds_differ():
 
 
 def test_seed_is_stable_across_processes():
-    code = "from pressurebench.stages.perfunctory import message_seed as s; print(s('c__t__s0', 2))"
+    code = "from pressurebench.stages.perfunctory import message_seed as s; print(s('m01_s001', 0, 2))"
     other = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -39,12 +39,17 @@ def test_seed_is_stable_across_processes():
         check=True,
         env={"PYTHONHASHSEED": "12345"},
     )
-    assert int(other.stdout) == message_seed("c__t__s0", 2)
+    assert int(other.stdout) == message_seed("m01_s001", 0, 2)
 
 
-def test_message_seed_depends_on_conversation_and_turn():
-    seeds = {message_seed(c, t) for c in ("a__x__s0", "a__x__s1", "b__x__s0") for t in (1, 2)}
-    assert len(seeds) == 6
+def test_message_seed_depends_on_scenario_sample_and_turn():
+    seeds = {
+        message_seed(scenario, sample, turn)
+        for scenario in ("m01_s001_v01", "m01_s001_v02")
+        for sample in (0, 1)
+        for turn in (1, 2)
+    }
+    assert len(seeds) == 8
     assert stable_seed("a", "b") != stable_seed("ab")
 
 

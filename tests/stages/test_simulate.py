@@ -488,6 +488,52 @@ def test_typing_noise_is_deterministic_per_conversation_and_reaches_the_target(p
     assert [r.transcript for r in again] == [r.transcript for r in first]
 
 
+def test_targets_face_the_same_noisy_opening_for_the_same_scenario_and_sample(project, script):
+    """Paired by design: the user side's draws before the first reply do not depend on the target."""
+    project.write_params(generation={"perfunctory": 0.5, "num_samples": 2, "turns": 2})
+    seed_inputs([scenario(), scenario(variant=2)])
+
+    def respond(model_id, request):
+        if request.schema is not None:
+            text = "Honestly I don't think you're seeing the whole picture here, my friend."
+            return {"thought": "push", "message": text, "end_conversation": False}
+        return f"Reply from {model_id}."
+
+    script.responder = respond
+    for target in ("target-a", "target-b"):
+        simulate.run(project.params_path, "tiny", target, provider_factory=script.factory())
+    a, b = read_rows("target-a"), read_rows("target-b")
+
+    def opening(row):
+        return row.transcript[0].content
+
+    assert [(r.scenario_id, r.sample) for r in a] == [(r.scenario_id, r.sample) for r in b]
+    assert [opening(r) for r in a] == [opening(r) for r in b]
+    assert len({opening(r) for r in a}) == len(a)  # scenario and sample still vary the noise
+    # later user turns answer different replies, but their noise is drawn the same way
+    assert a[0].transcript[2].content == b[0].transcript[2].content
+
+
+def test_raising_turns_extends_conversations_instead_of_replacing_them(project, script):
+    """Nothing the user side sees depends on `turns`: a longer run replays the shorter one's turns
+    from the cache and only adds new ones."""
+    project.write_params(generation={"turns": 2, "num_samples": 1})
+    seed_inputs([scenario()])
+    script.responder = conversing()
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    (short,) = read_rows()
+    calls_before = len(script.calls)
+
+    project.write_params(generation={"turns": 4, "num_samples": 1})
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    (long,) = read_rows()
+    assert long.transcript[:4] == short.transcript
+    assert long.turns == 4
+    new_calls = script.calls[calls_before:]
+    assert Counter(c.model_id for c in new_calls) == {"user": 2, "target-a": 2}
+    assert {user_turn_of(c.request) for c in new_calls if c.model_id == "user"} == {3, 4}
+
+
 def test_noise_rate_zero_sends_the_message_verbatim(project, script):
     seed_inputs([scenario()])
     script.responder = conversing()

@@ -39,13 +39,14 @@ def target_messages(system_prompt: str | None, transcript: list[Message]) -> lis
     return system + [{"role": m.role, "content": m.content} for m in transcript]
 
 
-def user_system_prompt(
-    scenario: Scenario, metric: Metric, *, turns: int, landmarks_up_front: bool
-) -> str:
+def user_system_prompt(scenario: Scenario, metric: Metric, *, landmarks_up_front: bool) -> str:
     """The simulated user's brief: who it is, what it wants, and what would make the target fail.
 
     With `landmarks_up_front` the whole plan is here and the user model paces
     itself; otherwise each landmark arrives only at its turn (`user_direction`).
+    The brief does not say how many messages the user has: nothing the user
+    side sees depends on `generation.turns`, so a longer run extends the
+    shorter one's conversations instead of replacing them (see `simulate`).
     """
     return render(
         "user_system",
@@ -55,19 +56,18 @@ def user_system_prompt(
         metric_name=metric.name,
         metric_definition=metric.definition,
         metric_type=metric.type,
-        turns=turns,
         landmarks=sorted(scenario.landmarks, key=lambda lm: lm.turn) if landmarks_up_front else [],
     )
 
 
 def user_model_messages(
-    system_prompt: str, transcript: list[Message], *, turn: int, turns: int, due: list[Landmark]
+    system_prompt: str, transcript: list[Message], *, turn: int, due: list[Landmark]
 ) -> list[dict]:
     """The user model's request for turn `turn`: the mirrored transcript plus this turn's direction.
 
     The conversation opens with a fixed `user_start` message, since chat APIs
-    expect a user turn first. The stage direction (turn count and the landmarks
-    `due` now) is appended to the latest incoming message of this request only;
+    expect a user turn first. The stage direction (the turn number and the
+    landmarks `due` now) is appended to the latest incoming message of this request only;
     later requests rebuild their history from the transcript and never see it.
     """
     history = [{"role": "user", "content": render("user_start")}]
@@ -77,7 +77,7 @@ def user_model_messages(
     if history[-1]["role"] != "user":
         raise ValueError("the user model can only be asked to speak after an incoming message")
     direction = render(
-        "user_direction", turn=turn, turns=turns, landmarks=[lm.instruction for lm in due]
+        "user_direction", turn=turn, landmarks=[lm.instruction for lm in due]
     )
     history[-1] = {"role": "user", "content": f"{history[-1]['content']}\n\n{direction}"}
     return [{"role": "system", "content": system_prompt}] + history

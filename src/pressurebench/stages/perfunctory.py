@@ -46,9 +46,13 @@ def stable_seed(*parts: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def message_seed(conv_id: str, turn: int) -> int:
-    """The noise seed of one user message: its conversation and its turn."""
-    return stable_seed("perfunctory", conv_id, str(turn))
+def message_seed(scenario_id: str, sample: int, turn: int) -> int:
+    """The noise seed of one user message: its scenario, sample and turn, never its target.
+
+    Two targets facing the same scenario and sample get the same typos in the same
+    message, so a comparison of targets is paired on what the user typed.
+    """
+    return stable_seed("perfunctory", scenario_id, str(sample), str(turn))
 
 
 def add_typos(text: str, rate: float, seed: int) -> str:

@@ -25,9 +25,21 @@ configuration error (bad credentials, unknown model) stops the stage.
 
 Reproducibility. Every call passes `sample=k`, so samples are independent
 draws that the cache keeps apart. A conversation is a deterministic function
-of its calls' answers (the typing noise is seeded from its conv_id and turn),
-so re-running after an interruption replays every finished call from the
-cache and writes the same file.
+of its calls' answers (the typing noise is seeded from its scenario, sample
+and turn), so re-running after an interruption replays every finished call
+from the cache and writes the same file.
+
+Paired by design. Nothing the user side draws depends on the target: the
+user model's requests carry no target name, and the typing noise is seeded by
+scenario and sample, not by conversation. Every target therefore faces the
+same opening message for the same scenario and sample, and two targets'
+results differ only through their replies.
+
+Nested horizons. Nothing the user side sees depends on `turns` either (the
+user is not told how many messages it has), so the first k turns of a
+conversation are the same whatever `turns` is. Raising `turns` extends the
+conversations, replaying their earlier turns from the cache, and the
+per-turn verdicts of the shorter run stay valid (`evaluate`).
 """
 
 from __future__ import annotations
@@ -118,9 +130,7 @@ async def simulate_conversation(
     transcript: list[Message] = []
     system_prompt = target_system_prompt(scenario, sim.benchmark, client.spec(sim.target))
     try:
-        ended_by, error = await _play(
-            client, sim, scenario, sample, cid, system_prompt, transcript, calls
-        )
+        ended_by, error = await _play(client, sim, scenario, sample, system_prompt, transcript, calls)
     except ProviderStop:
         raise
     except Exception as exc:  # noqa: BLE001 - one broken row must not take the others down
@@ -150,7 +160,6 @@ async def _play(
     sim: Simulation,
     scenario: Scenario,
     sample: int,
-    cid: str,
     system_prompt: str | None,
     transcript: list[Message],
     calls: _Calls,
@@ -160,12 +169,10 @@ async def _play(
         metric = sim.benchmark.metric(scenario.metric_id)
     except KeyError:
         return None, f"the benchmark has no metric '{scenario.metric_id}'"
-    user_system = user_system_prompt(
-        scenario, metric, turns=sim.turns, landmarks_up_front=not sim.landmarks
-    )
+    user_system = user_system_prompt(scenario, metric, landmarks_up_front=not sim.landmarks)
     for turn in range(1, sim.turns + 1):
         due = landmarks_due(scenario, turn) if sim.landmarks else []
-        request = user_model_messages(user_system, transcript, turn=turn, turns=sim.turns, due=due)
+        request = user_model_messages(user_system, transcript, turn=turn, due=due)
         result = await client.chat(sim.user_model, request, schema=UserTurn, sample=sample)
         calls.add("user", result)
         if not result.ok:
@@ -175,7 +182,7 @@ async def _play(
             return "user", None
         text = move.message.strip()  # never blank: UserTurn rejects that, so it was re-asked
         transcript.append(
-            Message(role="user", content=add_typos(text, sim.perfunctory, message_seed(cid, turn)))
+            Message(role="user", content=add_typos(text, sim.perfunctory, message_seed(scenario.id, sample, turn)))
         )
         result = await client.chat(
             sim.target, target_messages(system_prompt, transcript), sample=sample,
