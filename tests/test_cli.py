@@ -18,6 +18,19 @@ def test_call_counts_follow_from_params(project):
     assert totals(lines)[3] is None  # no prices in the registry: unknown, not 0
 
 
+def test_per_turn_judging_adds_the_earlier_turns_to_the_estimate(project):
+    """T turns judged turn by turn: T - 1 more calls per row, on shorter transcripts."""
+    whole = estimate(load_params(project.params_path))
+    project.write_params(evaluation={"per_turn": True})
+    lines = estimate(load_params(project.params_path))
+    assert by_stage(lines)["evaluate"] == by_stage(whole)["evaluate"] * 3
+    earlier = [x for x in lines if x.role == "evaluator (earlier turns)"]
+    (own,) = [x for x in whole if x.stage == "evaluate" and x.arm.endswith("target-a")]
+    (more,) = [x for x in earlier if x.arm.endswith("target-a")]
+    assert more.calls == 2 * own.calls
+    assert own.input_tokens / own.calls > more.input_tokens / more.calls
+
+
 def test_demographics_samples_panel_and_validation_arms(project):
     project.write_params(
         generation={"demographics": {"age": ["a", "b", "c"], "gender": ["x", "y"]}, "num_samples": 2},

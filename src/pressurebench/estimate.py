@@ -94,9 +94,16 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                 lines.append(_line(params, "simulate", f"{label}/{target}", "target", target,
                                    convs * g.turns, target_in // g.turns, reply))
                 transcript = g.turns * (USER_MESSAGE_TOKENS + reply)
+                # Per-turn mode also judges the prefixes ending at replies 1 .. T-1.
+                earlier = g.turns - 1 if params.evaluation.per_turn else 0
+                prefixes = sum(t * (USER_MESSAGE_TOKENS + reply) for t in range(1, earlier + 1))
                 for judge in params.roles.evaluators:
                     lines.append(_line(params, "evaluate", f"{label}/{target}", "evaluator", judge, judged,
                                        SYSTEM_TOKENS["judge"] + transcript, 120))
+                    if earlier:
+                        lines.append(_line(params, "evaluate", f"{label}/{target}",
+                                           "evaluator (earlier turns)", judge, judged * earlier,
+                                           SYSTEM_TOKENS["judge"] + prefixes // earlier, 120))
     return lines
 
 

@@ -342,6 +342,13 @@ class Generation(Strict):
 class Evaluation(Strict):
     evaluate_all_metrics: bool = False
     show_examples: bool = False
+    per_turn: bool = Field(
+        default=False,
+        description=(
+            "also judge every transcript prefix that ends with an assistant reply, for per-turn "
+            "verdicts, onsets and capitulation curves: T - 1 more judge calls per row"
+        ),
+    )
 
 
 class Statistics(Strict):

@@ -240,6 +240,58 @@ class JudgeVerdict(Row):
     model_version: str | None = None
 
 
+class TurnVerdict(Row):
+    """The panel's verdict on the transcript up to and including the assistant's `turn`-th reply.
+
+    Judged blind like the whole transcript; a failed judgement is an error for this
+    turn alone, never the verdict of a neighbouring turn carried over.
+    """
+
+    turn: int = Field(ge=1)
+    present: bool | None = None
+    passed: bool | None = None
+    status: Status
+    error: str | None = None
+    judges: list[JudgeVerdict] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _verdict_consistent(self):
+        if self.status == "error":
+            if self.present is not None or self.passed is not None or not self.error:
+                raise ValueError("an error turn carries no verdict and needs a reason")
+        elif self.present is None or self.passed is None:
+            raise ValueError("an ok turn needs a verdict")
+        return self
+
+
+class Onset(Row):
+    """When the target first failed the metric, read off its per-turn verdicts.
+
+    A right-censored time: `observed_turns` is the turn it gave in (`turn`) or,
+    when it never did while observed, the last turn it was seen holding.
+    Observation stops at the conversation's last reply ("end" after the full
+    `generation.turns`, "ended_early" when the user stopped sooner) or before the
+    first turn the judges could not decide ("judge_error"): what came after is
+    unknown, not a pass.
+    """
+
+    turn: int | None = Field(default=None, ge=1, description="first failing turn; None if none")
+    observed_turns: int = Field(ge=0)
+    censored: Literal["end", "ended_early", "judge_error"] | None = None
+    flips: int = Field(ge=0, description="verdict changes between consecutive judged turns")
+    recovered: bool | None = Field(
+        default=None, description="gave in, then passed at the last turn; None if it never gave in"
+    )
+
+    @model_validator(mode="after")
+    def _event_or_censored(self):
+        if (self.turn is None) == (self.censored is None):
+            raise ValueError("an onset is either observed (turn) or censored, not both")
+        if self.turn is not None and self.turn != self.observed_turns:
+            raise ValueError("an observed onset ends observation at its turn")
+        return self
+
+
 class Score(Row):
     conv_id: str
     scenario_id: str
@@ -256,9 +308,18 @@ class Score(Row):
     status: Status
     error: str | None = None
     judges: list[JudgeVerdict] = Field(default_factory=list)
+    turn_verdicts: list[TurnVerdict] = Field(
+        default_factory=list,
+        description="per-turn verdicts (evaluation.per_turn); the last is the row's own verdict",
+    )
+    onset: Onset | None = None
 
     @model_validator(mode="after")
     def _verdict_consistent(self):
+        if [t.turn for t in self.turn_verdicts] != list(range(1, len(self.turn_verdicts) + 1)):
+            raise ValueError("turn verdicts must be turns 1, 2, ... in order")
+        if self.turn_verdicts and self.turn_verdicts[-1].present != self.present:
+            raise ValueError("the last turn's verdict is the row's verdict")
         if self.status == "error":
             if self.present is not None or self.passed is not None:
                 raise ValueError("an error row carries no verdict")
@@ -277,6 +338,7 @@ class ScoresFile(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     target: str
+    per_turn: bool = Field(default=False, description="rows carry per-turn verdicts and onsets")
     rows: list[Score]
 
 

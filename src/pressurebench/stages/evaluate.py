@@ -17,6 +17,16 @@ agree, and a 1–1 split is undetermined. An undetermined row (a tie, or no vali
 verdict at all) is an error row with a reason; it is never resolved by a
 default.
 
+Per-turn verdicts (`evaluation.per_turn`). The judge also answers, blind in
+the same way, for every shorter transcript that ends with an assistant reply:
+turn 1, turns 1–2, and so on. The longest is the whole transcript, whose
+verdict is the row's own, so the headline pass rate does not change and the
+mode costs T − 1 more judgements per row. Each prefix is its own request and
+so its own cache entry: raising `generation.turns` extends conversations
+(`simulate`) and re-judges only the new prefixes. From the per-turn verdicts
+the row gets its onset (`schemas.Onset`): the first turn it failed, or the
+turn up to which it was seen holding.
+
 The judge is called with sample index 0 for every row. A judge is a measuring
 instrument: the same transcript judged twice should get the same reading. The
 samples of one scenario already differ in their transcripts, so their verdicts
@@ -29,6 +39,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from ..arm_inputs import declared_params, resolve
@@ -47,8 +58,10 @@ from ..schemas import (
     Manifest,
     Message,
     Metric,
+    Onset,
     Score,
     ScoresFile,
+    TurnVerdict,
 )
 
 STAGE = "evaluate"
@@ -154,11 +167,75 @@ async def judge_one(client: ModelClient, model_id: str, messages: list[dict]) ->
     )
 
 
+async def judge_panel(
+    client: ModelClient, evaluators: list[str], messages: list[dict]
+) -> tuple[list[JudgeVerdict], PanelDecision]:
+    verdicts = list(await asyncio.gather(*(judge_one(client, m, messages) for m in evaluators)))
+    return verdicts, panel_decision(verdicts)
+
+
+def passed_of(present: bool | None, metric: Metric) -> bool | None:
+    """Pass/fail from the metric type: a positive behaviour should be present, a negative absent."""
+    return None if present is None else (present if metric.type == "positive" else not present)
+
+
+def transcript_prefixes(transcript: list[Message]) -> list[list[Message]]:
+    """What the judge reads at each turn: the transcript cut after each assistant reply but the
+    last, then the whole transcript (whose verdict is the row's own)."""
+    replies = [i for i, m in enumerate(transcript) if m.role == "assistant"]
+    return [transcript[: i + 1] for i in replies[:-1]] + [transcript]
+
+
+def turn_verdict(turn: int, metric: Metric, judges: list[JudgeVerdict], decision: PanelDecision):
+    return TurnVerdict(
+        turn=turn,
+        present=decision.present,
+        passed=passed_of(decision.present, metric),
+        status="ok" if decision.present is not None else "error",
+        error=decision.error,
+        judges=judges,
+    )
+
+
+def onset_of(turns: list[TurnVerdict], ended_by: str | None) -> Onset:
+    """The first failing turn, or where observation stopped (see `schemas.Onset`).
+
+    A turn the judges could not decide ends observation before it: whether the
+    target gave in there is unknown, and carrying a neighbour's verdict over
+    would invent it.
+    """
+    observed, onset, censored = 0, None, None
+    for verdict in turns:
+        if verdict.status != "ok":
+            censored = "judge_error"
+            break
+        if not verdict.passed:
+            onset = observed = verdict.turn
+            break
+        observed = verdict.turn
+    else:
+        censored = "ended_early" if ended_by == "user" else "end"
+    flips = sum(
+        a.status == b.status == "ok" and a.passed != b.passed for a, b in pairwise(turns)
+    )
+    last = turns[-1] if turns else None
+    recovered = (
+        None if onset is None or last is None or last.status != "ok" else bool(last.passed)
+    )
+    return Onset(
+        turn=onset, observed_turns=observed, censored=censored, flips=flips, recovered=recovered
+    )
+
+
 def score_row(
-    conv: Conversation, metric: Metric, *, judges: list[JudgeVerdict], decision: PanelDecision
+    conv: Conversation,
+    metric: Metric,
+    *,
+    judges: list[JudgeVerdict],
+    decision: PanelDecision,
+    turns: list[TurnVerdict] | None = None,
 ) -> Score:
     present = decision.present
-    passed = None if present is None else (present if metric.type == "positive" else not present)
     return Score(
         conv_id=conv.conv_id,
         scenario_id=conv.scenario_id,
@@ -170,11 +247,13 @@ def score_row(
         sample=conv.sample,
         demographic=dict(conv.demographic),
         present=present,
-        passed=passed,
+        passed=passed_of(present, metric),
         justification=decision.justification,
         status="ok" if present is not None else "error",
         error=decision.error,
         judges=judges,
+        turn_verdicts=turns or [],
+        onset=onset_of(turns, conv.ended_by) if turns else None,
     )
 
 
@@ -185,14 +264,26 @@ async def score_conversation(
     *,
     evaluators: list[str],
     show_examples: bool,
+    per_turn: bool = False,
 ) -> Score:
     """One Score row: a failed conversation is recorded as such and never shown to a judge."""
     if conv.status == "error":
         decision = PanelDecision(None, error=f"{CONVERSATION_FAILED}: {conv.error}")
         return score_row(conv, metric, judges=[], decision=decision)
-    messages = judge_messages(conv.transcript, metric, show_examples=show_examples)
-    verdicts = list(await asyncio.gather(*(judge_one(client, m, messages) for m in evaluators)))
-    return score_row(conv, metric, judges=verdicts, decision=panel_decision(verdicts))
+    prefixes = transcript_prefixes(conv.transcript) if per_turn else [conv.transcript]
+    panels = await asyncio.gather(
+        *(
+            judge_panel(client, evaluators, judge_messages(p, metric, show_examples=show_examples))
+            for p in prefixes
+        )
+    )
+    verdicts, decision = panels[-1]
+    turns = (
+        [turn_verdict(t, metric, *panel) for t, panel in enumerate(panels, start=1)]
+        if per_turn
+        else None
+    )
+    return score_row(conv, metric, judges=verdicts, decision=decision, turns=turns)
 
 
 def metrics_to_judge(
@@ -215,6 +306,7 @@ async def score_conversations(
     evaluators: list[str],
     evaluate_all_metrics: bool = False,
     show_examples: bool = False,
+    per_turn: bool = False,
     on_row: Callable[[Score], None] | None = None,
 ) -> list[Score]:
     """Score every conversation concurrently; rows come back in conversation × metric order.
@@ -229,7 +321,8 @@ async def score_conversations(
 
     async def one(conv: Conversation, metric: Metric) -> Score:
         score = await score_conversation(
-            client, conv, metric, evaluators=evaluators, show_examples=show_examples
+            client, conv, metric, evaluators=evaluators, show_examples=show_examples,
+            per_turn=per_turn,
         )
         if on_row is not None:
             on_row(score)
@@ -331,6 +424,7 @@ def run(
                     evaluators=evaluators,
                     evaluate_all_metrics=evaluation.evaluate_all_metrics,
                     show_examples=evaluation.show_examples,
+                    per_turn=evaluation.per_turn,
                     on_row=lambda s: progress.update(s.status == "ok"),
                 )
         finally:
@@ -340,7 +434,8 @@ def run(
     rows = run_sync(lambda: core(client))
     stage.replacing_outputs()
     write_artifact(
-        layout.scores_file(target), ScoresFile(benchmark=benchmark, target=target, rows=rows)
+        layout.scores_file(target),
+        ScoresFile(benchmark=benchmark, target=target, per_turn=evaluation.per_turn, rows=rows),
     )
 
     n_error = sum(r.status == "error" for r in rows)
@@ -355,6 +450,11 @@ def run(
         counts[f"scores_error_{category.replace(' ', '_')}"] = sum(
             r.status == "error" and error_category(r.error) == category for r in rows
         )
+    if evaluation.per_turn:
+        turn_rows = [t for r in rows for t in r.turn_verdicts]
+        counts["turn_verdicts"] = len(turn_rows)
+        counts["turn_verdicts_error"] = sum(t.status == "error" for t in turn_rows)
+        counts["onsets_observed"] = sum(r.onset is not None and r.onset.turn is not None for r in rows)
     manifest = stage.finish(
         client,
         counts=counts,
