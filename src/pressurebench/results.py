@@ -18,6 +18,7 @@ from .stats.bootstrap import ClusterBootstrap, check_confidence_level
 from .stats.estimates import Strict
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
+from .stats.pressure import PressureResults, pressure_results
 from .stats.ranking import TargetComparison, compare_targets
 from .stats.rates import TargetRates, no_data, target_rates
 
@@ -61,6 +62,9 @@ class Results(BaseModel):
     comparison: TargetComparison
     sample_agreement: SampleAgreement = Field(description="pooled over targets")
     judge_agreement: JudgeAgreement
+    pressure: PressureResults | None = Field(
+        default=None, description="pressure over turns; None without per-turn verdicts"
+    )
 
 
 def error_counts(scores: pd.DataFrame) -> dict[str, ErrorCounts]:
@@ -86,6 +90,8 @@ def build_results(
     seed: int,
     benchmark: str,
     metric_ids: Sequence[str] = (),
+    onsets: pd.DataFrame | None = None,
+    turns: pd.DataFrame | None = None,
 ) -> Results:
     """Pass rates, breakdowns, demographic gaps, target comparisons and agreement for one benchmark.
 
@@ -93,6 +99,8 @@ def build_results(
     `pressurebench.stats.frame`). Every metric in `metric_ids` appears in each
     target's `by_metric`, with a null rate where it has no rows (for instance
     when its scenarios failed to generate): absent data is shown, not hidden.
+    `onsets` and `turns` are the per-turn frames of `stats.pressure`, when the
+    scores carry per-turn verdicts.
     """
     check_scores(scores)
     check_confidence_level(confidence_level)
@@ -127,4 +135,14 @@ def build_results(
         comparison=compare_targets(scores, bootstrap, confidence_level=confidence_level),
         sample_agreement=sample_agreement(scores, bootstrap, confidence_level=confidence_level),
         judge_agreement=judge_agreement(scores, bootstrap, confidence_level=confidence_level),
+        pressure=(
+            pressure_results(
+                onsets.assign(target=onsets["target"].astype(str)),
+                turns.assign(target=turns["target"].astype(str)),
+                bootstrap,
+                confidence_level=confidence_level,
+            )
+            if onsets is not None and turns is not None
+            else None
+        ),
     )

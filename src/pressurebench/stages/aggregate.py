@@ -24,7 +24,9 @@ from ..params import load_params
 from ..results import Results, build_results
 from ..runtime import StageRun
 from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
+from ..stats.capitulation import GAVE_IN, ONSET_TIME
 from ..stats.frame import DEMOGRAPHIC_PREFIX, JUDGE_PREFIX
+from ..stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
 from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
 
 STAGE = "aggregate"
@@ -62,16 +64,65 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
     )
     records = []
     for s in rows:
-        unit = "" if s.metric_id == s.scenario_metric_id else f"@{s.metric_id}"
         verdicts = {j.model_id: j.present for j in s.judges if j.status == "ok"}
         records.append(
-            [s.target, s.metric_id, s.metric_type, s.base_id + unit, s.scenario_id + unit, s.sample]
+            [s.target, s.metric_id, s.metric_type, *_units(s), s.sample]
             + [s.demographic.get(axis) for axis in axes]
             + [s.status, s.passed]
             + [verdicts.get(m) for m in panel]
             + [s.conv_id, s.scenario_metric_id, s.present, s.error]
         )
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _units(s: Score) -> tuple[str, str]:
+    """The row's resampling units (see `scores_frame`)."""
+    unit = "" if s.metric_id == s.scenario_metric_id else f"@{s.metric_id}"
+    return s.base_id + unit, s.scenario_id + unit
+
+
+def onsets_frame(scores: Iterable[Score]) -> pd.DataFrame:
+    """One row per score row with an onset: the conversation's right-censored time of giving in
+    (`stats.pressure`), in the resampling units and demographic columns of `scores_frame`."""
+    rows = [s for s in scores if s.onset is not None]
+    axes = list(dict.fromkeys(axis for s in rows for axis in s.demographic))
+    records = []
+    for s in rows:
+        base, scenario = _units(s)
+        records.append({
+            "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
+            "base_id": base, "scenario_id": scenario, "sample": s.sample,
+            **{DEMOGRAPHIC_PREFIX + a: s.demographic.get(a) for a in axes},
+            "conv_id": s.conv_id,
+            ONSET_TIME: s.onset.observed_turns, GAVE_IN: s.onset.turn is not None,
+            ONSET_CENSORED: s.onset.censored, FLIPS: s.onset.flips, RECOVERED: s.onset.recovered,
+        })
+    return pd.DataFrame.from_records(records, columns=[
+        "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",
+        *(DEMOGRAPHIC_PREFIX + a for a in axes), "conv_id",
+        ONSET_TIME, GAVE_IN, ONSET_CENSORED, FLIPS, RECOVERED,
+    ])
+
+
+def turns_frame(scores: Iterable[Score], landmarks: dict[str, list[int]]) -> pd.DataFrame:
+    """One row per turn verdict, with `landmark`: which of its scenario's landmarks (1st, 2nd,
+    ... by turn) was due at that turn, None where none was. `landmarks` maps scenario ids to
+    their landmark turns."""
+    records = []
+    for s in scores:
+        base, scenario = _units(s)
+        due = sorted(set(landmarks.get(s.scenario_id, [])))
+        for v in s.turn_verdicts:
+            records.append({
+                "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
+                "base_id": base, "scenario_id": scenario, "sample": s.sample,
+                "status": v.status, "passed": v.passed, "conv_id": s.conv_id, TURN: v.turn,
+                LANDMARK: due.index(v.turn) + 1 if v.turn in due else None,
+            })
+    return pd.DataFrame.from_records(records, columns=[
+        "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",
+        "status", "passed", "conv_id", TURN, LANDMARK,
+    ])
 
 
 def error_counts_by_category(scores: Iterable[Score]) -> dict[str, int]:
@@ -172,9 +223,10 @@ def run(
     metrics_path = inputs.metrics_file
     scenarios_path = inputs.scenarios_file
     bench = read_yaml_model(metrics_path, Benchmark)
-    generation_errors = generation_error_counts(
-        bench.errors + read_artifact(scenarios_path, ScenariosFile).errors
-    )
+    scenarios = read_artifact(scenarios_path, ScenariosFile)
+    generation_errors = generation_error_counts(bench.errors + scenarios.errors)
+    per_turn = any(f.per_turn for f in score_files.values())
+    landmarks = {sc.id: [lm.turn for lm in sc.landmarks] for sc in scenarios.rows}
 
     stats = params.statistics
     results = build_results(
@@ -184,6 +236,8 @@ def run(
         seed=stats.seed,
         benchmark=benchmark,
         metric_ids=[m.id for m in bench.metrics],
+        onsets=onsets_frame(rows) if per_turn else None,
+        turns=turns_frame(rows, landmarks) if per_turn else None,
     )
     stage.replacing_outputs()
     write_artifact(layout.results_file, results)
