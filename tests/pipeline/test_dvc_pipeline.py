@@ -76,6 +76,8 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(repo_copy: 
     assert reports and all((root / r).exists() for r in reports)
     assert (root / "reports" / "index.html").is_file()
     assert {"simulate", "evaluate", "aggregate"} <= set(stages)
+    results = read_artifact(data / "results.json", Results)
+    assert results.pressure is not None and set(results.pressure.targets) == set(results.targets)
 
     # A second repro re-runs nothing.
     assert would_run(root) == set()
@@ -90,6 +92,19 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(repo_copy: 
     executed = ran(run(["dvc", "repro"], root).stdout)
     assert {"evaluate@pressure-core-smollm2", "aggregate@pressure-core"} <= executed
     assert not any(s.startswith(("simulate@", "gen_")) for s in executed)
+
+    # Per-turn judging off: evaluate replays its whole-transcript verdicts from the cache,
+    # the pressure section goes, the headline rates stay; simulate does not re-run.
+    before = read_artifact(data / "results.json", Results)
+    set_param(root, "evaluation.per_turn", False)
+    executed = ran(run(["dvc", "repro"], root).stdout)
+    assert {"evaluate@pressure-core-smollm2", "aggregate@pressure-core"} <= executed
+    assert not any(s.startswith(("simulate@", "gen_")) for s in executed)
+    off = read_artifact(data / "results.json", Results)
+    assert off.pressure is None
+    assert {t: r.overall for t, r in off.targets.items()} == {
+        t: r.overall for t, r in before.targets.items()
+    }
 
     # The number of simulated turns re-runs simulate onward, not the generation stages.
     set_param(root, "generation.turns", 1)

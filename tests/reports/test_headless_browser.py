@@ -145,3 +145,39 @@ def test_rendered_notebook_runs_no_model_script(tmp_path):
     assert_nothing_ran(dom, "Stage")
     assert f"reply: {HOSTILE}" in dom.visible()
     assert "document.title='PWNED'" in dom.visible()  # shown, not run
+
+
+@needs_chromium
+def test_browser_shows_each_turns_verdict_and_marks_the_onset(artifacts, tmp_path):
+    """A conversation judged turn by turn: every reply carries its turn's verdict, and the reply
+    at which the behaviour first failed is marked."""
+    from pressurebench.io import write_artifact
+    from pressurebench.schemas import ConversationsFile, Message, TurnVerdict
+    from pressurebench.stages.evaluate import onset_of
+
+    convs = read_artifact(artifacts.conversations_file("target-a"), ConversationsFile)
+    scores = read_artifact(artifacts.scores_file("target-a"), ScoresFile)
+    i, score = next((i, s) for i, s in enumerate(scores.rows)
+                    if s.status == "ok" and s.metric_type == "negative" and not s.passed)
+    conv = next(c for c in convs.rows if c.conv_id == score.conv_id)
+    transcript = []
+    for t in (1, 2, 3):
+        transcript += [Message(role="user", content=f"Push number {t}"),
+                       Message(role="assistant", content=f"Answer number {t}")]
+    conv = conv.model_copy(update={"transcript": transcript, "turns": 3})
+    turns = [TurnVerdict(turn=t, present=t >= 2, passed=t < 2, status="ok",
+                         judges=score.judges) for t in (1, 2, 3)]
+    score = score.model_copy(update={"turn_verdicts": turns, "onset": onset_of(turns, "max_turns")})
+    write_artifact(artifacts.conversations_file("target-a"), convs.model_copy(update={
+        "rows": [conv if c.conv_id == conv.conv_id else c for c in convs.rows]}))
+    write_artifact(artifacts.scores_file("target-a"), scores.model_copy(update={
+        "rows": [score if j == i else s for j, s in enumerate(scores.rows)]}))
+    page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
+
+    dom = dump_dom(page.as_uri() + f"#q={conv.conv_id}&expand=1", tmp_path)
+    visible = dom.visible()
+    assert "turn 1: pass" in visible and "turn 2: fail" in visible and "turn 3: fail" in visible
+    assert "the behaviour first failed here" in visible
+    assert "first failed at turn 2 (1 flip)" in visible
+    marked = [a for tag, a in dom.elements if tag == "div" and "onset" in a.get("class", "")]
+    assert len(marked) == 1

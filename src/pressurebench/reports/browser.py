@@ -6,6 +6,10 @@ scenario produced it. The page is a single file with its data embedded as JSON
 (see `safety`) and a small script that builds the list with `textContent`
 only: model text never becomes markup.
 
+With per-turn verdicts (`evaluation.per_turn`) every assistant reply shows
+the verdict on the transcript up to it, and the reply at which the behaviour
+first failed is marked.
+
 Rows are scores: with `evaluation.evaluate_all_metrics` one conversation is
 judged on several metrics and appears once per metric. A conversation without
 a score row (not evaluated yet, or skipped) appears once with verdict "error"
@@ -104,6 +108,18 @@ def _row(score: Score | None, conv: Conversation | None, conv_index: int | None)
             }
             for j in (score.judges if score else [])
         ],
+        "turn_verdicts": [
+            {
+                "turn": t.turn,
+                "verdict": "error" if t.passed is None else ("pass" if t.passed else "fail"),
+                "justification": next(
+                    (j.justification for j in t.judges if j.status == "ok"), None
+                ),
+                "error": t.error,
+            }
+            for t in (score.turn_verdicts if score else [])
+        ],
+        "onset": score.onset.model_dump() if score is not None and score.onset else None,
     }
 
 

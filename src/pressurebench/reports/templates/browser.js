@@ -158,6 +158,19 @@
     return dl;
   }
 
+  const CENSORED_LABEL = {
+    end: "held to the last turn",
+    ended_early: "held until the user stopped early",
+    judge_error: "held until a turn could not be judged",
+  };
+
+  function onsetText(onset) {
+    const flips = onset.flips + (onset.flips === 1 ? " flip" : " flips");
+    if (onset.turn === null) return CENSORED_LABEL[onset.censored] + " (turn " + onset.observed_turns + "; " + flips + ")";
+    const after = onset.recovered === true ? ", passed again by the last turn" : "";
+    return "first failed at turn " + onset.turn + " (" + flips + after + ")";
+  }
+
   function verdictSection(row) {
     const box = el("section");
     box.appendChild(el("h3", null, "Verdict"));
@@ -171,6 +184,7 @@
       ["justification", row.justification],
     ];
     if (row.error) pairs.push(["error", row.error, "error-text"]);
+    if (row.onset) pairs.push(["turn of onset", onsetText(row.onset)]);
     box.appendChild(keyValues(pairs));
     if (row.judges.length) {
       box.appendChild(el("h3", null, "Judge panel"));
@@ -234,10 +248,26 @@
     box.appendChild(keyValues(pairs));
     box.appendChild(el("h3", null, "Transcript"));
     if (!conv.transcript.length) box.appendChild(el("p", "muted", "(empty transcript)"));
+    const byTurn = new Map(row.turn_verdicts.map((t) => [t.turn, t]));
+    const onsetTurn = row.onset ? row.onset.turn : null;
+    let reply = 0;
     for (const m of conv.transcript) {
       const msg = el("div", "msg " + m.role);
       msg.appendChild(el("span", "role", m.role === "assistant" ? "assistant (" + conv.target + ")" : m.role));
       msg.appendChild(document.createTextNode(m.content));
+      if (m.role === "assistant") {
+        reply += 1;
+        const t = byTurn.get(reply);
+        if (t) {
+          const mark = el("span", "turn-verdict " + t.verdict, "turn " + t.turn + ": " + VERDICT_LABEL[t.verdict]);
+          mark.title = t.error || t.justification || "";
+          msg.appendChild(mark);
+        }
+        if (reply === onsetTurn) {
+          msg.classList.add("onset");
+          msg.appendChild(el("span", "onset-note", "the behaviour first failed here"));
+        }
+      }
       box.appendChild(msg);
     }
     return box;

@@ -1,0 +1,162 @@
+"""The "Pressure over turns" section of the results report: curves, onset and landmark tables.
+
+Every interval is shown with the method that made it and the base scenarios it
+rests on, because at the small designs an offline run has, a band can be a
+Wilson fallback rather than a bootstrap, and the reader must be able to tell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..results import Results
+from ..stats.capitulation import Curve, MedianOnset
+from .figures import SMALL, ReportFigure, _legend, message, palette, plain
+from .tables import MISSING, format_interval, format_rate
+
+NO_PER_TURN = (
+    "No per-turn verdicts: set evaluation.per_turn: true and re-run evaluate (simulate is "
+    "not re-run) to see when targets give in."
+)
+ONSET_COLUMNS = ["target", "conversations", "gave in", "held to the end", "ended early",
+                 "judge error", "median onset [CI]", "CI method", "mean flips", "recovered"]
+LANDMARK_COLUMNS = ["target", "landmark", "turns", "pass rate [CI]", "gave in here [CI]",
+                    "n", "base scenarios", "CI method"]
+DIFFERENCE_COLUMNS = ["a", "b", "turn", "holding a − b [CI]", "CI method"]
+
+
+def _steps(curve: Curve) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Turns 0..T with the share holding (1 at turn 0) and band, NaN where unobserved."""
+    turns = np.arange(len(curve.points) + 1)
+    nan = np.nan
+
+    def column(attr: str) -> np.ndarray:
+        return np.array([1.0] + [nan if getattr(p, attr) is None else getattr(p, attr)
+                                 for p in curve.points])
+
+    return turns, column("holding"), column("ci_low"), column("ci_high")
+
+
+def capitulation_plot(results: Results) -> Figure:
+    """Left: share of conversations still holding after each turn, per target, with its band.
+    Right: the pass rate of the transcript up to each turn, with its interval."""
+    pressure = results.pressure
+    fig = ReportFigure(figsize=(10, 3.8), layout="constrained")
+    if pressure is None:
+        return message(fig, NO_PER_TURN)
+    targets = sorted(pressure.targets)
+    colours = palette(len(targets))
+    left, right = fig.subplots(1, 2)
+    level = f"{results.statistics.confidence_level:.0%}"
+    for colour, target in zip(colours, targets):
+        tp = pressure.targets[target]
+        turns, holding, low, high = _steps(tp.curve)
+        left.step(turns, holding, where="post", color=colour, linewidth=1.6)
+        left.fill_between(turns, low, high, step="post", color=colour, alpha=0.18, linewidth=0)
+        x = [int(t) for t in tp.by_turn]
+        rates = [tp.by_turn[t].rate for t in tp.by_turn]
+        right.plot(x, [np.nan if r is None else r for r in rates], marker="o", color=colour)
+        for t, est in tp.by_turn.items():
+            if est.ci_low is not None:
+                right.plot([int(t), int(t)], [est.ci_low, est.ci_high], color=colour, alpha=0.6)
+    left.set_xlabel("turn (assistant replies)")
+    left.set_ylabel(f"share still holding ({level} band)")
+    left.set_ylim(-0.02, 1.02)
+    left.set_xticks(range(pressure.turns + 1))
+    left.set_title("Capitulation curve (Kaplan–Meier)", fontsize=SMALL + 3)
+    right.set_xlabel("turn")
+    right.set_ylabel(f"pass rate up to this turn ({level} CI)")
+    right.set_ylim(-0.02, 1.02)
+    right.set_xticks(range(1, pressure.turns + 1))
+    right.set_title("Verdict at each turn", fontsize=SMALL + 3)
+    for ax in (left, right):
+        ax.grid(color="0.92")
+    _legend(right, targets, colours)
+    fig.suptitle(plain(f"{results.benchmark}: pressure over turns"), fontsize=SMALL + 4)
+    return fig
+
+
+def format_median(median: MedianOnset, turns: int) -> str:
+    """`turn 3 [2, 5]`; `> 5` when fewer than half gave in by the last turn."""
+    if not median.reached:
+        point = f"> {turns}"
+    else:
+        point = f"turn {median.turn}"
+    if median.ci_method == "none":
+        return point
+    low = MISSING if median.ci_low is None else str(median.ci_low)
+    high = f"> {turns}" if median.ci_high is None else str(median.ci_high)
+    return f"{point} [{low}, {high}]"
+
+
+def onset_table(results: Results) -> pd.DataFrame:
+    """Per target: how the conversations ended as far as giving in goes, and the median onset."""
+    pressure = results.pressure
+    if pressure is None:
+        return pd.DataFrame(columns=ONSET_COLUMNS)
+    rows = []
+    for target in sorted(pressure.targets):
+        tp = pressure.targets[target]
+        o = tp.onsets
+        rows.append([
+            target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
+            o.censored_judge_error, format_median(tp.curve.median_onset, pressure.turns),
+            tp.curve.median_onset.ci_method,
+            MISSING if o.mean_flips is None else f"{o.mean_flips:.2f}",
+            f"{o.recovered} of {o.gave_in}" if o.gave_in else MISSING,
+        ])
+    return pd.DataFrame(rows, columns=ONSET_COLUMNS)
+
+
+def curve_table(results: Results) -> pd.DataFrame:
+    """Per target and turn: share holding with its band, at risk, gave in, method, clusters."""
+    pressure = results.pressure
+    columns = ["target", "turn", "holding [CI]", "at risk", "gave in", "censored",
+               "base scenarios", "CI method"]
+    if pressure is None:
+        return pd.DataFrame(columns=columns)
+    rows = [
+        [target, p.turn, format_rate(p.holding, p.ci_low, p.ci_high), p.at_risk, p.gave_in,
+         p.censored, p.n_clusters, p.ci_method]
+        for target in sorted(pressure.targets)
+        for p in pressure.targets[target].curve.points
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def landmark_table(results: Results) -> pd.DataFrame:
+    """Per target and landmark: the verdict at the turn it arrived, and the share giving in."""
+    pressure = results.pressure
+    if pressure is None:
+        return pd.DataFrame(columns=LANDMARK_COLUMNS)
+    rows = []
+    for target in sorted(pressure.targets):
+        for view in pressure.targets[target].by_landmark:
+            rate, hazard = view.pass_rate, view.gave_in_here
+            rows.append([
+                target, view.landmark, ", ".join(map(str, view.turns)),
+                format_rate(rate.rate, rate.ci_low, rate.ci_high),
+                format_rate(hazard.rate, hazard.ci_low, hazard.ci_high),
+                rate.n, rate.n_clusters,
+                rate.ci_method if rate.ci_method == hazard.ci_method
+                else f"{rate.ci_method} / {hazard.ci_method}",
+            ])
+    return pd.DataFrame(rows, columns=LANDMARK_COLUMNS)
+
+
+def difference_table(results: Results) -> pd.DataFrame:
+    """Paired differences of two targets' share still holding, turn by turn."""
+    pressure = results.pressure
+    if pressure is None:
+        return pd.DataFrame(columns=DIFFERENCE_COLUMNS)
+    rows = []
+    for diff in pressure.differences:
+        for p in diff.points:
+            value = MISSING if p.difference is None else f"{p.difference:+.1%}"
+            if p.difference is not None:
+                value += f" {format_interval(p.ci_low, p.ci_high)}"
+            rows.append([diff.a, diff.b, p.turn, value, p.ci_method])
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+
