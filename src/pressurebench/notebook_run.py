@@ -7,11 +7,12 @@ This is what every DVC stage command calls:
 
 writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
 `reports/<b>/03_simulate__<t>.html` (code hidden). When the notebook fails, the
-executed copy is still written for debugging, and the command prints the error
-as one line (for a stage above its error budget, the summary of what failed)
-and exits 1, instead of a kernel traceback; a kernel that dies natively (a crash
-inside llama.cpp) is reported the same way, naming the stage, the embedded
-models and what to try (`native_crash`).
+report is still written, opening with what failed, what to do and the stage's
+error rows grouped by reason (`stage_failure`); the command prints the error as
+one line instead of a kernel traceback and exits with the command line's codes:
+2 bad input or settings, 3 above the error budget, 1 unexpected. A kernel that
+dies natively (a crash inside llama.cpp) is reported the same way, naming the
+stage, the embedded models and what to try (`native_crash`), and exits 4.
 """
 
 from __future__ import annotations
@@ -20,7 +21,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from .errors import PressurebenchError
+from .native_crash import EXIT_NATIVE_CRASH
+
 KERNEL = "python3"
+
+
+class NotebookFailed(PressurebenchError):
+    """The stage notebook failed (its report written where it could be); carries the exit code."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
 
 
 def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
@@ -28,11 +40,12 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
     from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
-    from .errors import PressurebenchError
     from .native_crash import crash_message
     from .reports.render import render_notebook
+    from .stage_failure import exit_code, title_for, write_failure_notebook
 
     out_stem = Path(out_stem)
+    html = out_stem.with_suffix(".html")
     executed = out_stem.parent / "notebooks" / f"{out_stem.name}.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -41,17 +54,21 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
             log_output=True, progress_bar=False,
         )
     except PapermillExecutionError as exc:
-        raise PressurebenchError(f"{notebook} failed: {exc.ename}: {exc.evalue}") from None
+        write_failure_notebook(executed, notebook, parameters, exc.ename, exc.evalue)
+        render_notebook(executed, html, title=title_for(notebook, parameters, failed=True))
+        raise NotebookFailed(
+            f"{notebook} failed: {exc.ename}: {exc.evalue} (report: {html})", exit_code(exc.ename)
+        ) from None
     except DeadKernelError:
         stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
         how = "its notebook's kernel died"
-        raise PressurebenchError(crash_message(stage, parameters.get("params_path", ""), how)) from None
-    return render_notebook(executed, out_stem.with_suffix(".html"))
+        raise NotebookFailed(
+            crash_message(stage, parameters.get("params_path", ""), how), EXIT_NATIVE_CRASH
+        ) from None
+    return render_notebook(executed, html, title=title_for(notebook, parameters))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import PressurebenchError
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook")
     parser.add_argument("out_stem", help="reports/<benchmark>/<name>: where the .html goes")
@@ -60,9 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         run_notebook(args.notebook, args.out_stem, dict(args.parameter))
-    except PressurebenchError as exc:
+    except NotebookFailed as exc:
         print(f"pressurebench: {exc}", file=sys.stderr)
-        return 1
+        return exc.code
+    except PressurebenchError as exc:  # the report could not be written
+        print(f"pressurebench: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

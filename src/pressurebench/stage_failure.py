@@ -1,0 +1,181 @@
+"""What a failed stage leaves behind: a report that says what to do, and a documented exit code.
+
+A stage that fails is exactly when a reader needs a report, so the executed
+notebook is rendered whatever happened, with a first section that names the
+error, says what to do about it and, when the stage wrote its artifacts before
+failing (an error budget exceeded), lists its error rows grouped by reason.
+
+Exit codes are the command line's (`pressurebench.cli`), under `dvc repro` too:
+2 for a problem in the inputs or settings the user can fix (every
+`PressurebenchError` but the next), 3 for a stage above `run.max_error_rate`,
+4 for a native crash (`native_crash`), 1 for anything unexpected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+
+EXIT_UNEXPECTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_TOO_MANY_ERRORS = 3
+
+ADVICE = {
+    "StageFailed": (
+        "Too many rows failed. Read their reasons below, fix the cause (an endpoint, an API key, "
+        "a model name, a token budget), then run `dvc repro` again: calls that finished are "
+        "cached and are not repeated. To accept more failures, raise run.max_error_rate."
+    ),
+    "ConfigError": (
+        "A file or setting is wrong: fix the file and field named below, then run again. "
+        "`pressurebench check` finds most of these before anything is spent."
+    ),
+    "ProviderAuthError": (
+        "The provider refused the credentials: check the API key variable the params name for "
+        "this model (`pressurebench check` tries every key)."
+    ),
+    "RequestsRefused": (
+        "The provider rejected the same request several times: a setting of this model is not "
+        "accepted by its API (the message says which). Fix it in the params and run again."
+    ),
+    "SpendingCapReached": (
+        "run.max_cost_usd was reached: nothing more was sent. Raise the cap to continue; "
+        "everything already paid for is cached."
+    ),
+}
+GENERIC_ADVICE = (
+    "The stage stopped on an error it does not expect. The executed notebook below shows "
+    "where; please report it with this page."
+)
+STAGE_ERROR_ROWS = {"gen_metrics", "gen_scenarios", "simulate", "evaluate"}
+
+
+def _user_error_names() -> set[str]:
+    """Class names of every error a user can act on (subclasses of PressurebenchError)."""
+    from . import errors
+    from .llm import spending, types  # noqa: F401 - their classes join the hierarchy
+
+    names, todo = set(), [errors.PressurebenchError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return names
+
+
+def exit_code(error_name: str) -> int:
+    if error_name == "StageFailed":
+        return EXIT_TOO_MANY_ERRORS
+    return EXIT_BAD_INPUT if error_name in _user_error_names() else EXIT_UNEXPECTED
+
+
+def stage_of(notebook: str | Path) -> str:
+    """`notebooks/03_simulate.ipynb` → `simulate`."""
+    return re.sub(r"^\d+_", "", Path(notebook).stem)
+
+
+def reason_pattern(reason: str) -> str:
+    """A reason with its numbers and quoted values generalised, so rows failing alike group."""
+    text = re.sub(r"'[^']*'", "'…'", " ".join(reason.split()))
+    text = re.sub(r"\d+(\.\d+)?", "N", text)
+    return text if len(text) <= 140 else text[:139] + "…"
+
+
+def error_reasons(stage: str, parameters: dict[str, str]) -> pd.DataFrame:
+    """The stage's error rows grouped by reason (count, one example id); empty when it wrote none."""
+    from .arm_inputs import resolve
+    from .io import read_artifact, read_yaml_model
+    from .params import load_params
+    from .schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile
+
+    columns = ["reason", "rows", "example"]
+    if stage not in STAGE_ERROR_ROWS:
+        return pd.DataFrame(columns=columns)
+    try:
+        params_path = parameters["params_path"]
+        params = load_params(params_path)
+        inputs = resolve(params_path, params, parameters["benchmark"], parameters.get("arm") or None)
+        target = parameters.get("target")
+        if stage == "gen_metrics":
+            rows = [(e.reason, e.metric_id or "—")
+                    for e in read_yaml_model(inputs.metrics_file, Benchmark).errors]
+        elif stage == "gen_scenarios":
+            rows = [(e.reason, e.base_id or e.metric_id or "—")
+                    for e in read_artifact(inputs.scenarios_file, ScenariosFile).errors]
+        elif stage == "simulate":
+            path = inputs.layout.conversations_file(target)
+            rows = [(c.error, c.conv_id)
+                    for c in read_artifact(path, ConversationsFile).rows if c.status == "error"]
+        else:
+            path = inputs.layout.scores_file(target)
+            rows = [(s.error, s.conv_id)
+                    for s in read_artifact(path, ScoresFile).rows if s.status == "error"]
+    except Exception:  # noqa: BLE001 - the report must render even when the artifacts cannot
+        return pd.DataFrame(columns=columns)
+    counts = Counter(reason_pattern(r or "no reason") for r, _ in rows)
+    example = {}
+    for reason, row_id in rows:
+        example.setdefault(reason_pattern(reason or "no reason"), row_id)
+    return pd.DataFrame(
+        [(pattern, n, example[pattern]) for pattern, n in counts.most_common()], columns=columns
+    )
+
+
+def failure_cells(
+    notebook: str | Path, parameters: dict[str, str], error_name: str, error_value: str
+) -> list[nbformat.NotebookNode]:
+    """The cells put in front of a failed stage's executed notebook."""
+    stage = stage_of(notebook)
+    advice = ADVICE.get(error_name, GENERIC_ADVICE if error_name not in _user_error_names()
+                        else ADVICE["ConfigError"])
+    what = " · ".join(v for k, v in parameters.items() if k != "params_path")
+    cells = [nbformat.v4.new_markdown_cell(
+        f"# {stage} failed ({what})\n\n**What to do:** {advice}\n\n"
+        f"**Error** (`{error_name}`, exit code {exit_code(error_name)}):"
+    )]
+    message = nbformat.v4.new_code_cell(source="")
+    message.outputs = [nbformat.v4.new_output("stream", name="stdout", text=error_value)]
+    cells.append(message)
+    reasons = error_reasons(stage, parameters)
+    if len(reasons):
+        cells.append(nbformat.v4.new_markdown_cell(
+            f"## Error rows by reason\n\n{int(reasons['rows'].sum())} error rows, grouped by "
+            "reason (numbers and quoted values generalised), with one example row each. The "
+            "rows themselves are in the stage's artifacts."
+        ))
+        table = nbformat.v4.new_code_cell(source="")
+        table.outputs = [nbformat.v4.new_output(
+            "display_data", data={"text/html": reasons.to_html(index=False, escape=True),
+                                  "text/plain": reasons.to_string(index=False)},
+        )]
+        cells.append(table)
+    cells.append(nbformat.v4.new_markdown_cell(
+        "## The notebook as far as it ran\n\nEverything below is the stage's own notebook, up "
+        "to and including the cell that failed."
+    ))
+    return cells
+
+
+def write_failure_notebook(
+    executed: Path, notebook: str | Path, parameters: dict[str, str], error_name: str,
+    error_value: str,
+) -> Path:
+    """Put the failure section in front of the executed copy (written by papermill even on
+    failure, or empty if the kernel never started) and save it in place."""
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        nb = nbformat.v4.new_notebook()
+    nb.cells = failure_cells(notebook, parameters, error_name, error_value) + nb.cells
+    nbformat.write(nb, executed)
+    return executed
+
+
+def title_for(notebook: str | Path, parameters: dict[str, str], failed: bool = False) -> str:
+    """`simulate · pressure-core · smollm2`, and `FAILED` when it did."""
+    parts = [stage_of(notebook)] + [v for k, v in parameters.items() if k != "params_path"]
+    return " · ".join(parts) + (" · FAILED" if failed else "")

@@ -1,0 +1,83 @@
+"""A failed stage still leaves a report that says what to do, and exits with a documented code."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from pressurebench.notebook_run import NotebookFailed, main, run_notebook
+from pressurebench.stage_failure import (
+    EXIT_BAD_INPUT,
+    EXIT_TOO_MANY_ERRORS,
+    EXIT_UNEXPECTED,
+    exit_code,
+    reason_pattern,
+)
+from stages.test_simulate import scenario, seed_inputs
+from support import REPO
+
+
+def test_exit_codes_follow_the_command_line():
+    assert exit_code("StageFailed") == EXIT_TOO_MANY_ERRORS == 3
+    for name in ("ConfigError", "RequestsRefused", "ProviderAuthError", "SpendingCapReached"):
+        assert exit_code(name) == EXIT_BAD_INPUT == 2, name
+    assert exit_code("ZeroDivisionError") == EXIT_UNEXPECTED == 1
+
+
+def test_reasons_that_differ_only_in_numbers_and_names_group_together():
+    a = "target 'gpt-x' failed at turn 2: HTTP 503 after 5 retries"
+    b = "target 'gpt-y' failed at turn 4: HTTP 503 after 5 retries"
+    assert reason_pattern(a) == reason_pattern(b) == (
+        "target '…' failed at turn N: HTTP N after N retries"
+    )
+    assert len(reason_pattern("x" * 500)) == 140
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_stage_over_its_error_budget_leaves_a_report_with_its_reasons(
+    project, mock_server, monkeypatch, capsys
+):
+    """The target's endpoint refuses connections: every conversation fails, the notebook stops
+    with StageFailed, and the report says what to do and groups the error rows by reason."""
+    from support import tiny_params
+
+    monkeypatch.setenv("PB_KEY", mock_server.api_key)
+    models = tiny_params()["models"]
+    models["user"].update(base_url=mock_server.openai_base_url, api_key_env="PB_KEY")
+    models["target-a"].update(base_url=f"http://127.0.0.1:{closed_port()}/v1",
+                              api_key_env="PB_KEY", timeout_s=2)
+    project.write_params(models=models, run={"max_error_rate": 0.0, "max_retries": 0,
+                                             "cache_dir": ".pbcache", "data_dir": "data",
+                                             "reports_dir": "reports"})
+    seed_inputs([scenario(), scenario(variant=2)])
+    code = main([str(REPO / "notebooks" / "03_simulate.ipynb"), "reports/tiny/03_simulate",
+                 "-p", "params_path", "params/pipeline.yaml", "-p", "benchmark", "tiny",
+                 "-p", "target", "target-a"])
+    assert code == EXIT_TOO_MANY_ERRORS
+    assert "StageFailed" in capsys.readouterr().err
+    page = (project.root / "reports" / "tiny" / "03_simulate.html").read_text()
+    assert "simulate failed (tiny · target-a)" in page
+    assert "What to do:" in page and "run.max_error_rate" in page
+    assert "Error rows by reason" in page
+    assert "target '…' failed at turn N" in page
+    assert "<title>simulate · tiny · target-a · FAILED</title>" in page
+
+
+@pytest.mark.slow
+def test_bad_input_is_exit_2_with_a_report(project):
+    """No conversations to judge: a ConfigError, exit code 2, and a report naming the file."""
+    with pytest.raises(NotebookFailed) as failed:
+        run_notebook(REPO / "notebooks" / "04_evaluate.ipynb", "reports/tiny/04_evaluate",
+                     {"params_path": "params/pipeline.yaml", "benchmark": "tiny",
+                      "target": "target-a"})
+    assert failed.value.code == EXIT_BAD_INPUT
+    page = (project.root / "reports" / "tiny" / "04_evaluate.html").read_text()
+    assert "evaluate failed" in page and "fix the file and field named below" in page
+    assert "conversations.json" in page
