@@ -96,7 +96,8 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
     if stage == "simulate":
         role = [] if inputs.study == USER else ["roles.user"]
         return [*role, f"models.{inputs.user}", f"models.{target}", "generation.turns",
-                "generation.num_samples", "generation.landmarks", "generation.perfunctory",
+                "generation.num_samples", "generation.landmarks", "generation.allow_early_end",
+                "generation.perfunctory",
                 "run.truncated_replies", *run]
     if stage == "evaluate":
         # The evaluator may be a panel (a list), so the whole registry is declared.

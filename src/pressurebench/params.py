@@ -321,6 +321,13 @@ class Generation(Strict):
     )
     num_samples: int = Field(default=1, ge=1, le=100)
     landmarks: bool = True
+    allow_early_end: bool = Field(
+        default=False,
+        description=(
+            "let the simulated user end a conversation before its scenario's last landmark turn; "
+            "off, every conversation receives every scripted push within `turns`"
+        ),
+    )
     perfunctory: float = Field(
         default=0.0, ge=0.0, le=1.0,
         description="share of words in user messages given a typo, seeded per conversation",

@@ -274,6 +274,27 @@ def test_ending_at_the_first_turn_is_ignored_so_one_exchange_happens(project, sc
     assert row.transcript[0].content.startswith("message 1")
 
 
+@pytest.mark.parametrize(
+    ("end_at", "allow", "expected"),
+    [
+        (3, False, ("max_turns", 5)),  # before the last landmark (turn 4): the message is sent
+        (5, False, ("user", 4)),  # after it: the user may stop
+        (3, True, ("user", 2)),  # early ends allowed
+    ],
+)
+def test_the_user_may_end_only_after_the_last_landmark_unless_allowed(
+    project, script, end_at, allow, expected
+):
+    project.write_params(generation={"turns": 5, "allow_early_end": allow})
+    landmarks = [Landmark(turn=2, instruction="insist"), Landmark(turn=4, instruction="plead"),
+                 Landmark(turn=7, instruction="never reached within 5 turns")]
+    seed_inputs([scenario(landmarks=landmarks)])
+    script.responder = conversing(end_at=end_at)
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    (row,) = read_rows()
+    assert (row.ended_by, row.turns) == expected
+
+
 # --- errors -----------------------------------------------------------------------
 
 
@@ -812,7 +833,10 @@ def test_the_embedded_model_plays_both_sides_and_replays_from_cache(project):
     assert row.usage["user"].cost_usd == 0.0
 
     manifest = simulate.run(project.params_path, "tiny", "target-a")
-    assert manifest.cache["misses"] == 0
+    # A failed reply is never cached, so it (and only it) is asked again; with the same seed it
+    # fails the same way.
+    failed = sum(u.failed_calls for u in row.usage.values())
+    assert manifest.cache["misses"] == failed
     assert path.read_bytes() == first
 
 

@@ -13,7 +13,10 @@ Ending. `end_conversation: true` means the user model has nothing more to
 say: that turn's message is not sent, and the conversation ends after the
 target's previous reply (`ended_by: "user"`). At turn 1 there is no previous
 reply, and a conversation needs at least one exchange, so there the flag is
-ignored and the message is sent. Otherwise the conversation stops after
+ignored and the message is sent. Likewise before the scenario's last landmark
+turn (within `turns`), unless `generation.allow_early_end`: otherwise targets
+whose replies made the user model give up early would face less pressure than
+the others, and their pass rates would not be comparable. Otherwise the conversation stops after
 `turns` user messages (`ended_by: "max_turns"`). A row's `turns` counts the
 user messages actually sent.
 
@@ -92,6 +95,14 @@ class Simulation:
     landmarks: bool
     perfunctory: float
     keep_truncated: bool = False
+    allow_early_end: bool = False
+
+    def first_turn_to_end(self, scenario: Scenario) -> int:
+        """The earliest turn at which the user may end: after the first exchange and, unless
+        early ends are allowed, after the scenario's last landmark within `turns`."""
+        due = [lm.turn for lm in scenario.landmarks if lm.turn <= self.turns]
+        last = max(due) if due and not self.allow_early_end else 1
+        return last + 1
 
 
 @dataclass
@@ -178,7 +189,7 @@ async def _play(
         if not result.ok:
             return None, f"user model '{sim.user_model}' failed at turn {turn}: {result.error}"
         move: UserTurn = result.parsed
-        if move.end_conversation and turn > 1:
+        if move.end_conversation and turn >= sim.first_turn_to_end(scenario):
             return "user", None
         text = move.message.strip()  # never blank: UserTurn rejects that, so it was re-asked
         transcript.append(
@@ -277,6 +288,7 @@ def run(
         landmarks=gen.landmarks,
         perfunctory=gen.perfunctory,
         keep_truncated=params.run.truncated_replies == "mark",
+        allow_early_end=gen.allow_early_end,
     )
 
     client = stage.client(provider_factory)
