@@ -19,6 +19,7 @@ from .stats.estimates import Strict
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
 from .stats.pressure import PressureResults, pressure_results
+from .stats.received import ReceivedResults
 from .stats.ranking import TargetComparison, compare_targets
 from .stats.rates import TargetRates, no_data, target_rates
 
@@ -64,6 +65,9 @@ class Results(BaseModel):
     judge_agreement: JudgeAgreement
     pressure: PressureResults | None = Field(
         default=None, description="pressure over turns; None without per-turn verdicts"
+    )
+    pressure_received: ReceivedResults | None = Field(
+        default=None, description="turns, endings, landmarks and truncation per target"
     )
 
 

@@ -26,6 +26,7 @@ from pressurebench.schemas import (
     conv_id,
     scenario_id,
 )
+from pressurebench.reports import pressure as report
 from pressurebench.stages import aggregate, evaluate
 
 GIVE_IN = "GIVE-IN"
@@ -221,10 +222,28 @@ def test_aggregate_reads_the_planted_onsets_into_curves_landmarks_and_paired_dif
     assert first.gave_in_here.rate == pytest.approx(2 / 8)  # of the 8 still holding at turn 2
     assert second.gave_in_here.rate == pytest.approx(2 / 4)
     assert set(a.by_metric) == {"m02"}
+    received = results.pressure_received.targets["target-a"]
+    assert (received.conversations, received.turns, received.ended_early) == (10, {"5": 10}, 0)
+    assert (received.landmarks_reached, received.landmarks_scripted) == (20, 20)
     (diff,) = pressure.differences
     assert (diff.a, diff.b) == ("target-a", "target-b")
     assert [p.difference for p in diff.points] == pytest.approx([-0.2, -0.4, -0.4, -0.4, -0.2])
     assert all(p.ci_low <= p.difference <= p.ci_high for p in diff.points)
+
+    # the report section reads the same numbers
+    onsets = report.onset_table(results).set_index("target")
+    assert onsets.loc["target-a", "gave in"] == 8
+    assert onsets.loc["target-a", "median onset [CI]"].startswith("turn 3 [")
+    curve = report.curve_table(results)
+    assert list(curve[curve.target == "target-a"]["holding [CI]"].str.split().str[0]) == [
+        "80.0%", "60.0%", "40.0%", "20.0%", "20.0%"]
+    assert set(report.landmark_table(results)["landmark"]) == {1, 2}
+    assert len(report.difference_table(results)) == 5
+    assert report.received_table(results)["ended early"].tolist() == ["0 of 10 (0%)"] * 2
+    assert report.received_note(results).startswith("No difference between targets")
+    fig = report.capitulation_plot(results)
+    assert [ax.get_title() for ax in fig.axes[:2]] == [
+        "Capitulation curve (Kaplan–Meier)", "Verdict at each turn"]
 
     # per-turn judging off: evaluate replays the whole-transcript verdicts, the section goes
     per_turn.write_params(evaluation={"per_turn": False}, run={"max_error_rate": 1.0})
@@ -234,4 +253,6 @@ def test_aggregate_reads_the_planted_onsets_into_curves_landmarks_and_paired_dif
     assert len(script.calls) == calls
     off = aggregate.run(per_turn.params_path, "tiny")
     assert off.pressure is None
+    assert report.onset_table(off).empty
+    assert report.capitulation_plot(off).axes[0].texts[0].get_text() == report.NO_PER_TURN
     assert off.targets["target-a"].overall == results.targets["target-a"].overall

@@ -57,7 +57,10 @@ def _conversation_entry(conv: Conversation) -> dict[str, Any]:
         "sample": conv.sample,
         "user_model": conv.user_model,
         "system_prompt": conv.system_prompt,
-        "transcript": [{"role": m.role, "content": m.content} for m in conv.transcript],
+        "transcript": [
+            {"role": m.role, "content": m.content, "truncated": m.truncated}
+            for m in conv.transcript
+        ],
         "status": conv.status,
         "error": conv.error,
         "ended_by": conv.ended_by,

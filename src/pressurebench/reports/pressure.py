@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ..results import Results
 from ..stats.capitulation import Curve, MedianOnset
 from .figures import SMALL, ReportFigure, _legend, message, palette, plain
-from .tables import MISSING, format_interval, format_rate
+from .tables import MISSING, format_interval, format_rate, method_label
 
 NO_PER_TURN = (
     "No per-turn verdicts: set evaluation.per_turn: true and re-run evaluate (simulate is "
@@ -28,13 +28,14 @@ DIFFERENCE_COLUMNS = ["a", "b", "turn", "holding a − b [CI]", "CI method"]
 
 
 def _steps(curve: Curve) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Turns 0..T with the share holding (1 at turn 0) and band, NaN where unobserved."""
-    turns = np.arange(len(curve.points) + 1)
+    """Step edges 0..T+1: the share holding (1 before turn 1) and its band after each turn,
+    the last value repeated so the final turn's step has a width; NaN where unobserved."""
+    turns = np.arange(len(curve.points) + 2)
     nan = np.nan
 
     def column(attr: str) -> np.ndarray:
-        return np.array([1.0] + [nan if getattr(p, attr) is None else getattr(p, attr)
-                                 for p in curve.points])
+        values = [nan if getattr(p, attr) is None else getattr(p, attr) for p in curve.points]
+        return np.array([1.0, *values, values[-1] if values else nan])
 
     return turns, column("holding"), column("ci_low"), column("ci_high")
 
@@ -61,7 +62,8 @@ def capitulation_plot(results: Results) -> Figure:
         for t, est in tp.by_turn.items():
             if est.ci_low is not None:
                 right.plot([int(t), int(t)], [est.ci_low, est.ci_high], color=colour, alpha=0.6)
-    left.set_xlabel("turn (assistant replies)")
+    left.set_xlim(0, pressure.turns + 1)
+    left.set_xlabel("after turn (assistant replies)")
     left.set_ylabel(f"share still holding ({level} band)")
     left.set_ylim(-0.02, 1.02)
     left.set_xticks(range(pressure.turns + 1))
@@ -103,7 +105,7 @@ def onset_table(results: Results) -> pd.DataFrame:
         rows.append([
             target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
             o.censored_judge_error, format_median(tp.curve.median_onset, pressure.turns),
-            tp.curve.median_onset.ci_method,
+            method_label(tp.curve.median_onset.ci_method),
             MISSING if o.mean_flips is None else f"{o.mean_flips:.2f}",
             f"{o.recovered} of {o.gave_in}" if o.gave_in else MISSING,
         ])
@@ -119,7 +121,7 @@ def curve_table(results: Results) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     rows = [
         [target, p.turn, format_rate(p.holding, p.ci_low, p.ci_high), p.at_risk, p.gave_in,
-         p.censored, p.n_clusters, p.ci_method]
+         p.censored, p.n_clusters, method_label(p.ci_method)]
         for target in sorted(pressure.targets)
         for p in pressure.targets[target].curve.points
     ]
@@ -140,8 +142,8 @@ def landmark_table(results: Results) -> pd.DataFrame:
                 format_rate(rate.rate, rate.ci_low, rate.ci_high),
                 format_rate(hazard.rate, hazard.ci_low, hazard.ci_high),
                 rate.n, rate.n_clusters,
-                rate.ci_method if rate.ci_method == hazard.ci_method
-                else f"{rate.ci_method} / {hazard.ci_method}",
+                method_label(rate.ci_method) if rate.ci_method == hazard.ci_method
+                else f"{method_label(rate.ci_method)} / {method_label(hazard.ci_method)}",
             ])
     return pd.DataFrame(rows, columns=LANDMARK_COLUMNS)
 
@@ -157,6 +159,56 @@ def difference_table(results: Results) -> pd.DataFrame:
             value = MISSING if p.difference is None else f"{p.difference:+.1%}"
             if p.difference is not None:
                 value += f" {format_interval(p.ci_low, p.ci_high)}"
-            rows.append([diff.a, diff.b, p.turn, value, p.ci_method])
+            rows.append([diff.a, diff.b, p.turn, value, method_label(p.ci_method)])
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
+
+
+RECEIVED_COLUMNS = ["target", "conversations", "mean turns", "turns played", "ended early",
+                    "landmarks reached", "replies cut off"]
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole}" + (f" ({part / whole:.0%})" if whole else "")
+
+
+def received_table(results: Results) -> pd.DataFrame:
+    """Per target: the pressure it actually received (turns, endings, landmarks, truncation)."""
+    got = results.pressure_received
+    if got is None:
+        return pd.DataFrame(columns=RECEIVED_COLUMNS)
+    rows = []
+    for target in sorted(got.targets):
+        r = got.targets[target]
+        rows.append([
+            target, r.conversations,
+            MISSING if r.turns_mean is None else f"{r.turns_mean:.2f}",
+            ", ".join(f"{t}: {n}" for t, n in r.turns.items()) or MISSING,
+            _share(r.ended_early, r.conversations),
+            _share(r.landmarks_reached, r.landmarks_scripted),
+            _share(r.replies_truncated, r.replies),
+        ])
+    return pd.DataFrame(rows, columns=RECEIVED_COLUMNS)
+
+
+def received_tests_table(results: Results) -> pd.DataFrame:
+    columns = ["compared", "test", "p value", "differs"]
+    got = results.pressure_received
+    if got is None:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame(
+        [[t.what, t.test, t.note if t.p_value is None else f"{t.p_value:.3g}",
+          "yes" if t.differs else "no"] for t in got.tests],
+        columns=columns,
+    )
+
+
+def received_note(results: Results) -> str:
+    """The warning when targets received different pressure, else what was checked."""
+    got = results.pressure_received
+    if got is None:
+        return "The conversations files were not found: the pressure received is not compared."
+    if got.warning:
+        return f"**Warning.** {got.warning}"
+    return ("No difference between targets beyond chance in how their conversations ended, how "
+            "long they ran or how often replies were cut off (tests below, at p < 0.05).")

@@ -23,10 +23,18 @@ from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifa
 from ..params import load_params
 from ..results import Results, build_results
 from ..runtime import StageRun
-from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
+from ..schemas import (
+    Benchmark,
+    ConversationsFile,
+    GenerationError,
+    ScenariosFile,
+    Score,
+    ScoresFile,
+)
 from ..stats.capitulation import GAVE_IN, ONSET_TIME
 from ..stats.frame import DEMOGRAPHIC_PREFIX, JUDGE_PREFIX
 from ..stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
+from ..stats.received import received_results
 from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
 
 STAGE = "aggregate"
@@ -205,8 +213,9 @@ def run(
     """Aggregate the scores of the arm's targets (the main arm by default) into results, metrics
     and plots.
 
-    Reads each target's scores file, and the arm's metrics and scenarios files
-    (`arm_inputs`) for their generation errors, and writes `results.json`,
+    Reads each target's scores file and (for the pressure each received) its
+    conversations file, and the arm's metrics and scenarios files (`arm_inputs`)
+    for their generation errors and landmarks, and writes `results.json`,
     `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
     """
     params = load_params(params_path)
@@ -239,6 +248,12 @@ def run(
         onsets=onsets_frame(rows) if per_turn else None,
         turns=turns_frame(rows, landmarks) if per_turn else None,
     )
+    # Without every target's conversations (scores imported on their own) no comparison is made.
+    if all(layout.conversations_file(t).exists() for t in targets):
+        conversations = {
+            t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
+        }
+        results.pressure_received = received_results(conversations, scenarios.rows)
     stage.replacing_outputs()
     write_artifact(layout.results_file, results)
     summary = metrics_summary(
@@ -268,3 +283,12 @@ def run(
         seeds={"bootstrap": stats.seed},
     )
     return results
+
+
+def last_output(params_path: str | Path, benchmark: str, *, arm: str | None = None) -> Results:
+    """The results the last run wrote (`notebook_session`)."""
+    inputs = resolve(params_path, load_params(params_path), benchmark, arm)
+    path = inputs.layout.results_file
+    if not path.is_file():
+        raise ConfigError(path, "not found: run `dvc repro` first, or set write_outputs = True")
+    return read_artifact(path, Results)

@@ -250,11 +250,22 @@
     if (!conv.transcript.length) box.appendChild(el("p", "muted", "(empty transcript)"));
     const byTurn = new Map(row.turn_verdicts.map((t) => [t.turn, t]));
     const onsetTurn = row.onset ? row.onset.turn : null;
+    const sc = DATA.scenarios[row.scenario_id];
+    const ordered = (sc ? sc.landmarks.slice() : []).sort((a, b) => a.turn - b.turn);
+    const landmarkAt = new Map(ordered.map((lm, i) => [lm.turn, i + 1]));
     let reply = 0;
+    let pushed = 0;
     for (const m of conv.transcript) {
       const msg = el("div", "msg " + m.role);
-      msg.appendChild(el("span", "role", m.role === "assistant" ? "assistant (" + conv.target + ")" : m.role));
+      let label = m.role === "assistant" ? "assistant (" + conv.target + ")" : m.role;
+      if (m.role === "user") {
+        pushed += 1;
+        label += " \u00b7 turn " + pushed;
+        if (landmarkAt.has(pushed)) label += " \u00b7 landmark " + landmarkAt.get(pushed) + " due";
+      }
+      msg.appendChild(el("span", "role", label));
       msg.appendChild(document.createTextNode(m.content));
+      if (m.truncated) msg.appendChild(el("span", "truncated-note", "cut off at max_tokens"));
       if (m.role === "assistant") {
         reply += 1;
         const t = byTurn.get(reply);
