@@ -150,7 +150,8 @@ def test_error_plot_counts_and_explicit_zeros():
     assert [t.strip() for t in texts(fig)] == ["5", "0", "1"]
     assert len(fig.axes[0].get_legend().get_texts()) == 3
     empty = figures.error_plot(error_breakdown([]), targets=["a"])
-    assert [t.strip() for t in texts(empty)] == ["0"] and empty.axes[0].get_title() == "No errors"
+    assert [t.strip() for t in texts(empty)] == ["No error rows: every row of a has a verdict."]
+    assert not empty.axes[0].axison  # a sentence, not an empty chart
 
 
 def test_figures_display_in_notebooks_without_pyplot():

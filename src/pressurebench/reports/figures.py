@@ -224,6 +224,9 @@ def error_plot(errors: pd.DataFrame, targets: Sequence[str] = ()) -> Figure:
     names = list(dict.fromkeys([*targets, *sorted({t for t, _, _ in counts.index})]))
     if not names:
         return message(ReportFigure(figsize=(6, 1.5)), "No targets and no errors.")
+    if not categories:
+        return message(ReportFigure(figsize=(6, 1.0)),
+                       f"No error rows: every row of {', '.join(names)} has a verdict.")
     fig = ReportFigure(figsize=(9, 1.5 + 0.5 * len(names)), layout="constrained")
     ax = fig.subplots()
     colours = palette(len(categories))
@@ -237,9 +240,8 @@ def error_plot(errors: pd.DataFrame, targets: Sequence[str] = ()) -> Figure:
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlim(0, max(left.max(), 1) * 1.15)
     ax.set_xlabel("error rows (left out of pass rates)")
-    ax.set_title("Errors by target, stage and cause" if categories else "No errors")
-    if categories:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=SMALL + 1, frameon=False)
+    ax.set_title("Errors by target, stage and cause")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=SMALL + 1, frameon=False)
     return fig
 
 
@@ -267,7 +269,8 @@ def comparison_plot(results: Results) -> Figure:
         right.set_xlabel("rank (1 = highest pass rate)")
         right.set_ylabel("")
         right.tick_params(axis="y", labelrotation=0)
-        right.set_title(f"rank probabilities ({ranking.n_scenarios} shared scenarios)", loc="left")
+        right.set_title(f"share of resamples at each rank\n({ranking.n_scenarios} scenarios "
+                        "answered by every target)", loc="left", fontsize=SMALL + 3)
     else:
         right.text(0.5, 0.5, plain(ranking.reason or "no ranking"), ha="center", va="center",
                    wrap=True)

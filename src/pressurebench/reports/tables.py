@@ -15,13 +15,28 @@ from ..paths import Layout
 from ..results import Results
 from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
 from ..stages.evaluate import CONVERSATION_FAILED, error_category
+from ..stats import methods
 from ..stats.estimates import RateEstimate
 
+METHOD_LABELS = {
+    methods.CLUSTER_BOOTSTRAP: "cluster bootstrap",
+    methods.INDEPENDENT_CLUSTER_BOOTSTRAP: "independent cluster bootstraps",
+    methods.WILSON_CLUSTERS: "Wilson, scenarios as n (replicates did not vary)",
+    methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
+    methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
+    methods.NEWCOMBE_ROWS_SINGLE_CLUSTER: "Newcombe on rows (a single scenario)",
+    methods.NONE: "none",
+}
 MISSING = "—"
 OVERALL = "overall"
 GENERATION = "(scenario generation)"
 RESULTS_COLUMNS = ["target", "metric", "rate", "ci", "n", "n_error"]
 ERROR_COLUMNS = ["target", "stage", "category", "count"]
+
+
+def method_label(method: str) -> str:
+    """A reader's name for a `ci_method` id (the id itself where none is known)."""
+    return METHOD_LABELS.get(method, method)
 
 
 def format_share(value: float | None) -> str:

@@ -1,0 +1,53 @@
+"""The line every report opens with: which models produced it, and the embedded model's caveat.
+
+A reader who opens one report must not mistake numbers from the 135M-parameter
+embedded model for research results, nor have to search the params to learn
+which models a figure came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..params import Params, load_params
+
+EMBEDDED_CAVEAT = (
+    "The embedded SmolLM2-135M model produced some of these results. It proves the pipeline "
+    "runs offline; its numbers are noise, not findings. For a paper, run stronger models "
+    "(README: \"Using API models\")."
+)
+
+
+def _describe(params: Params, model_id: str) -> str:
+    spec = params.models[model_id]
+    return f"{model_id} ({spec.provider}: {spec.model})"
+
+
+def models_used(params: Params, benchmark: str, arm: str | None = None) -> dict[str, list[str]]:
+    """Role → model ids of the arm (the main arm by default): who generated, played the user,
+    judged, and answered."""
+    from ..arm_inputs import resolve
+
+    inputs = resolve("params", params, benchmark, arm)
+    return {
+        "generator": [inputs.generator],
+        "simulated user": [inputs.user],
+        "evaluator": list(inputs.evaluators),
+        "targets": list(inputs.targets),
+    }
+
+
+def uses_embedded_model(params: Params, model_ids: list[str]) -> bool:
+    return any(params.models[m].provider == "local" for m in model_ids)
+
+
+def models_note(params_path: str | Path, benchmark: str, arm: str | None = None) -> str:
+    """Markdown: the models by role, then the caveat when an embedded model is among them."""
+    params = load_params(params_path)
+    used = models_used(params, benchmark, arm)
+    lines = [f"**Models** ({'arm ' + arm if arm else 'main run'} of {benchmark}): " + "; ".join(
+        f"{role}: {', '.join(_describe(params, m) for m in ids)}" for role, ids in used.items()
+    ) + "."]
+    if uses_embedded_model(params, [m for ids in used.values() for m in ids]):
+        lines.append(f"**Caveat.** {EMBEDDED_CAVEAT}")
+    return "\n\n".join(lines)
