@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast perf check estimate clean-reports
+.PHONY: install repro test test-fast perf check estimate lab clean-reports
 
 install: $(STAMP)
 
@@ -14,7 +14,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,dev]'
+	$(PY) -m pip install --quiet -e '.[local,dev,lab]'
 	touch $(STAMP)
 
 repro: $(STAMP)
@@ -34,3 +34,8 @@ test-fast: $(STAMP)
 
 perf: $(STAMP)
 	$(PY) perf/run_all.py
+
+# JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
+# outputs; set write_outputs = True in its parameters cell to run its stage from there.
+lab: $(STAMP)
+	jupyter lab --notebook-dir=$(CURDIR) notebooks/

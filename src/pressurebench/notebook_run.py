@@ -6,7 +6,9 @@ This is what every DVC stage command calls:
         -p params_path params/pipeline.yaml -p benchmark <b> -p target <t>
 
 writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
-`reports/<b>/03_simulate__<t>.html` (code hidden). When the notebook fails, the
+`reports/<b>/03_simulate__<t>.html` (code hidden). The notebook runs with
+`write_outputs = True`: it runs its stage (run by hand it would only show the
+last outputs, `notebook_session`). When the notebook fails, the
 report is still written, opening with what failed, what to do and the stage's
 error rows grouped by reason (`stage_failure`); the command prints the error as
 one line instead of a kernel traceback and exits with the command line's codes:
@@ -50,11 +52,16 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
     executed.parent.mkdir(parents=True, exist_ok=True)
     try:
         papermill.execute_notebook(
-            str(notebook), str(executed), parameters=parameters, kernel_name=KERNEL, cwd=".",
+            str(notebook), str(executed), parameters={**parameters, "write_outputs": True},
+            kernel_name=KERNEL, cwd=".",
             log_output=True, progress_bar=False,
+            # The kernel is local and short-lived; its warning about unencrypted TCP on
+            # loopback would be printed by every stage.
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
     except PapermillExecutionError as exc:
         write_failure_notebook(executed, notebook, parameters, exc.ename, exc.evalue)
+        add_models_note(executed, parameters, position=1)
         render_notebook(executed, html, title=title_for(notebook, parameters, failed=True))
         raise NotebookFailed(
             f"{notebook} failed: {exc.ename}: {exc.evalue} (report: {html})", exit_code(exc.ename)
@@ -65,7 +72,24 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
         raise NotebookFailed(
             crash_message(stage, parameters.get("params_path", ""), how), EXIT_NATIVE_CRASH
         ) from None
+    add_models_note(executed, parameters, position=0)
     return render_notebook(executed, html, title=title_for(notebook, parameters))
+
+
+def add_models_note(executed: Path, parameters: dict[str, str], position: int) -> None:
+    """Put the models note (`reports.models_note`) into the executed notebook at `position`."""
+    import nbformat
+
+    from .reports.models_note import models_note
+
+    try:
+        note = models_note(parameters["params_path"], parameters["benchmark"],
+                           parameters.get("arm") or None)
+    except (KeyError, PressurebenchError):  # a notebook outside the pipeline's parameters
+        return
+    nb = nbformat.read(executed, as_version=4)
+    nb.cells.insert(position, nbformat.v4.new_markdown_cell(note))
+    nbformat.write(nb, executed)
 
 
 def main(argv: list[str] | None = None) -> int:

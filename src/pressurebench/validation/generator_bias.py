@@ -35,7 +35,7 @@ from .contrast import arm_replicates, contrast_of_changes, group_differences
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
 from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
 from .plan import load_plan
-from .record import record_study
+from .record import last_study, record_study
 
 STAGE = "generator_bias"
 
@@ -159,3 +159,8 @@ def run(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
     study = generator_bias_study(stage.params, benchmark)
     record_study(stage, study)
     return study
+
+
+def last_output(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
+    """What the last run wrote (`notebook_session`)."""
+    return last_study(STAGE, GeneratorBiasStudy, params_path, benchmark)

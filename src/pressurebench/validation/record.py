@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..arm_inputs import declared_params
-from ..io import write_artifact
+from ..errors import ConfigError
+from ..io import read_artifact, write_artifact
+from ..params import load_params
+from ..paths import Layout
 from ..runtime import StageRun
 from .models import GeneratorBiasStudy, UserModelBiasStudy
 
@@ -21,3 +26,11 @@ def record_study(stage: StageRun, study: GeneratorBiasStudy | UserModelBiasStudy
         provenance={"study_targets": study.targets},
         seeds={"bootstrap": params.statistics.seed, "subset": params.validation.seed},
     )
+
+
+def last_study(stage: str, model: type, params_path: str | Path, benchmark: str):
+    """The study its stage's last run wrote (for a notebook run by hand: `notebook_session`)."""
+    path = Layout(load_params(params_path).data_dir, benchmark).root / f"{stage}.json"
+    if not path.is_file():
+        raise ConfigError(path, "not found: run `dvc repro` first, or set write_outputs = True")
+    return read_artifact(path, model)

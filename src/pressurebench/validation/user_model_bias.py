@@ -32,7 +32,7 @@ from .contrast import arm_replicates, group_differences
 from .inputs import arm_scores, frame_of, main_user_model, rates_per_target
 from .models import MAIN, MetricDifference, Pairing, UserArmResult, UserModelBiasStudy
 from .plan import load_plan
-from .record import record_study
+from .record import last_study, record_study
 
 STAGE = "user_model_bias"
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
@@ -186,3 +186,8 @@ def run(params_path: str | Path, benchmark: str) -> UserModelBiasStudy:
     study = user_model_bias_study(stage.params, benchmark)
     record_study(stage, study)
     return study
+
+
+def last_output(params_path: str | Path, benchmark: str) -> UserModelBiasStudy:
+    """What the last run wrote (`notebook_session`)."""
+    return last_study(STAGE, UserModelBiasStudy, params_path, benchmark)
