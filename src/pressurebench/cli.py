@@ -73,6 +73,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export_main(["--benchmark", args.benchmark, "--params", args.params])
 
 
+def cmd_scenarios_export(args: argparse.Namespace) -> int:
+    from .curated import curated_source, export_curated
+    from .params import load_params
+    from .paths import Layout
+
+    params = load_params(args.params)
+    source = Layout(params.data_dir, args.benchmark).scenarios_file
+    out = curated_source(args.benchmark)
+    n = export_curated(source, out, force=args.force)
+    print(f"wrote {n} scenario rows to {out}: edit or drop them (move a base id to `dropped`), "
+          "then `dvc repro` uses them as written and generates only what is missing")
+    return 0
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     """Base scenarios per metric a study needs, for each number of samples."""
     import math
@@ -171,6 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot", action="store_true",
                    help="estimate the pass rate and the ICC from this benchmark's finished scores")
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("scenarios", help="curate the generated scenarios")
+    scenarios = p.add_subparsers(dest="scenarios_command", required=True)
+    p = scenarios.add_parser(
+        "export", help="write the generated scenarios to benchmarks/<b>/scenarios.yaml to edit",
+    )
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--force", action="store_true", help="replace an existing curated file")
+    p.set_defaults(func=cmd_scenarios_export)
 
     p = sub.add_parser(
         "import-impactbench",

@@ -131,6 +131,9 @@ class ScenariosFile(Row):
     benchmark: str
     rows: list[Scenario]
     errors: list[GenerationError] = Field(default_factory=list)
+    curated: list[str] = Field(
+        default_factory=list, description="ids of rows taken from the curated scenarios file"
+    )
 
     @field_validator("rows")
     @classmethod

@@ -32,15 +32,18 @@ def metrics_frame(benchmark: Benchmark) -> pd.DataFrame:
 
 
 def scenarios_frame(scenarios: ScenariosFile, width: int = 120) -> pd.DataFrame:
+    """One row per scenario; `curated` says which came from the curated file as written."""
+    curated = set(scenarios.curated)
     return pd.DataFrame(
         [
-            {"id": s.id, "metric": s.metric_id,
+            {"id": s.id, "curated": "yes" if s.id in curated else "", "metric": s.metric_id,
              "demographic": ", ".join(f"{k}={v}" for k, v in s.demographic.items()) or "—",
              "persona": _clip(s.persona, width), "latent goal": _clip(s.latent_adversarial_goal, width),
              "landmark turns": ",".join(str(lm.turn) for lm in s.landmarks)}
             for s in scenarios.rows
         ],
-        columns=["id", "metric", "demographic", "persona", "latent goal", "landmark turns"],
+        columns=["id", "curated", "metric", "demographic", "persona", "latent goal",
+                 "landmark turns"],
     )
 
 

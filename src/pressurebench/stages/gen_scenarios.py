@@ -18,6 +18,11 @@ rewritten once per demographic profile.
   rewrite: one error for that variant only). The error gate counts scenario
   rows: expected = metrics x scenarios_per_metric x profiles.
 - Metrics run concurrently; each accepted base scenario starts its rewrites at once.
+- Curated scenarios (`curated`, main arm only): base scenarios the researcher kept
+  in `benchmarks/<b>/scenarios.yaml` (any ids, added ones too) pass through exactly
+  as written, dropped ones are skipped, and only the remaining slots of
+  1..`scenarios_per_metric` are generated. The scenarios file
+  lists the curated ids (`curated`) so reports can mark them.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Annotated, Literal
 from pydantic import Field, create_model, model_validator
 
 from ..arm_inputs import declared_params, resolve
+from ..curated import CuratedScenarios, curated_source, load_curated
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -132,10 +138,24 @@ class Plan:
     turns: int
     profiles: list[Profile]
     attempts: int
+    curated: CuratedScenarios | None = None
+
+    def kept(self, base_id: str) -> bool:
+        """Whether a base scenario slot is the curated file's (kept or dropped), not generated."""
+        return self.curated is not None and (
+            base_id in self.curated.base_ids() or base_id in self.curated.dropped
+        )
 
     @property
     def rows_expected(self) -> int:
-        return len(self.benchmark.metrics) * self.scenarios_per_metric * len(self.profiles)
+        """Generated slots and curated base scenarios, each once per profile."""
+        slots = [
+            f"{m.id}_s{n:03d}" for m in self.benchmark.metrics
+            for n in range(1, self.scenarios_per_metric + 1)
+        ]
+        generated = sum(not self.kept(base) for base in slots)
+        curated = len(self.curated.base_ids()) if self.curated else 0
+        return (generated + curated) * len(self.profiles)
 
     @property
     def rewrites(self) -> bool:
@@ -185,10 +205,20 @@ async def generate_scenarios(
 async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Reporter) -> Outcome:
     out = Outcome([], [])
     schema = scenario_draft_schema(plan.turns)
-    accepted: dict[str, _ScenarioDraftBase] = {}
+    curated = sorted(
+        (r for r in (plan.curated.rows if plan.curated else []) if r.metric_id == metric.id),
+        key=lambda r: r.id,
+    )
+    # New scenarios must differ from the curated ones as from each other (a variant stands
+    # for its base scenario: they share the goals).
+    accepted: dict[str, _ScenarioDraftBase | Scenario] = {}
+    for row in curated:
+        accepted.setdefault(row.base_id, row)
     expansions = []
     for number in range(1, plan.scenarios_per_metric + 1):
         base_id = f"{metric.id}_s{number:03d}"
+        if plan.kept(base_id):
+            continue
 
         def messages(rejected, number=number) -> list[dict]:
             prompt = render(
@@ -232,6 +262,12 @@ async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Repo
         expansions.append(
             asyncio.create_task(_variants(client, plan, metric, number, result.value, report))
         )
+    for base_id in sorted({r.base_id for r in curated}):
+        part = _curated_rows(plan, metric, base_id)
+        out.rows += part.rows
+        out.errors += part.errors
+        report.rows(True, len(part.rows))
+        report.rows(False, len(part.errors))
     for part in await asyncio.gather(*expansions):
         out.rows += part.rows
         out.errors += part.errors
@@ -336,6 +372,20 @@ def _row(
     )
 
 
+def _curated_rows(plan: Plan, metric: Metric, base_id: str) -> Outcome:
+    """A curated base scenario's rows as written, and an error per profile it has no row for."""
+    rows = [r for r in plan.curated.rows if r.base_id == base_id]
+    have = {tuple(sorted(r.demographic.items())) for r in rows}
+    errors = [
+        GenerationError(stage=STAGE, metric_id=metric.id, base_id=base_id, demographic=profile,
+                        reason="curated base scenario has no row for this profile: add one to "
+                               "the curated file, or drop the base scenario")
+        for profile in plan.profiles
+        if plan.rewrites and tuple(sorted(profile.items())) not in have
+    ]
+    return Outcome(rows, errors)
+
+
 def read_metrics(path: Path) -> Benchmark:
     bench = read_yaml_model(path, Benchmark)
     if not bench.metrics:
@@ -364,13 +414,21 @@ def run(
     stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=inputs.name, params=params)
     metrics_path = inputs.metrics_file
     g = params.generation
+    metrics = read_metrics(metrics_path)
+    curated_path = curated_source(benchmark)
+    # Generator-bias arms measure what their own generator writes: never the curated file.
+    curated = (
+        load_curated(curated_path, metrics, profiles(g.demographics)) if inputs.study is None
+        else None
+    )
     plan = Plan(
-        benchmark=read_metrics(metrics_path),
+        benchmark=metrics,
         generator=gen_id,
         scenarios_per_metric=g.scenarios_per_metric,
         turns=g.scenario_turns,
         profiles=profiles(g.demographics),
         attempts=1 + g.max_regenerations,
+        curated=curated,
     )
     client = stage.client(provider_factory)
 
@@ -386,7 +444,10 @@ def run(
     stage.replacing_outputs()
     write_artifact(
         stage.layout.scenarios_file,
-        ScenariosFile(benchmark=benchmark, rows=outcome.rows, errors=outcome.errors),
+        ScenariosFile(
+            benchmark=benchmark, rows=outcome.rows, errors=outcome.errors,
+            curated=sorted(r.id for r in outcome.rows if plan.kept(r.base_id)),
+        ),
     )
     base_errors = sum(e.demographic is None for e in outcome.errors)
     manifest = stage.finish(
@@ -401,6 +462,8 @@ def run(
             "rows_written": len(outcome.rows),
             "rewrites_failed": len(outcome.errors) - base_errors,
             "near_duplicates_dropped": outcome.near_duplicates,
+            "curated_rows": sum(plan.kept(r.base_id) for r in outcome.rows),
+            "curated_dropped": len(curated.dropped) if curated else 0,
         },
         prompts=[BASE_PROMPT, REWRITE_PROMPT] if plan.rewrites else [BASE_PROMPT],
         declared=declared_params(STAGE, inputs),
@@ -408,6 +471,7 @@ def run(
             "generator": gen_id,
             "metrics_from": str(metrics_path),
             "metric_ids": [m.id for m in plan.benchmark.metrics],
+            "curated_from": str(curated_path) if curated else None,
         },
         seeds={"generator": params.models[gen_id].seed},
     )
