@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 PERF = Path(__file__).resolve().parent
-SCRIPTS = ("orchestration.py", "resume_cost.py", "embedded_model.py", "stats_scaling.py", "scale.py")
+SCRIPTS = ("orchestration.py", "resume_cost.py", "embedded_model.py", "per_turn_judging.py",
+           "stats_scaling.py", "scale.py")
 
 
 def main() -> int:
@@ -22,7 +23,7 @@ def main() -> int:
     for name in SCRIPTS:
         print(f"\n=== {name} ===", flush=True)
         started = time.perf_counter()
-        code = subprocess.run([sys.executable, str(PERF / name)], cwd=PERF.parent).returncode
+        code = subprocess.run([sys.executable, str(PERF / name)], check=False, cwd=PERF.parent).returncode
         results.append((name, code, time.perf_counter() - started))
     print("\n=== summary ===")
     for name, code, seconds in results:
