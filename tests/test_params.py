@@ -61,6 +61,64 @@ def test_evaluator_panel(tmp_path):
     assert params.roles.evaluators == ["judge", "gen"]
 
 
+def panel_params(**judges) -> dict:
+    data = tiny_params(roles={"generator": "gen", "user": "user", "evaluator": list(judges)})
+    data["models"].update(judges)
+    return data
+
+
+def test_a_panel_naming_a_judge_twice_is_refused(tmp_path):
+    data = tiny_params(roles={"generator": "gen", "user": "user", "evaluator": ["judge", "judge"]})
+    assert "roles.evaluator lists 'judge' twice" in error_of(tmp_path, data)
+
+
+def test_a_panel_of_two_ids_sending_identical_requests_is_refused(tmp_path):
+    same = {"provider": "openai", "model": "judge-model", "temperature": 0.0}
+    # a price, a concurrency limit or a key variable does not change what is sent
+    twin = {**same, "price_per_mtok_in": 3.0, "max_concurrency": 2, "api_key_env": "OTHER_KEY"}
+    msg = error_of(tmp_path, panel_params(j1=same, j2=twin))
+    assert "'j1' and 'j2' send identical requests" in msg
+
+
+@pytest.mark.parametrize("change", [{"temperature": 0.5}, {"model": "other-model"},
+                                    {"base_url": "http://127.0.0.1:9/v1"}, {"seed": 3}])
+def test_a_panel_of_judges_that_differ_in_what_they_send_is_accepted(tmp_path, change):
+    same = {"provider": "openai", "model": "judge-model", "temperature": 0.0}
+    params = load_params(write(tmp_path, panel_params(j1=same, j2={**same, **change})))
+    assert params.roles.evaluators == ["j1", "j2"]
+
+
+@pytest.mark.parametrize(
+    ("base", "change"),
+    [
+        ({"provider": "openai", "model": "m"}, {"price_per_mtok_in": 1.0}),
+        ({"provider": "openai", "model": "m"}, {"temperature": 0.3}),
+        ({"provider": "openai", "model": "m"}, {"structured_output": "json_object"}),
+        ({"provider": "openai", "model": "m"}, {"extra_body": {"x": 1}}),
+        ({"provider": "openai", "model": "o3"}, {"reasoning_effort": "low"}),
+        ({"provider": "anthropic", "model": "claude-haiku-4-5"}, {"structured_output": "tool"}),
+        ({"provider": "anthropic", "model": "claude-haiku-4-5"}, {"timeout_s": 5}),
+        ({"provider": "local", "model": "smollm2-135m-instruct"}, {"repeat_penalty": 1.1}),
+        ({"provider": "local", "model": "smollm2-135m-instruct"}, {"requantize": "q8_0"}),
+        ({"provider": "local", "model": "smollm2-135m-instruct"}, {"max_concurrency": 2}),
+    ],
+)
+def test_request_identity_changes_exactly_when_the_cache_key_does(base, change):
+    """The panel check and the client agree on what makes two models' requests the same."""
+    from pressurebench.llm.client import ModelClient
+    from pressurebench.llm.providers import make_provider
+    from pressurebench.params import ModelSpec
+
+    def material(spec: ModelSpec) -> dict:
+        client = ModelClient({"m": spec}, "/nonexistent-cache")
+        provider = make_provider("m", spec, "key")
+        return client._request(provider, spec, [{"role": "user", "content": "hi"}], None, 0,
+                               None)[2]
+
+    a, b = ModelSpec(**base), ModelSpec(**{**base, **change})
+    assert (a.request_identity() == b.request_identity()) == (material(a) == material(b))
+
+
 @pytest.mark.parametrize("turns", [0, -2])
 def test_turns_must_be_positive(tmp_path, turns):
     msg = error_of(tmp_path, tiny_params(generation={"turns": turns}))

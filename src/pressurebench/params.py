@@ -273,6 +273,21 @@ class ModelSpec(Strict):
         """The limit sent for an answer of `answer_tokens`: reasoning models get room to reason."""
         return answer_tokens + (self.reasoning_tokens if self.is_reasoning else 0)
 
+    def request_identity(self) -> tuple:
+        """Everything of this spec that goes into its calls' cache keys (`llm.client`, and each
+        provider's `key_material`): two model ids with the same identity send the same
+        requests and replay the same cached answers."""
+        common = (self.provider, self.model, self.base_url, self.temperature, self.top_p,
+                  self.max_tokens, self.seed)
+        extra_body = json.dumps(self.extra_body, sort_keys=True) if self.extra_body else None
+        if self.provider == "openai":
+            return (*common, self.structured_mode, self.strict, self.token_limit_field,
+                    self.is_reasoning, self.reasoning_effort,
+                    self.reasoning_tokens if self.is_reasoning else None, extra_body)
+        if self.provider == "anthropic":
+            return (*common, self.structured_mode, extra_body)
+        return (*common, self.requantize, self.repeat_penalty)
+
     def price(self, input_tokens: int, output_tokens: int) -> float | None:
         """Cost in USD; None when the registry has no price (unknown is not free), 0 for local
         models; batched calls at the batch APIs' discount."""
@@ -431,6 +446,30 @@ class Params(Strict):
         for name, items in (("targets", self.targets), ("benchmarks", self.benchmarks)):
             if len(set(items)) != len(items):
                 raise ValueError(f"{name} lists an entry twice")
+        return self
+
+    @model_validator(mode="after")
+    def _panel_of_distinct_judges(self):
+        """A judge listed twice, or two ids that send identical requests, replay one cached
+        verdict: the panel would agree with itself and its agreement would read 1."""
+        panel = self.roles.evaluators
+        if len(panel) < 2:
+            return self
+        seen: dict[tuple, str] = {}
+        for model_id in panel:
+            if model_id in seen.values():
+                raise ValueError(f"roles.evaluator lists '{model_id}' twice")
+            spec = self.models.get(model_id)
+            if spec is None:
+                continue  # reported as an unknown model id
+            twin = seen.get(spec.request_identity())
+            if twin is not None:
+                raise ValueError(
+                    f"roles.evaluator: '{twin}' and '{model_id}' send identical requests (same "
+                    "provider, model, endpoint and sampling), so they would replay one verdict; "
+                    "judges must differ"
+                )
+            seen[spec.request_identity()] = model_id
         return self
 
     def model_refs(self) -> list[tuple[str, str]]:
