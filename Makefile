@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast perf check estimate lab clean-reports
+.PHONY: install repro test test-fast perf check estimate lab plots clean-reports
 
 install: $(STAMP)
 
@@ -39,3 +39,7 @@ perf: $(STAMP)
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.
 lab: $(STAMP)
 	jupyter lab --notebook-dir=$(CURDIR) notebooks/
+
+# The DVC plots of dvc.yaml drawn offline (`dvc plots show` loads Vega from a CDN).
+plots: $(STAMP)
+	$(PY) -m pressurebench.reports.dvc_plots --out dvc_plots/offline.html

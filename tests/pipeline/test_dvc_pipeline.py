@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,12 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(repo_copy: 
     assert {"simulate", "evaluate", "aggregate"} <= set(stages)
     results = read_artifact(data / "results.json", Results)
     assert results.pressure is not None and set(results.pressure.targets) == set(results.targets)
+
+    # The DVC plots, drawn offline: one bar per target and metric, nothing loaded from a network.
+    run([sys.executable, "-m", "pressurebench.reports.dvc_plots", "--out", "plots.html"], root)
+    page = (root / "plots.html").read_text()
+    assert page.count("<svg") == 1 and "<script" not in page
+    assert all(t in page for t in results.targets)
 
     # A second repro re-runs nothing.
     assert would_run(root) == set()
