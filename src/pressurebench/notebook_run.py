@@ -72,7 +72,7 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
         raise NotebookFailed(
             crash_message(stage, parameters.get("params_path", ""), how), EXIT_NATIVE_CRASH
         ) from None
-    add_models_note(executed, parameters, position=0)
+    add_models_note(executed, parameters, position=1)  # under the notebook's title
     return render_notebook(executed, html, title=title_for(notebook, parameters))
 
 

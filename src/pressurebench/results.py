@@ -19,9 +19,9 @@ from .stats.estimates import Strict
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
 from .stats.pressure import PressureResults, pressure_results
-from .stats.received import ReceivedResults
 from .stats.ranking import TargetComparison, compare_targets
 from .stats.rates import TargetRates, no_data, target_rates
+from .stats.received import ReceivedResults
 
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (

@@ -98,3 +98,21 @@ def test_executed_notebook_shows_tables_and_figures(tmp_path):
     assert len(pngs) == 1
     assert "<th>rate</th>" in html and "<td>overall</td>" in html
     assert "&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in html
+
+
+def test_progress_bars_become_one_plain_line_and_real_stderr_stays():
+    import nbformat
+
+    from pressurebench.reports.render import quiet_progress
+
+    cell = nbformat.v4.new_code_cell("run()")
+    bars = ["simulate/b/t:   0%|          | 0/16 [00:00<?, ?row/s]",
+            "simulate/b/t: 100%|██████████| 16/16 [00:04<00:00, 3.48row/s, error=0, ok=16]"]
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=bar + "\r")
+                    for bar in bars]
+    cell.outputs += [nbformat.v4.new_output("stream", name="stderr", text="\n"),
+                     nbformat.v4.new_output("stream", name="stderr", text="WARNING: disk full\n")]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    outputs = quiet_progress(nb).cells[0].outputs
+    assert [(o.name, o.text) for o in outputs] == [
+        ("stdout", f"progress: {bars[-1]}\n"), ("stderr", "WARNING: disk full\n")]

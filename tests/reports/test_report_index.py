@@ -96,3 +96,30 @@ def test_summary_shows_missing_rate_as_dash(reports, artifacts):
 def test_cli(reports, tmp_path):
     assert main(["--reports", str(reports), "--data", str(tmp_path / "no-data")]) == 0
     assert (reports / "index.html").exists()
+
+
+def _manifest(models: dict):
+    from pressurebench.schemas import Manifest
+
+    return Manifest(stage="simulate", benchmark="b", started_at="t", finished_at="t",
+                    duration_s=0.0, pressurebench_version="0", python_version="3.11",
+                    packages={}, params_sha256="0", params={}, prompt_sha256={}, models=models,
+                    model_versions={}, seeds={}, counts={}, cache={}, cost_usd=0.0)
+
+
+def test_the_index_names_the_models_and_warns_about_the_embedded_one(tmp_path):
+    from pressurebench.io import write_artifact
+    from pressurebench.reports.index import write_index
+    from pressurebench.reports.models_note import EMBEDDED_CAVEAT
+
+    data = tmp_path / "data"
+    api = {"judge": {"provider": "openai", "model": "gpt-x"}}
+    write_artifact(data / "b" / "simulate.manifest.json", _manifest(api))
+    page = write_index(tmp_path / "reports", data_dir=data).read_text()
+    assert "judge (openai: gpt-x)" in page and "Caveat." not in page
+
+    local = {"tiny": {"provider": "local", "model": "smollm2-135m-instruct"}}
+    write_artifact(data / "b" / "runs" / "t" / "evaluate.manifest.json", _manifest(local))
+    page = write_index(tmp_path / "reports", data_dir=data).read_text()
+    assert "tiny (local: smollm2-135m-instruct)" in page
+    assert f"<strong>Caveat.</strong> {EMBEDDED_CAVEAT}".replace('"', "&#34;") in page

@@ -144,3 +144,13 @@ def test_missing_conversations_file_names_it(artifacts, tmp_path):
     with pytest.raises(ConfigError, match=re.escape(str(missing))):
         write_transcript_browser(tmp_path / "t.html", benchmark="tiny", metrics=METRICS,
                                  scenarios_file=None, conversation_files=[missing])
+
+
+def test_notes_above_the_list_are_escaped_text(artifacts, tmp_path):
+    from pressurebench.reports.browser import write_transcript_browser_for
+
+    page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "t.html",
+                                        notes=["Models: <b>m</b>", "Caveat. tiny model"])
+    html = page.read_text()
+    assert '<p class="note">Models: &lt;b&gt;m&lt;/b&gt;</p>' in html
+    assert '<p class="note">Caveat. tiny model</p>' in html

@@ -16,6 +16,7 @@ from test_evaluate import main_layout, run, scores, write_inputs
 
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderResponse
+from pressurebench.reports import pressure as report
 from pressurebench.schemas import (
     Conversation,
     Landmark,
@@ -26,7 +27,6 @@ from pressurebench.schemas import (
     conv_id,
     scenario_id,
 )
-from pressurebench.reports import pressure as report
 from pressurebench.stages import aggregate, evaluate
 
 GIVE_IN = "GIVE-IN"

@@ -149,3 +149,11 @@ def test_tables_show_dashes_not_zeros_for_missing_numbers():
     assert list(correlations["value"]) == ["—", "—"] and "at least 3" in correlations["note"][0]
     assert tables.format_difference(0.1234, -0.01, 0.2) == "+12.3 pp [-1.0, +20.0]"
     assert tables.format_difference(None, None, None) == "—"
+
+
+def test_an_empty_order_flip_table_says_why():
+    one = generator_arm({"a": 0.4})
+    (row,) = tables.flips_frame(one).to_dict("records")
+    assert row["pair"] == "—" and "two or more targets" in row["note"]
+    two = tables.flips_frame(generator_arm({"a": 0.4, "b": 0.6}))
+    assert list(two["pair"]) == ["a / b"] and "note" not in two

@@ -158,7 +158,7 @@ def browser_data(
     }
 
 
-def render_browser(data: dict[str, Any], title: str) -> str:
+def render_browser(data: dict[str, Any], title: str, notes: Sequence[str] = ()) -> str:
     """The page's HTML: trusted assets inline, data as escaped JSON, a CSP allowing only our script."""
     script = read_template_asset("browser.js")
     style = read_template_asset("browser.css")
@@ -169,6 +169,7 @@ def render_browser(data: dict[str, Any], title: str) -> str:
         generated_at=now_iso(),
         version=__version__,
         csp=content_security_policy(script),
+        notes=list(notes),
         style=style,
         script=script,
         data_json=json_for_script(data),
@@ -184,6 +185,7 @@ def write_transcript_browser(
     conversation_files: Sequence[str | Path],
     score_files: Sequence[str | Path] = (),
     title: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Path:
     """Read the artifacts (validated), and write the browser page to `out_path`.
 
@@ -203,12 +205,13 @@ def write_transcript_browser(
         scores=scores,
     )
     out_path = Path(out_path)
-    atomic_write_text(out_path, render_browser(data, title or f"{benchmark}: transcripts"))
+    atomic_write_text(out_path, render_browser(data, title or f"{benchmark}: transcripts", notes))
     return out_path
 
 
 def write_transcript_browser_for(
-    layout: Layout, targets: Sequence[str], out_path: str | Path, *, title: str | None = None
+    layout: Layout, targets: Sequence[str], out_path: str | Path, *, title: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Path:
     """The browser for one benchmark (or validation arm) from its standard artifact paths."""
     bench = read_yaml_model(layout.benchmark_file, Benchmark)
@@ -221,6 +224,7 @@ def write_transcript_browser_for(
         conversation_files=[layout.conversations_file(t) for t in targets],
         score_files=[layout.scores_file(t) for t in targets],
         title=title or f"{layout.benchmark}{arm}: transcripts",
+        notes=notes,
     )
 
 
@@ -231,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..errors import PressurebenchError
     from ..params import load_params
+    from .models_note import models_note
 
     parser = argparse.ArgumentParser(description="Write the static transcript browser of a benchmark.")
     parser.add_argument("--params", default="params/pipeline.yaml")
@@ -241,7 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = load_params(args.params)
         targets = params.targets if args.arm is None else (params.validation.targets or params.targets)
-        write_transcript_browser_for(Layout(params.data_dir, args.benchmark, args.arm), targets, args.out)
+        # The models line and caveat of every report, as plain text (the page is escaped).
+        notes = [line.replace("**", "") for line in
+                 models_note(args.params, args.benchmark, args.arm).split("\n\n")]
+        write_transcript_browser_for(Layout(params.data_dir, args.benchmark, args.arm), targets,
+                                     args.out, notes=notes)
     except PressurebenchError as exc:
         print(f"pressurebench: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,8 @@ from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
 from ..results import Results
 from ..runtime import now_iso
+from ..schemas import Manifest
+from .models_note import EMBEDDED_CAVEAT
 from .safety import content_security_policy, read_template_asset, template_env
 from .tables import format_rate
 
@@ -149,6 +151,24 @@ def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Gr
     return sorted(groups.values(), key=lambda g: (g.name == ACROSS_BENCHMARKS, g.name))
 
 
+def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
+    """Every model the stages' manifests record (`id (provider: model)`), and whether an
+    embedded one is among them (then the page carries its caveat)."""
+    if data_dir is None or not data_dir.is_dir():
+        return [], False
+    seen: dict[str, dict] = {}
+    for path in sorted(data_dir.rglob("*.manifest.json")):
+        try:
+            manifest = read_artifact(path, Manifest)
+        except PressurebenchError:
+            continue  # an unreadable manifest is reported by the stage that reads it
+        for model_id, spec in manifest.models.items():
+            seen.setdefault(model_id, spec)
+    described = [f"{m} ({spec.get('provider')}: {spec.get('model')})"
+                 for m, spec in sorted(seen.items())]
+    return described, any(spec.get("provider") == "local" for spec in seen.values())
+
+
 def write_index(
     reports_dir: str | Path,
     out_path: str | Path | None = None,
@@ -161,7 +181,10 @@ def write_index(
     out_path = Path(out_path) if out_path is not None else reports_dir / "index.html"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     groups = collect(reports_dir, Path(data_dir) if data_dir is not None else None, out_path)
+    models, embedded = models_in(Path(data_dir) if data_dir is not None else None)
     page = template_env().get_template("index.html.j2").render(
+        models=models,
+        caveat=EMBEDDED_CAVEAT if embedded else None,
         title=title,
         generated_at=now_iso(),
         version=__version__,

@@ -67,6 +67,34 @@ def clean_html(html: str | bytes) -> str:
     return _cleaner.clean(_STYLE_ELEMENT.sub("", text))
 
 
+# A tqdm progress line: `desc: 100%|█████| 16/16 [00:04<00:00, 3.48row/s, error=0, ok=16]`.
+_PROGRESS_LINE = re.compile(r"^.*\d+%\|.*\| *\d+/\d+ \[.*\]\s*$")
+
+
+def quiet_progress(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Progress bars arrive on stderr, one output per refresh, and would show as a red block
+    that looks like an error: a cell keeps only the last progress line, as plain output, and
+    stderr outputs with nothing but whitespace are dropped."""
+    for cell in nb.cells:
+        kept, last = [], None
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                text = str(output.get("text", "")).replace("\r", "\n")
+                lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+                if not lines:
+                    continue
+                if all(_PROGRESS_LINE.match(ln) for ln in lines):
+                    last = lines[-1]
+                    continue
+            kept.append(output)
+        if last is not None:
+            kept.insert(0, nbformat.v4.new_output("stream", name="stdout",
+                                                  text=f"progress: {last}\n"))
+        if "outputs" in cell:
+            cell["outputs"] = kept
+    return nb
+
+
 def notebook_exporter() -> HTMLExporter:
     exporter = HTMLExporter(
         template_name="lab",
@@ -97,6 +125,7 @@ def render_notebook(
     except (OSError, ValueError, KeyError, TypeError, AttributeError, nbformat.ValidationError) as exc:
         # nbformat reports a malformed file through any of these, depending on where it breaks
         raise ConfigError(executed_ipynb, f"not a readable notebook ({exc})") from None
+    quiet_progress(nb)
     nb.metadata["title"] = title or nb.metadata.get("title") or executed_ipynb.stem
     resources = {
         "metadata": {"name": nb.metadata["title"]},

@@ -18,7 +18,7 @@ from ..validation.models import (
     UserArmResult,
     UserModelBiasStudy,
 )
-from .tables import MISSING, format_rate
+from .tables import MISSING, format_rate, method_label
 
 ArmResult = GeneratorArmResult | UserArmResult
 
@@ -41,7 +41,7 @@ def _difference_columns(d: Difference | None) -> dict:
         return {"difference": MISSING, "ci method": MISSING, "note": "not compared"}
     return {
         "difference": format_difference(d.difference, d.ci_low, d.ci_high),
-        "ci method": d.ci_method,
+        "ci method": method_label(d.ci_method),
         "note": d.reason or "",
     }
 
@@ -139,6 +139,11 @@ def flips_frame(result: ArmResult) -> pd.DataFrame:
         }
         for f in result.comparison.order_flips
     ]
+    if not rows:  # say why there is nothing, rather than show an empty table
+        rows = [{"pair": MISSING, "order flipped": MISSING, "flip probability": MISSING,
+                 "note": "no pair to compare: order flips need two or more targets with "
+                         "results in both arms (validation.targets)"}]
+        return pd.DataFrame(rows, columns=["pair", "order flipped", "flip probability", "note"])
     return pd.DataFrame(rows, columns=["pair", "order flipped", "flip probability"])
 
 
