@@ -70,6 +70,7 @@ def test_a_stage_over_its_error_budget_leaves_a_report_with_its_reasons(
     assert "Error rows by reason" in page
     assert "target '…' failed at turn N" in page
     assert "<title>simulate · tiny · target-a · FAILED</title>" in page
+    assert "Models</strong> (main run of tiny)" in page  # which models, failed or not
 
 
 @pytest.mark.slow

@@ -237,6 +237,8 @@ def test_aggregate_reads_the_planted_onsets_into_curves_landmarks_and_paired_dif
     curve = report.curve_table(results)
     assert list(curve[curve.target == "target-a"]["holding [CI]"].str.split().str[0]) == [
         "80.0%", "60.0%", "40.0%", "20.0%", "20.0%"]
+    assert set(curve["CI method"]) <= {"cluster bootstrap", "Wilson, scenarios as n "
+                                       "(replicates did not vary)"}
     assert set(report.landmark_table(results)["landmark"]) == {1, 2}
     assert len(report.difference_table(results)) == 5
     assert report.received_table(results)["ended early"].tolist() == ["0 of 10 (0%)"] * 2

@@ -25,7 +25,7 @@ METHOD_LABELS = {
     methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
     methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
     methods.NEWCOMBE_ROWS_SINGLE_CLUSTER: "Newcombe on rows (a single scenario)",
-    methods.NONE: "none",
+    methods.NONE: "no interval",
 }
 MISSING = "—"
 OVERALL = "overall"
