@@ -61,7 +61,7 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
         )
     except PapermillExecutionError as exc:
         write_failure_notebook(executed, notebook, parameters, exc.ename, exc.evalue)
-        add_models_note(executed, parameters, position=1)
+        add_models_note(executed, parameters, position=1, executed_stage=notebook)
         render_notebook(executed, html, title=title_for(notebook, parameters, failed=True))
         raise NotebookFailed(
             f"{notebook} failed: {exc.ename}: {exc.evalue} (report: {html})", exit_code(exc.ename)
@@ -72,19 +72,23 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
         raise NotebookFailed(
             crash_message(stage, parameters.get("params_path", ""), how), EXIT_NATIVE_CRASH
         ) from None
-    add_models_note(executed, parameters, position=1)  # under the notebook's title
+    add_models_note(executed, parameters, position=1, executed_stage=notebook)  # under the title
     return render_notebook(executed, html, title=title_for(notebook, parameters))
 
 
-def add_models_note(executed: Path, parameters: dict[str, str], position: int) -> None:
-    """Put the models note (`reports.models_note`) into the executed notebook at `position`."""
+def add_models_note(
+    executed: Path, parameters: dict[str, str], position: int, executed_stage: str | Path
+) -> None:
+    """Put the models note (`reports.models_note`) of the notebook `executed_stage` into its
+    executed copy at `position`."""
     import nbformat
 
     from .reports.models_note import models_note
+    from .stage_failure import stage_of
 
     try:
         note = models_note(parameters["params_path"], parameters["benchmark"],
-                           parameters.get("arm") or None)
+                           parameters.get("arm") or None, stage=stage_of(executed_stage))
     except (KeyError, PressurebenchError):  # a notebook outside the pipeline's parameters
         return
     nb = nbformat.read(executed, as_version=4)

@@ -38,3 +38,12 @@ def test_jupyterlab_is_in_the_environment():
     """`make lab` needs it; the `lab` extra installs it with the rest."""
     assert importlib.util.find_spec("jupyterlab") is not None
     assert importlib.util.find_spec("vl_convert") is not None
+
+
+def test_a_study_report_names_the_models_of_every_arm(project):
+    data = yaml.safe_load(project.params_path.read_text())
+    data["validation"] = {"user_model_bias": ["gen"], "targets": ["target-a"]}
+    project.params_path.write_text(yaml.safe_dump(data))
+    note = models_note(project.params_path, "tiny", stage="user_model_bias")
+    assert "(main run of tiny)" in note and "(arm user/gen of tiny)" in note
+    assert "simulated user: gen (openai: gen-model)" in note

@@ -41,13 +41,33 @@ def uses_embedded_model(params: Params, model_ids: list[str]) -> bool:
     return any(params.models[m].provider == "local" for m in model_ids)
 
 
-def models_note(params_path: str | Path, benchmark: str, arm: str | None = None) -> str:
-    """Markdown: the models by role, then the caveat when an embedded model is among them."""
+STUDY_ARMS = {"generator_bias": "generator", "user_model_bias": "user"}
+
+
+def study_arms(params: Params, stage: str) -> list[str]:
+    """The arms a validation study compares with the main run (none for other stages)."""
+    kind = STUDY_ARMS.get(stage)
+    if kind is None:
+        return []
+    models = params.validation.generator_bias if kind == "generator" else (
+        params.validation.user_model_bias)
+    return [f"{kind}/{m}" for m in models]
+
+
+def models_note(
+    params_path: str | Path, benchmark: str, arm: str | None = None, stage: str | None = None
+) -> str:
+    """Markdown: the models by role (for a validation study, of the main run and of every arm
+    it compares), then the caveat when an embedded model is among them."""
     params = load_params(params_path)
-    used = models_used(params, benchmark, arm)
-    lines = [f"**Models** ({'arm ' + arm if arm else 'main run'} of {benchmark}): " + "; ".join(
-        f"{role}: {', '.join(_describe(params, m) for m in ids)}" for role, ids in used.items()
-    ) + "."]
-    if uses_embedded_model(params, [m for ids in used.values() for m in ids]):
+    runs = [arm] if arm else [None, *study_arms(params, stage or "")]
+    lines, ids_used = [], []
+    for run in runs:
+        used = models_used(params, benchmark, run)
+        ids_used += [m for ids in used.values() for m in ids]
+        lines.append(f"**Models** ({'arm ' + run if run else 'main run'} of {benchmark}): "
+                     + "; ".join(f"{role}: {', '.join(_describe(params, m) for m in ids)}"
+                                 for role, ids in used.items()) + ".")
+    if uses_embedded_model(params, ids_used):
         lines.append(f"**Caveat.** {EMBEDDED_CAVEAT}")
     return "\n\n".join(lines)

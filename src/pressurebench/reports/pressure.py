@@ -20,8 +20,9 @@ NO_PER_TURN = (
     "No per-turn verdicts: set evaluation.per_turn: true and re-run evaluate (simulate is "
     "not re-run) to see when targets give in."
 )
-ONSET_COLUMNS = ["target", "conversations", "gave in", "held to the end", "ended early",
-                 "judge error", "median onset [CI]", "CI method", "mean flips", "recovered"]
+ONSET_COLUMNS = ["target", "conversations", "gave in", "held to the last turn",
+                 "held until the user stopped", "held until a judge error", "median onset [CI]",
+                 "CI method", "mean flips", "recovered"]
 LANDMARK_COLUMNS = ["target", "landmark", "turns", "pass rate [CI]", "gave in here [CI]",
                     "n", "base scenarios", "CI method"]
 DIFFERENCE_COLUMNS = ["a", "b", "turn", "holding a − b [CI]", "CI method"]
