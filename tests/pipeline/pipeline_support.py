@@ -5,9 +5,21 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from pressurebench.params import Params
+
 
 def mock_params(base_url: str) -> dict:
-    """Tiny params: the default model ids, served by the mock; every stage and arm exercised."""
+    """Tiny params: the default model ids, served by the mock; every stage and arm exercised.
+
+    Every section but `models` is written out in full, defaults included, as the committed
+    params file is: DVC refuses a stage whose watched param is absent from the file.
+    """
+    given = _tiny_params(base_url)
+    full = Params.model_validate(given).model_dump(mode="json")
+    return {**full, "models": given["models"]}
+
+
+def _tiny_params(base_url: str) -> dict:
 
     def model(name: str, **kw) -> dict:
         return {"provider": "openai", "model": name, "base_url": base_url, "api_key_env": "PB_MOCK_KEY",
@@ -25,7 +37,7 @@ def mock_params(base_url: str) -> dict:
         "generation": {"metrics_per_benchmark": 2, "scenarios_per_metric": 2, "scenario_turns": 2,
                        "turns": 2, "num_samples": 2, "landmarks": True, "perfunctory": 0.1,
                        "demographics": {"age": ["teenager", "retiree"]}, "max_regenerations": 2},
-        "evaluation": {"evaluate_all_metrics": False, "show_examples": False},
+        "evaluation": {"evaluate_all_metrics": False, "show_examples": False, "per_turn": True},
         "statistics": {"resamples": 200, "confidence_level": 0.95, "seed": 3},
         "validation": {"generator_bias": ["smollm2-hot"], "user_model_bias": ["smollm2-hot"],
                        "targets": ["smollm2", "smollm2-agreeable"],
