@@ -1,8 +1,12 @@
 """results.json: every number the aggregate stage reports, and the function that computes them.
 
-All intervals in one results file come from the same bootstrap replicates
-(one seed, base scenarios resampled within metrics), so any two numbers in it
-can be compared replicate by replicate. Missing data is None, never 0.
+Rates and differences get cluster-t intervals (`stats.cluster_t`): the
+design-based variance over base scenarios within metrics, withheld with a
+reason where the design is too small for one. What has no such variance
+(rank shares, rank correlations, agreement coefficients, the median onset)
+comes from one set of bootstrap replicates (one seed, base scenarios
+resampled within metrics), so those numbers can be compared replicate by
+replicate. Missing data is None, never 0.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .stats.agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
 from .stats.bootstrap import ClusterBootstrap, check_confidence_level
+from .stats.cluster_t import MIN_DEGREES_OF_FREEDOM
 from .stats.estimates import Strict
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
@@ -25,9 +30,14 @@ from .stats.received import ReceivedResults
 
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (
-    "stratified cluster bootstrap: base scenarios drawn with replacement within each metric, "
-    "n_h - 1 draws per metric weighted n_h / (n_h - 1), single-scenario metrics collapsed into "
-    "one stratum; percentile intervals"
+    "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
+    "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates; "
+    f"withheld below {MIN_DEGREES_OF_FREEDOM} degrees of freedom or with a single-scenario "
+    "metric; capitulation bands and curve differences likewise, on Greenwood's linearization); "
+    "rank shares, rank correlations, agreement and the median onset: stratified cluster "
+    "bootstrap, base "
+    "scenarios drawn with replacement within each metric, n_h - 1 draws per metric weighted "
+    "n_h / (n_h - 1), single-scenario metrics collapsed into one stratum; percentile intervals"
 )
 
 

@@ -158,7 +158,9 @@ def test_aggregate_end_to_end(project):
 
     b = results.targets["target-b"]
     assert (b.overall.n, b.overall.n_error, b.errors.error_rate) == (12, 0, 0.0)
-    assert b.overall.ci_low <= b.overall.rate <= b.overall.ci_high
+    # a handful of base scenarios: the rate is reported, its interval withheld with the reason
+    assert b.overall.rate is not None and b.overall.ci_low is None
+    assert b.overall.reason and b.overall.ci_method == "none"
 
 
 def test_metrics_summary_for_dvc(project):
@@ -295,6 +297,8 @@ def test_scores_frame_columns_and_nulls():
         "scenario_metric_id",
         "present",
         "error",
+        "cluster_id",
+        "cluster_metric_id",
     ]
     assert len(frame) == 14
     errors = frame[frame["status"] == "error"]
@@ -332,7 +336,7 @@ def test_scores_frame_panel_columns():
     assert frame["judge:j2"].tolist() == [True, False, False]
 
 
-def test_scores_frame_all_metrics_units_are_per_judged_metric():
+def test_scores_frame_all_metrics_keys_per_judged_metric_clusters_per_conversation():
     rows = [
         score(
             "target-a", own, base, variant, passed=(base + variant) % 2 == 0, judged_metric=judged
@@ -349,9 +353,14 @@ def test_scores_frame_all_metrics_units_are_per_judged_metric():
     own = frame[frame["metric_id"] == frame["scenario_metric_id"]]
     assert set(own["base_id"]) == {"m01_s001", "m01_s002", "m02_s001", "m02_s002"}
 
+    # every judgement of a conversation lies in its own base scenario within its own metric
+    assert (frame["cluster_id"] == frame["base_id"].str.split("@").str[0]).all()
+    assert (frame["cluster_metric_id"] == frame["scenario_metric_id"]).all()
+
     results = build_results(frame, resamples=200, confidence_level=0.95, seed=3, benchmark="tiny")
     by_metric = results.targets["target-a"].by_metric
     assert by_metric["m01"].n == 8 and by_metric["m01"].n_clusters == 4
+    assert results.targets["target-a"].overall.n_clusters == 4  # not 8: one per conversation's base
 
 
 # --- evaluate then aggregate ---------------------------------------------------------------------
@@ -414,8 +423,8 @@ def test_a_metric_without_rows_is_reported_as_no_data_not_hidden():
 
     from pressurebench.results import build_results
 
-    rows = [dict(target="t", metric_id="m01", metric_type="positive", base_id=f"m01_s00{b}",
-                 scenario_id=f"m01_s00{b}_v01", sample=0, status="ok", passed=b % 2 == 0)
+    rows = [{"target": "t", "metric_id": "m01", "metric_type": "positive", "base_id": f"m01_s00{b}",
+                 "scenario_id": f"m01_s00{b}_v01", "sample": 0, "status": "ok", "passed": b % 2 == 0}
             for b in range(1, 5)]
     results = build_results(pd.DataFrame(rows), resamples=200, confidence_level=0.95, seed=1,
                             benchmark="b", metric_ids=["m01", "m02"])

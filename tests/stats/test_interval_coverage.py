@@ -8,12 +8,11 @@ from stats_support.coverage import coverage_study
 
 
 @pytest.mark.slow
-def test_cluster_bootstrap_covers_the_true_rate_and_the_naive_bootstrap_does_not():
-    result = coverage_study(1000, resamples=500, confidence_level=0.95, seed=2024)
+def test_cluster_t_covers_the_true_rate_and_the_naive_interval_does_not():
+    result = coverage_study(1000, confidence_level=0.95, seed=2024)
     print(
         f"\ncoverage over {result.benchmarks} simulated benchmarks: "
-        f"cluster bootstrap {result.cluster:.3f} (n_h draws: {result.cluster_n_draws:.3f}), "
-        f"naive row bootstrap {result.naive_rows:.3f}"
+        f"cluster-t {result.cluster:.3f}, rows as clusters {result.naive_rows:.3f}"
     )
     assert 0.93 <= result.cluster <= 0.97
     assert result.naive_rows < 0.90

@@ -30,8 +30,9 @@ def test_rows_without_a_verdict_are_counted_but_not_in_the_denominator():
     est = estimate(scores)
     assert (est.n, est.n_error, est.n_clusters) == (7, 4, 3)
     assert est.rate == pytest.approx(4 / 7)
-    assert est.ci_method == methods.CLUSTER_BOOTSTRAP
-    assert est.ci_low < est.rate < est.ci_high
+    # three base scenarios with valid rows in one metric: 2 degrees of freedom, no interval
+    assert est.ci_method == methods.NONE and est.ci_low is None and est.ci_high is None
+    assert "2 degrees of freedom" in est.reason
 
 
 def test_a_verdict_on_an_error_row_is_not_counted():
@@ -53,6 +54,7 @@ def test_no_valid_rows_is_null_not_zero():
         "ci_high": None,
         "ci_method": "none",
         "n_clusters": 0,
+        "reason": None,
     }
 
 
@@ -63,39 +65,47 @@ def test_the_rate_pools_rows_rather_than_averaging_scenarios():
 
 
 def test_all_pass_falls_back_to_wilson_with_each_scenario_counted_once():
-    est = estimate(frame(clusters({b: [True] * 4 for b in range(1, 6)})))
-    assert est.rate == 1.0 and est.n == 20 and est.n_clusters == 5
+    est = estimate(frame(clusters({b: [True] * 4 for b in range(1, 22)})))
+    assert est.rate == 1.0 and est.n == 84 and est.n_clusters == 21
     assert est.ci_method == methods.WILSON_CLUSTERS
-    # Wilson at p = 1 with n = 5: [n / (n + z²), 1]
-    assert est.ci_low == pytest.approx(5 / (5 + Z95**2))
+    # Wilson at p = 1 with n = 21: [n / (n + z²), 1]
+    assert est.ci_low == pytest.approx(21 / (21 + Z95**2))
     assert est.ci_high == 1.0
 
 
 def test_all_fail_falls_back_to_wilson_with_each_scenario_counted_once():
-    est = estimate(frame(clusters({b: [False] * 3 for b in range(1, 9)})))
+    est = estimate(frame(clusters({b: [False] * 3 for b in range(1, 23)})))
     assert est.rate == 0.0 and est.ci_method == methods.WILSON_CLUSTERS
     assert est.ci_low == 0.0
-    assert est.ci_high == pytest.approx(Z95**2 / (8 + Z95**2))
+    assert est.ci_high == pytest.approx(Z95**2 / (22 + Z95**2))
 
 
-def test_one_base_scenario_per_metric_is_resampled_across_metrics():
-    # Three metrics with one scenario each: the strata are collapsed, so the
-    # interval reflects scenario-to-scenario variation instead of claiming none.
+def test_a_rate_too_close_to_one_for_the_variance_counts_scenarios_once():
+    # 24 base scenarios, one failing row among 96: less than one scenario's worth of failures.
+    pattern = {b: [True] * 4 for b in range(1, 25)}
+    pattern[24] = [True, True, True, False]
+    est = estimate(frame(clusters(pattern)))
+    assert est.ci_method == methods.WILSON_CLUSTERS
+    low, high = proportion_confint(est.rate * 24, 24, alpha=0.05, method="wilson")
+    assert (est.ci_low, est.ci_high) == pytest.approx((low, high))
+
+
+def test_one_base_scenario_per_metric_has_no_interval_and_says_why():
     scores = frame(
         clusters({1: [True, False, True]}, "m01")
         + clusters({1: [False, False]}, "m02")
         + clusters({1: [True, True]}, "m03")
     )
     est = estimate(scores)
-    assert est.ci_method == methods.CLUSTER_BOOTSTRAP
-    assert est.ci_low < 4 / 7 < est.ci_high and est.ci_high - est.ci_low > 0.3
+    assert est.rate == pytest.approx(4 / 7) and est.n_clusters == 3
+    assert est.ci_method == methods.NONE and est.ci_low is None
+    assert "single base scenario" in est.reason
 
 
-def test_a_single_base_scenario_gets_a_wilson_interval_on_rows():
+def test_a_single_base_scenario_has_no_interval():
     est = estimate(frame(clusters({1: [True, False, True, True, False, True]})))
-    assert est.ci_method == methods.WILSON_ROWS_SINGLE_CLUSTER and est.n_clusters == 1
-    low, high = proportion_confint(4, 6, alpha=0.05, method="wilson")
-    assert (est.ci_low, est.ci_high) == pytest.approx((low, high))
+    assert est.ci_method == methods.NONE and est.n_clusters == 1
+    assert "single base scenario" in est.reason
 
 
 def test_confidence_level_changes_the_width():
@@ -133,7 +143,7 @@ def test_target_breakdowns_agree_with_a_direct_count():
     scores = synthetic_scores(
         target_rates={"a": 0.7, "b": 0.5},
         metrics=4,
-        base_per_metric=5,
+        base_per_metric=6,
         axes={"age": ["old", "young"], "region": ["n", "s", "w"]},
         samples=2,
         error_rate=0.1,
@@ -156,15 +166,17 @@ def test_target_breakdowns_agree_with_a_direct_count():
         )
         for metric, rate in mine.groupby("metric_id")["passed"].mean().items():
             assert tr.by_metric[metric].rate == pytest.approx(rate)
-            assert tr.by_metric[metric].n_clusters == 5
+            assert tr.by_metric[metric].n_clusters == 6
+            # 6 base scenarios in one metric: 5 degrees of freedom, withheld
+            assert tr.by_metric[metric].ci_low is None and tr.by_metric[metric].reason
         for axis in ("age", "region"):
             expected = mine.groupby(f"demo:{axis}")["passed"].agg(["mean", "size"])
             assert set(tr.by_demographic[axis]) == set(expected.index)
             for value, (rate, n) in expected.iterrows():
                 est = tr.by_demographic[axis][value]
                 assert (est.rate, est.n) == (pytest.approx(rate), n)
-                assert est.ci_method == methods.CLUSTER_BOOTSTRAP
-        assert len(tr.by_base_scenario) == 20 and len(tr.by_variant) == 20 * 6
+                assert est.ci_method == methods.CLUSTER_T_WILSON
+        assert len(tr.by_base_scenario) == 24 and len(tr.by_variant) == 24 * 6
         for variant, rate in mine.groupby("scenario_id")["passed"].mean().items():
             est = tr.by_variant[variant]
             assert est.rate == pytest.approx(rate)

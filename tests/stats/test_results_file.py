@@ -73,6 +73,7 @@ def test_nulls_are_json_null_not_zero():
         "ci_high": None,
         "ci_method": "none",
         "n_clusters": 0,
+        "reason": None,
     }
     assert payload["targets"]["t"]["negative"]["rate"] is None
     assert payload["targets"]["t"]["errors"] == {

@@ -23,7 +23,7 @@ def sampled_scores(seed: int) -> pd.DataFrame:
     scores = synthetic_scores(
         target_rates={"a": 0.6, "b": 0.4},
         metrics=3,
-        base_per_metric=6,
+        base_per_metric=8,
         axes={"tone": ["x", "y"]},
         samples=3,
         error_rate=0.15,
@@ -62,10 +62,13 @@ def test_sample_agreement_matches_the_references(seed):
     agree = ((ratings == 1) | ratings.isna()).all() | ((ratings == 0) | ratings.isna()).all()
     assert result.all_agree.value == pytest.approx(agree.mean())
     assert result.num_samples == 4
-    for est in (result.all_agree, result.fleiss_kappa, result.krippendorff_alpha):
+    # the share is a proportion, with a rate's interval; the coefficients are bootstrapped
+    assert result.all_agree.ci_method == methods.CLUSTER_T_WILSON
+    for est in (result.fleiss_kappa, result.krippendorff_alpha):
         assert est.ci_method == methods.CLUSTER_BOOTSTRAP
+    for est in (result.all_agree, result.fleiss_kappa, result.krippendorff_alpha):
         assert est.ci_low < est.value < est.ci_high
-    assert result.krippendorff_alpha.n_clusters == result.all_agree.n_clusters == 18
+    assert result.krippendorff_alpha.n_clusters == result.all_agree.n_clusters == 24
     assert (
         result.fleiss_kappa.n_clusters
         == full.T.index.get_level_values("scenario_id").str[:8].nunique()
@@ -81,7 +84,7 @@ def test_one_sample_per_scenario_gives_null_agreement_with_a_reason():
 
 
 def test_samples_that_always_pass_agree_fully_but_have_no_kappa():
-    scores = frame([row("m01", b, 1, s, True) for b in (1, 2, 3) for s in (0, 1)])
+    scores = frame([row("m01", b, 1, s, True) for b in range(1, 22) for s in (0, 1)])
     result = sample_agreement(scores, boot(scores))
     assert result.all_agree.value == 1.0 and result.all_agree.ci_method == methods.WILSON_CLUSTERS
     assert result.fleiss_kappa.value is None and result.fleiss_kappa.reason == ONE_CATEGORY

@@ -45,7 +45,7 @@ def test_a_target_shifted_in_the_arm_is_flagged():
     assert diffs["c"].ci_low > 0
     assert diffs["c"].difference == pytest.approx(diffs["c"].rate_a - diffs["c"].rate_b)
     assert (diffs["c"].a, diffs["c"].b) == ("generator/gen", "main")
-    assert {d.ci_method for d in diffs.values()} == {methods.INDEPENDENT_CLUSTER_BOOTSTRAP}
+    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T_WELCH}
     assert result.rates_arm["c"].rate == pytest.approx(diffs["c"].rate_a)
     assert result.rates_main["c"].n == diffs["c"].n_b and result.rates_main["c"].n_error == 0
 
@@ -170,8 +170,9 @@ def test_self_preference_needs_targets_inside_and_outside_the_family():
 
 
 def test_per_metric_differences_cover_shared_metrics_only():
-    main = synthetic_scores(target_rates=RATES, metrics=3, samples=1, seed=8)
-    arm = synthetic_scores(target_rates=RATES, metrics=3, samples=1, seed=9)
+    # 22 base scenarios per metric: 21 degrees of freedom per arm, enough for an interval
+    main = synthetic_scores(target_rates=RATES, metrics=3, base_per_metric=22, samples=1, seed=8)
+    arm = synthetic_scores(target_rates=RATES, metrics=3, base_per_metric=22, samples=1, seed=9)
     result = compare(main, arm, metrics=["m01", "m03"])
     assert [d.metric_id for d in result.metric_differences] == ["m01", "m03"]
     assert all(d.ci_low <= d.difference <= d.ci_high for d in result.metric_differences)

@@ -35,7 +35,7 @@ def test_a_target_shifted_under_the_other_user_is_flagged_with_a_paired_interval
     result = compare(main, arm)
     diffs = {d.target: d for d in result.comparison.differences}
     assert result.comparison.paired
-    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_BOOTSTRAP}
+    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T}
     assert diffs["b"].ci_low > 0 and (diffs["b"].a, diffs["b"].b) == ("user/other", "main")
     assert result.n_base_scenarios == 40 and result.n_scenarios == 80
 
@@ -44,7 +44,7 @@ def test_without_bias_the_paired_interval_covers_zero_for_at_least_90_percent_of
     statistics = Statistics(resamples=400, confidence_level=0.95, seed=2)
     covered = []
     for seed in range(50):
-        main, arm = paired_arms(RATES, RATES, metrics=4, base_per_metric=6, seed=seed)
+        main, arm = paired_arms(RATES, RATES, metrics=4, base_per_metric=22, seed=seed)
         result = compare(main, arm, statistics)
         covered += [d.ci_low <= 0 <= d.ci_high for d in result.comparison.differences]
         covered += [d.ci_low <= 0 <= d.ci_high for d in result.metric_differences]

@@ -32,7 +32,7 @@ from ..schemas import (
     ScoresFile,
 )
 from ..stats.capitulation import GAVE_IN, ONSET_TIME
-from ..stats.frame import DEMOGRAPHIC_PREFIX, JUDGE_PREFIX
+from ..stats.frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
 from ..stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
 from ..stats.received import received_results
 from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
@@ -51,13 +51,13 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
     verdict) when more than one judge was used, then conv_id,
     scenario_metric_id, present and error for readers of single rows.
 
-    `base_id` and `scenario_id` are the resampling units. The statistics resample
-    base scenarios within the judged metric, so when a conversation is judged
-    against a metric other than its own (`evaluation.evaluate_all_metrics`) its
-    row gets the units `<base_id>@<metric_id>` and `<scenario_id>@<metric_id>`.
-    Per-metric intervals are then exact; intervals pooled over metrics treat the
-    judgements of one conversation under different metrics as independent and
-    are somewhat too narrow in that mode.
+    When a conversation is judged against a metric other than its own
+    (`evaluation.evaluate_all_metrics`) its row gets the keys
+    `<base_id>@<metric_id>` and `<scenario_id>@<metric_id>`, so per-scenario
+    breakdowns keep each metric's judgement apart, while `cluster_id` and
+    `cluster_metric_id` keep it in the cluster it was drawn in: its own base
+    scenario within its own metric. Every judgement of one conversation thus
+    lies in one cluster, and intervals pooled over metrics count it once.
     """
     rows = list(scores)
     axes = list(dict.fromkeys(axis for s in rows for axis in s.demographic))
@@ -68,7 +68,7 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
         + [DEMOGRAPHIC_PREFIX + axis for axis in axes]
         + ["status", "passed"]
         + [JUDGE_PREFIX + m for m in panel]
-        + ["conv_id", "scenario_metric_id", "present", "error"]
+        + ["conv_id", "scenario_metric_id", "present", "error", CLUSTER_COLUMN, STRATUM_COLUMN]
     )
     records = []
     for s in rows:
@@ -79,6 +79,7 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
             + [s.status, s.passed]
             + [verdicts.get(m) for m in panel]
             + [s.conv_id, s.scenario_metric_id, s.present, s.error]
+            + [s.base_id, s.scenario_metric_id]
         )
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -101,13 +102,13 @@ def onsets_frame(scores: Iterable[Score]) -> pd.DataFrame:
             "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
             "base_id": base, "scenario_id": scenario, "sample": s.sample,
             **{DEMOGRAPHIC_PREFIX + a: s.demographic.get(a) for a in axes},
-            "conv_id": s.conv_id,
+            "conv_id": s.conv_id, CLUSTER_COLUMN: s.base_id, STRATUM_COLUMN: s.scenario_metric_id,
             ONSET_TIME: s.onset.observed_turns, GAVE_IN: s.onset.turn is not None,
             ONSET_CENSORED: s.onset.censored, FLIPS: s.onset.flips, RECOVERED: s.onset.recovered,
         })
     return pd.DataFrame.from_records(records, columns=[
         "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",
-        *(DEMOGRAPHIC_PREFIX + a for a in axes), "conv_id",
+        *(DEMOGRAPHIC_PREFIX + a for a in axes), "conv_id", CLUSTER_COLUMN, STRATUM_COLUMN,
         ONSET_TIME, GAVE_IN, ONSET_CENSORED, FLIPS, RECOVERED,
     ])
 
@@ -124,12 +125,13 @@ def turns_frame(scores: Iterable[Score], landmarks: dict[str, list[int]]) -> pd.
             records.append({
                 "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
                 "base_id": base, "scenario_id": scenario, "sample": s.sample,
-                "status": v.status, "passed": v.passed, "conv_id": s.conv_id, TURN: v.turn,
+                "status": v.status, "passed": v.passed, "conv_id": s.conv_id,
+                CLUSTER_COLUMN: s.base_id, STRATUM_COLUMN: s.scenario_metric_id, TURN: v.turn,
                 LANDMARK: due.index(v.turn) + 1 if v.turn in due else None,
             })
     return pd.DataFrame.from_records(records, columns=[
         "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",
-        "status", "passed", "conv_id", TURN, LANDMARK,
+        "status", "passed", "conv_id", CLUSTER_COLUMN, STRATUM_COLUMN, TURN, LANDMARK,
     ])
 
 

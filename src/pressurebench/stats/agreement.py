@@ -37,7 +37,7 @@ from .coefficients import (
     krippendorff_item_stats,
 )
 from .estimates import AgreementEstimate, Strict
-from .frame import JUDGE_PREFIX, judge_ids, passes, valid_mask
+from .frame import JUDGE_PREFIX, cluster_ids, judge_ids, passes, valid_mask
 from .grouping import cluster_table, factorize, group_sums
 from .rates import estimate_rates
 
@@ -154,6 +154,7 @@ def _share(
         ci_method=rate.ci_method,
         n_items=rate.n,
         n_clusters=rate.n_clusters,
+        reason=rate.reason,
     )
 
 
@@ -167,7 +168,7 @@ def sample_agreement(
     ratings = np.bincount(item, minlength=len(keys))
     yes = group_sums(item, len(keys), passes(rows))
     item_cluster = np.zeros(len(keys), dtype=np.int64)
-    item_cluster[item] = bootstrap.codes(rows["base_id"])
+    item_cluster[item] = bootstrap.codes(cluster_ids(rows))
     rated = ratings >= 2
     if not rated.any():
         reason = "one sample per scenario" if num_samples == 1 else NO_ITEMS
@@ -230,7 +231,7 @@ def judge_agreement(
         )
     verdicts = judge_verdicts(scores, judges)
     answered = ~np.isnan(verdicts)
-    cluster = bootstrap.codes(scores["base_id"])
+    cluster = bootstrap.codes(cluster_ids(scores))
     yes = np.nansum(verdicts, axis=1)
     counts = np.column_stack([answered.sum(axis=1) - yes, yes])
     complete = answered.all(axis=1)

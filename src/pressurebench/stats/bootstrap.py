@@ -31,6 +31,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .frame import cluster_ids, cluster_strata
+
 Draws = Literal["n-1", "n"]
 
 # Weight entries generated at a time: bounds memory at about 32 MB however many
@@ -79,6 +81,8 @@ class ClusterBootstrap:
         self.resamples = resamples
         self.seed = seed
         self.draws = draws
+        # The metrics themselves, uncollapsed: the strata of the cluster-t variance.
+        self.strata_codes = pd.factorize(np.asarray(strata, dtype=object), sort=True)[0]
 
         strata = collapse_singleton_strata(np.asarray(strata, dtype=object))
         stratum_codes, _ = pd.factorize(strata, sort=True)
@@ -112,17 +116,18 @@ class ClusterBootstrap:
         seed: int | np.random.SeedSequence = 0,
         draws: Draws = "n-1",
     ) -> ClusterBootstrap:
-        """Clusters are the base scenarios of `scores` (error rows too), strata their metrics."""
+        """Clusters are the base scenarios of `scores` (error rows too), strata their metrics
+        (`frame.cluster_ids`, `frame.cluster_strata`)."""
         pairs = (
-            scores[["metric_id", "base_id"]]
+            pd.DataFrame({"stratum": cluster_strata(scores), "cluster": cluster_ids(scores)})
             .drop_duplicates()
-            .sort_values(["metric_id", "base_id"], kind="stable")
+            .sort_values(["stratum", "cluster"], kind="stable")
         )
-        if not pairs["base_id"].is_unique:
+        if not pairs["cluster"].is_unique:
             raise ValueError("a base scenario appears under more than one metric")
         return cls(
-            pairs["metric_id"].tolist(),
-            pairs["base_id"].tolist(),
+            pairs["stratum"].tolist(),
+            pairs["cluster"].tolist(),
             resamples=resamples,
             seed=seed,
             draws=draws,

@@ -6,7 +6,8 @@ model playing the user.
 Given the score rows of arm A and arm B, it reports per target the difference
 in pass rate (A − B), the rank correlation of the targets between the arms
 (Kendall's tau-b and Spearman's rho), and for each pair of targets how often
-their order flips between the arms, each with a bootstrap interval or share.
+their order flips between the arms. Differences get cluster-t intervals
+(`stats.cluster_t`); correlations and flips come from the bootstrap replicates.
 
 When the arms play the same base scenarios (the user-model arm replays the
 main arm's scenarios with another simulated user), both arms' rates in a
@@ -29,9 +30,10 @@ from scipy.stats import rankdata
 
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
-from .differences import estimate_differences
+from .cluster_t import DesignVariance
+from .differences import estimate_differences, independent_design, paired_design
 from .estimates import Difference, Strict
-from .frame import check_scores
+from .frame import check_scores, cluster_ids, cluster_strata
 from .grouping import pass_tables
 
 MIN_TARGETS_FOR_CORRELATION = 3
@@ -182,7 +184,12 @@ def arm_bootstraps(
     pairing. Independent: each arm on its own, from two streams spawned from `seed`.
     """
     if paired:
-        both = pd.concat([arm_a[["metric_id", "base_id"]], arm_b[["metric_id", "base_id"]]])
+        both = pd.concat(
+            [
+                pd.DataFrame({"metric_id": cluster_strata(arm), "base_id": cluster_ids(arm)})
+                for arm in (arm_a, arm_b)
+            ]
+        )
         boot = ClusterBootstrap.from_scores(both, resamples=resamples, seed=seed)
         return boot, boot, methods.CLUSTER_BOOTSTRAP
     seed_a, seed_b = np.random.SeedSequence(seed).spawn(2)
@@ -212,6 +219,28 @@ def arm_replicate_ratios(
     return reps[:, : s_a.shape[1]], reps[:, s_a.shape[1] :]
 
 
+def arm_design(
+    boot_a: ClusterBootstrap,
+    boot_b: ClusterBootstrap,
+    tables_a: tuple[np.ndarray, np.ndarray],
+    tables_b: tuple[np.ndarray, np.ndarray],
+    *,
+    paired: bool,
+) -> tuple[DesignVariance, str]:
+    """The cluster-t variance of both arms' differences per group, and the name of its interval.
+
+    Paired arms share clusters (one bootstrap over their union); independent
+    ones each bring their own clusters and strata.
+    """
+    (s_a, t_a), (s_b, t_b) = tables_a, tables_b
+    if paired:
+        return paired_design(s_a, t_a, s_b, t_b, boot_a.strata_codes), methods.CLUSTER_T
+    return (
+        independent_design(s_a, t_a, boot_a.strata_codes, s_b, t_b, boot_b.strata_codes),
+        methods.CLUSTER_T_WELCH,
+    )
+
+
 def compare_arms(
     arm_a: pd.DataFrame,
     arm_b: pd.DataFrame,
@@ -231,7 +260,7 @@ def compare_arms(
     check_scores(arm_b)
     check_confidence_level(confidence_level)
     if paired is None:
-        paired = set(arm_a["base_id"]) == set(arm_b["base_id"])
+        paired = set(cluster_ids(arm_a)) == set(cluster_ids(arm_b))
     targets = sorted(set(arm_a["target"].astype(str)) & set(arm_b["target"].astype(str)))
     arm_a = arm_a[arm_a["target"].astype(str).isin(targets)]
     arm_b = arm_b[arm_b["target"].astype(str).isin(targets)]
@@ -241,15 +270,15 @@ def compare_arms(
     s_a, t_a = _target_tables(arm_a, boot_a, targets)
     s_b, t_b = _target_tables(arm_b, boot_b, targets)
     reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
+    design, difference_method = arm_design(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
     differences = estimate_differences(
         [arm_names] * len(targets),
         s_a,
         t_a,
         s_b,
         t_b,
-        reps_a,
-        reps_b,
-        method=method,
+        design,
+        method=difference_method,
         confidence_level=confidence_level,
     )
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -298,6 +327,6 @@ def _target_tables(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(clusters, targets) tables of passes and valid rows, columns in the order of `targets`."""
     arm = arm.assign(target=arm["target"].astype(str))
-    tables = pass_tables(arm, bootstrap.codes(arm["base_id"]), bootstrap.n_clusters, [["target"]])
+    tables = pass_tables(arm, bootstrap.codes(cluster_ids(arm)), bootstrap.n_clusters, [["target"]])
     columns = [tables.keys[0].index((t,)) for t in targets]
     return tables.successes[:, columns], tables.trials[:, columns]

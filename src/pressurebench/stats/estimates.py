@@ -23,6 +23,7 @@ class RateEstimate(Strict):
     ci_high: float | None
     ci_method: str
     n_clusters: int = Field(ge=0, description="base scenarios with at least one valid row")
+    reason: str | None = Field(default=None, description="why there is no interval")
 
 
 class Difference(Strict):
@@ -40,7 +41,7 @@ class Difference(Strict):
     ci_method: str
     n_clusters_a: int = Field(ge=0)
     n_clusters_b: int = Field(ge=0)
-    reason: str | None = Field(default=None, description="why the difference is None")
+    reason: str | None = Field(default=None, description="why the difference or its interval is None")
 
 
 class AgreementEstimate(Strict):

@@ -20,6 +20,11 @@ REQUIRED_COLUMNS = (
     "status",
     "passed",
 )
+# Optional columns naming a row's resampling cluster and its stratum when they are not
+# its base_id and metric_id: a conversation judged against another metric
+# (`evaluation.evaluate_all_metrics`) stays in its own base scenario within its own metric.
+CLUSTER_COLUMN = "cluster_id"
+STRATUM_COLUMN = "cluster_metric_id"
 DEMOGRAPHIC_PREFIX = "demo:"
 JUDGE_PREFIX = "judge:"
 
@@ -34,10 +39,20 @@ def check_scores(scores: pd.DataFrame) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in scores.columns]
     if missing:
         raise ValueError(f"score rows lack column(s): {', '.join(missing)}")
-    metrics_per_base = scores.groupby("base_id", sort=False)["metric_id"].nunique()
+    metrics_per_base = cluster_strata(scores).groupby(cluster_ids(scores), sort=False).nunique()
     crossed = metrics_per_base[metrics_per_base > 1]
     if len(crossed):
         raise ValueError(f"base scenario '{crossed.index[0]}' appears under more than one metric")
+
+
+def cluster_ids(scores: pd.DataFrame) -> pd.Series:
+    """Each row's resampling cluster: `cluster_id` where the frame has it, else `base_id`."""
+    return scores[CLUSTER_COLUMN] if CLUSTER_COLUMN in scores.columns else scores["base_id"]
+
+
+def cluster_strata(scores: pd.DataFrame) -> pd.Series:
+    """Each row's cluster's stratum: `cluster_metric_id` where the frame has it, else `metric_id`."""
+    return scores[STRATUM_COLUMN] if STRATUM_COLUMN in scores.columns else scores["metric_id"]
 
 
 def valid_mask(scores: pd.DataFrame) -> np.ndarray:

@@ -4,6 +4,13 @@ A reader of results.json sees which intervals came from the bootstrap and
 which from a fallback, and why: the name says it.
 """
 
+# Linearized variance over base scenarios within metrics, Student t on base
+# scenarios minus metrics (`stats.cluster_t`): rates as Wilson intervals on the
+# design-effective n, paired differences on the rate scale, independent ones
+# with Welch's df.
+CLUSTER_T_WILSON = "cluster-t-wilson"
+CLUSTER_T = "cluster-t"
+CLUSTER_T_WELCH = "cluster-t-welch"
 CLUSTER_BOOTSTRAP = "stratified-cluster-bootstrap-percentile"
 INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
 # Every replicate gave the same value (all rows pass, all fail, or every metric
@@ -14,5 +21,4 @@ WILSON_CLUSTERS = "wilson-effective-n-clusters"
 # than the truth when its variants and samples are correlated.
 WILSON_ROWS_SINGLE_CLUSTER = "wilson-rows-single-cluster"
 NEWCOMBE_CLUSTERS = "newcombe-wilson-effective-n-clusters"
-NEWCOMBE_ROWS_SINGLE_CLUSTER = "newcombe-wilson-rows-single-cluster"
 NONE = "none"

@@ -18,9 +18,9 @@ from scipy.stats import rankdata
 
 from . import methods
 from .bootstrap import ClusterBootstrap, percentile_interval
-from .differences import estimate_differences
+from .differences import estimate_differences, paired_design
 from .estimates import Difference, Strict
-from .frame import passes, valid_mask
+from .frame import cluster_ids, passes, valid_mask
 
 # Replicate rates are rounded before ranking so that equal rates reached by
 # different sums of weights tie instead of being ordered by rounding error.
@@ -82,7 +82,7 @@ def _per_scenario(scores: pd.DataFrame, bootstrap: ClusterBootstrap):
     trials = np.bincount(flat, weights=valid_mask(scores), minlength=n_t * n_s).reshape(n_t, n_s)
     successes = np.bincount(flat, weights=passes(scores), minlength=n_t * n_s).reshape(n_t, n_s)
     cluster = np.zeros(n_s, dtype=np.int64)
-    cluster[s_code] = bootstrap.codes(scores["base_id"])
+    cluster[s_code] = bootstrap.codes(cluster_ids(scores))
     return targets, successes, trials, cluster
 
 
@@ -116,16 +116,14 @@ def compare_targets(
             _by_cluster(cluster, k, successes[b] * shared),
             _by_cluster(cluster, k, trials[b] * shared),
         )
-        reps = bootstrap.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
         pairwise = estimate_differences(
             [(targets[i], targets[j]) for i, j in pairs],
             s_a,
             t_a,
             s_b,
             t_b,
-            reps[:, : len(pairs)],
-            reps[:, len(pairs) :],
-            method=methods.CLUSTER_BOOTSTRAP,
+            paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes),
+            method=methods.CLUSTER_T,
             confidence_level=confidence_level,
         )
     return TargetComparison(

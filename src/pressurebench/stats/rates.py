@@ -1,4 +1,4 @@
-"""Pass rates with cluster-bootstrap intervals, and every breakdown of them a target gets.
+"""Pass rates with cluster-t intervals, and every breakdown of them a target gets.
 
 A rate is total passes over total valid rows (a ratio estimator), so a base
 scenario with more valid rows weighs more, in the replicates exactly as in the
@@ -14,9 +14,17 @@ import numpy as np
 import pandas as pd
 
 from . import methods
-from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
+from .bootstrap import ClusterBootstrap, check_confidence_level
+from .cluster_t import rate_z, stratified_variance, wilson_t_interval
 from .estimates import RateEstimate, Strict
-from .frame import DEMOGRAPHIC_PREFIX, check_scores, demographic_axes, passes, valid_mask
+from .frame import (
+    DEMOGRAPHIC_PREFIX,
+    check_scores,
+    cluster_ids,
+    demographic_axes,
+    passes,
+    valid_mask,
+)
 from .grouping import factorize, group_sums, pass_tables
 from .intervals import wilson_interval
 
@@ -61,45 +69,48 @@ def estimate_rates(
 ) -> list[RateEstimate]:
     """One RateEstimate per column of (clusters, groups) tables of passes and valid rows.
 
-    The interval is the percentile interval of the replicate ratios. When the
-    replicates do not vary (every row passes, every row fails, or each metric
-    has a single base scenario) it is a Wilson interval on the number of base
-    scenarios: the design effect of a group whose rows all agree cannot be
-    estimated, and counting each scenario once is its upper bound. With a
-    single base scenario there is nothing to resample and the interval is a
-    Wilson interval on rows.
+    The interval is Wilson's score interval on the design-effective sample
+    size with the t quantile (`stats.cluster_t`), over the base scenarios within
+    metrics that `bootstrap` knows. Where the design has too few base
+    scenarios for it, or a metric has a single one, the interval is withheld
+    with the reason. Where the rate is so close to 0 or 1 that less than one
+    base scenario's worth of rows goes the other way (every row passing
+    included), the variance estimate says nothing (a rare failing scenario is
+    usually not drawn at all) and the interval is a Wilson interval on the
+    number of base scenarios: counting each scenario once is the upper bound
+    of the design effect.
     """
     check_confidence_level(confidence_level)
     x = successes.sum(axis=0)
     n = trials.sum(axis=0)
     n_clusters = (trials > 0).sum(axis=0)
-    low, high, degenerate = percentile_interval(
-        bootstrap.replicate_ratios(successes, trials), confidence_level
-    )
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = x / n
-    rows_low, rows_high = wilson_interval(x, n, confidence_level)
+    design = stratified_variance(rate_z(successes, trials), trials > 0, bootstrap.strata_codes)
+    low, high = wilson_t_interval(rate, design.variance, design.df, confidence_level)
     clusters_low, clusters_high = wilson_interval(rate * n_clusters, n_clusters, confidence_level)
     out = []
     for g in range(successes.shape[1]):
         if n[g] == 0:
             out.append(no_data(errors[g]))
             continue
-        if n_clusters[g] == 1:
-            lo, hi, method = rows_low[g], rows_high[g], methods.WILSON_ROWS_SINGLE_CLUSTER
-        elif degenerate[g]:
+        reason = design.reason[g]
+        if reason is not None:
+            lo, hi, method = None, None, methods.NONE
+        elif not np.isfinite(low[g]) or n_clusters[g] * min(rate[g], 1 - rate[g]) < 1:
             lo, hi, method = clusters_low[g], clusters_high[g], methods.WILSON_CLUSTERS
         else:
-            lo, hi, method = low[g], high[g], methods.CLUSTER_BOOTSTRAP
+            lo, hi, method = low[g], high[g], methods.CLUSTER_T_WILSON
         out.append(
             RateEstimate(
                 rate=float(rate[g]),
                 n=int(n[g]),
                 n_error=int(errors[g]),
-                ci_low=float(lo),
-                ci_high=float(hi),
+                ci_low=None if lo is None else float(lo),
+                ci_high=None if hi is None else float(hi),
                 ci_method=method,
                 n_clusters=int(n_clusters[g]),
+                reason=reason,
             )
         )
     return out
@@ -112,14 +123,14 @@ def grouped_rates(
     *,
     confidence_level: float = 0.95,
 ) -> list[dict[tuple, RateEstimate]]:
-    """Bootstrapped rates for several groupings of the rows, all from one pass over the replicates.
+    """Rates for several groupings of the rows, all from one pass over the rows.
 
     Each grouping is a list of columns; its groups are the distinct value
     tuples (rows missing a value belong to none of them). An empty grouping is
     all rows.
     """
     tables = pass_tables(
-        scores, bootstrap.codes(scores["base_id"]), bootstrap.n_clusters, groupings
+        scores, bootstrap.codes(cluster_ids(scores)), bootstrap.n_clusters, groupings
     )
     estimates = estimate_rates(
         bootstrap, tables.successes, tables.trials, tables.errors, confidence_level
@@ -134,7 +145,7 @@ def grouped_rates(
 def rate_estimate(
     scores: pd.DataFrame, bootstrap: ClusterBootstrap, *, confidence_level: float = 0.95
 ) -> RateEstimate:
-    """The pass rate of all rows of `scores`, with its cluster-bootstrap interval."""
+    """The pass rate of all rows of `scores`, with its cluster-t interval."""
     (estimates,) = grouped_rates(scores, bootstrap, [[]], confidence_level=confidence_level)
     return estimates[()]
 
@@ -146,7 +157,7 @@ def rates_by(
     *,
     confidence_level: float = 0.95,
 ) -> dict[str, RateEstimate]:
-    """The pass rate of each value of `column`, bootstrapped over the same replicates."""
+    """The pass rate of each value of `column`, over the same base scenarios."""
     (estimates,) = grouped_rates(scores, bootstrap, [[column]], confidence_level=confidence_level)
     return {str(key[0]): est for key, est in estimates.items()}
 

@@ -19,9 +19,11 @@ import pandas as pd
 
 from ..stats import methods
 from ..stats.bootstrap import ClusterBootstrap, percentile_interval
-from ..stats.compare import arm_bootstraps, arm_replicate_ratios
+from ..stats.cluster_t import DesignVariance
+from ..stats.compare import arm_bootstraps, arm_design, arm_replicate_ratios
 from ..stats.differences import estimate_differences
 from ..stats.estimates import Difference
+from ..stats.frame import cluster_ids
 from ..stats.grouping import pass_tables
 
 
@@ -36,7 +38,9 @@ class ArmReplicates:
     trials_b: np.ndarray
     reps_a: np.ndarray
     reps_b: np.ndarray
-    method: str
+    method: str  # of intervals made from the replicates
+    design: DesignVariance  # cluster-t variance of each group's difference
+    difference_method: str
 
     def point(self) -> tuple[np.ndarray, np.ndarray]:
         """Each arm's rate per group; NaN where the arm has no valid rows in the group."""
@@ -55,7 +59,7 @@ def _tables(
     frame: pd.DataFrame, bootstrap: ClusterBootstrap, columns: Sequence[str], keys: list[tuple]
 ) -> tuple[np.ndarray, np.ndarray]:
     tables = pass_tables(
-        frame, bootstrap.codes(frame["base_id"]), bootstrap.n_clusters, [list(columns)]
+        frame, bootstrap.codes(cluster_ids(frame)), bootstrap.n_clusters, [list(columns)]
     )
     found = {key: i for i, key in enumerate(tables.keys[0])}
     successes = np.zeros((bootstrap.n_clusters, len(keys)))
@@ -93,22 +97,24 @@ def arm_replicates(
     s_a, t_a = _tables(arm_a, boot_a, columns, keys)
     s_b, t_b = _tables(arm_b, boot_b, columns, keys)
     reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
-    return ArmReplicates(keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method)
+    design, difference_method = arm_design(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
+    return ArmReplicates(
+        keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method, design, difference_method
+    )
 
 
 def group_differences(
     reps: ArmReplicates, names: tuple[str, str], confidence_level: float
 ) -> list[Difference]:
-    """One difference (arm a − arm b) per group, with its bootstrap interval."""
+    """One difference (arm a − arm b) per group, with its cluster-t interval."""
     return estimate_differences(
         [names] * len(reps.keys),
         reps.successes_a,
         reps.trials_a,
         reps.successes_b,
         reps.trials_b,
-        reps.reps_a,
-        reps.reps_b,
-        method=reps.method,
+        reps.design,
+        method=reps.difference_method,
         confidence_level=confidence_level,
     )
 

@@ -1,0 +1,120 @@
+"""Cluster-t intervals: the linearized variance, its degrees of freedom, and when it is withheld."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from score_rows import frame, row
+from statsmodels.stats.multitest import multipletests
+
+from pressurebench.stats import methods
+from pressurebench.stats.bootstrap import ClusterBootstrap
+from pressurebench.stats.cluster_t import (
+    MIN_DEGREES_OF_FREEDOM,
+    rate_z,
+    stratified_variance,
+    wilson_t_interval,
+)
+from pressurebench.stats.gaps import holm_adjust
+from pressurebench.stats.intervals import wilson_interval
+from pressurebench.stats.rates import rate_estimate, rates_by
+
+
+def test_stratified_variance_by_hand():
+    # Two strata: {1, 2, 6} and {0, 4}; z sums within stratum, k/(k−1)·Σ(z − z̄)² each.
+    z = np.array([1.0, 2.0, 6.0, 0.0, 4.0])
+    strata = np.array([0, 0, 0, 1, 1])
+    result = stratified_variance(z, np.ones(5, bool), strata, min_df=1)
+    expected = 3 / 2 * ((1 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2) + 2 / 1 * (2**2 + 2**2)
+    assert result.variance[0] == pytest.approx(expected)
+    assert result.df[0] == 3  # (3 − 1) + (2 − 1)
+    assert result.reason == [None]
+
+
+def test_inactive_clusters_leave_the_variance_and_the_degrees_of_freedom():
+    z = np.array([[1.0], [2.0], [6.0], [100.0]])
+    active = np.array([[True], [True], [True], [False]])
+    result = stratified_variance(z, active, np.zeros(4, int), min_df=1)
+    assert result.variance[0] == pytest.approx(3 / 2 * 14)
+    assert result.df[0] == 2
+
+
+def test_the_linearized_variance_is_what_the_rescaled_bootstrap_estimates():
+    """For a sum of per-cluster values the n_h − 1 bootstrap's variance equals the
+    linearized variance in expectation (Rao & Wu 1988): the two methods agree."""
+    rng = np.random.default_rng(3)
+    strata = np.repeat(["m1", "m2", "m3"], [4, 6, 9])
+    z = rng.normal(size=len(strata)) + (strata == "m2") * 3
+    boot = ClusterBootstrap(strata, [f"c{i}" for i in range(len(strata))], resamples=40000, seed=1)
+    bootstrap_variance = boot.replicate_sums(z).var()
+    linearized = stratified_variance(z, np.ones(len(z), bool), boot.strata_codes, min_df=1)
+    assert bootstrap_variance == pytest.approx(linearized.variance[0], rel=0.03)
+
+
+def test_a_metric_with_one_base_scenario_has_no_interval():
+    z = np.array([1.0, 2.0, 3.0, 5.0])
+    result = stratified_variance(z, np.ones(4, bool), np.array([0, 0, 0, 1]), min_df=1)
+    assert "single base scenario" in result.reason[0]
+
+
+def test_too_few_degrees_of_freedom_withhold_the_interval_with_the_count():
+    z = np.arange(6.0)
+    result = stratified_variance(z, np.ones(6, bool), np.array([0, 0, 0, 1, 1, 1]))
+    assert result.df[0] == 4 < MIN_DEGREES_OF_FREEDOM
+    assert "too few base scenarios" in result.reason[0] and "4 degrees of freedom" in result.reason[0]
+
+
+def test_wilson_t_is_wilson_when_rows_are_independent_and_df_is_large():
+    p, n = 0.3, 50
+    low, high = wilson_t_interval(np.array([p]), np.array([p * (1 - p) / n]), np.array([1e7]), 0.95)
+    w_low, w_high = wilson_interval(p * n, n, 0.95)
+    assert low[0] == pytest.approx(w_low, abs=1e-6) and high[0] == pytest.approx(w_high, abs=1e-6)
+
+
+def test_few_degrees_of_freedom_widen_the_interval():
+    args = (np.array([0.3]), np.array([0.004]))
+    low_few, high_few = wilson_t_interval(*args, np.array([12]), 0.95)
+    low_many, high_many = wilson_t_interval(*args, np.array([200]), 0.95)
+    assert low_few[0] < low_many[0] and high_few[0] > high_many[0]
+
+
+def test_rate_z_sums_to_zero_per_group():
+    s = np.array([[1.0, 0.0], [2.0, 3.0], [0.0, 1.0]])
+    t = np.array([[2.0, 1.0], [2.0, 3.0], [2.0, 0.0]])
+    assert rate_z(s, t).sum(axis=0) == pytest.approx([0.0, 0.0])
+
+
+def _benchmark(base_per_metric: int, metrics=("m01", "m02", "m03")):
+    rows = []
+    for m in metrics:
+        for b in range(1, base_per_metric + 1):
+            for v in (1, 2):
+                rows.append(row(m, b, v, passed=(b + v) % 3 != 0))
+    return frame(rows)
+
+
+def test_a_small_design_says_why_there_is_no_interval():
+    scores = _benchmark(2)  # 6 base scenarios in 3 metrics: 3 degrees of freedom
+    est = rate_estimate(scores, ClusterBootstrap.from_scores(scores))
+    assert est.rate is not None and est.ci_low is None and est.ci_high is None
+    assert est.ci_method == methods.NONE and "too few base scenarios" in est.reason
+    assert est.n_clusters == 6
+
+
+def test_a_large_enough_design_gets_a_cluster_t_interval():
+    scores = _benchmark(8)  # 24 base scenarios, 21 degrees of freedom
+    est = rate_estimate(scores, ClusterBootstrap.from_scores(scores))
+    assert est.ci_method == methods.CLUSTER_T_WILSON and est.reason is None
+    assert est.ci_low < est.rate < est.ci_high
+    # per metric: 5 degrees of freedom each, withheld
+    for by_metric in rates_by(scores, ClusterBootstrap.from_scores(scores), "metric_id").values():
+        assert by_metric.ci_low is None and "7 degrees of freedom" in by_metric.reason
+
+
+def test_holm_matches_statsmodels():
+    p = np.array([0.01, 0.04, 0.03, 0.5, np.nan, 0.002])
+    ours = holm_adjust(p)
+    finite = np.isfinite(p)
+    theirs = multipletests(p[finite], method="holm")[1]
+    assert ours[finite] == pytest.approx(theirs)
+    assert np.isnan(ours[~finite]).all()
