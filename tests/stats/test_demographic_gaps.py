@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from score_rows import frame, row
 
@@ -39,10 +40,25 @@ def test_a_planted_gap_is_detected_for_every_target():
         }
         for pair in (("age", "adult", "teen"), ("age", "senior", "teen")):
             gap = by_pair[pair]
-            assert gap.ci_method == methods.CLUSTER_BOOTSTRAP
+            assert gap.ci_method == methods.CLUSTER_T
             assert gap.ci_low > 0  # teen passes less, so adult − teen > 0
             assert gap.difference == pytest.approx(gap.rate_a - gap.rate_b)
         assert by_pair[("gender", "f", "m")].ci_low < 0 < by_pair[("gender", "f", "m")].ci_high
+        # three comparisons on the age axis, one on gender, each with Holm's adjustment
+        assert [by_pair[p].n_comparisons for p in sorted(by_pair)] == [3, 3, 3, 1]
+        for gap in by_pair.values():
+            assert gap.p_holm >= gap.p_value
+        assert by_pair[("age", "adult", "teen")].holm_significant
+        assert by_pair[("gender", "f", "m")].p_holm == by_pair[("gender", "f", "m")].p_value
+
+
+def test_a_gap_in_a_small_design_has_no_interval_and_no_test():
+    scores = synthetic_scores(
+        target_rates={"a": 0.6}, axes={"g": ["f", "m"]}, base_per_metric=2, metrics=3, seed=4
+    )
+    (gap,) = gaps_of(scores)["a"]
+    assert gap.difference is not None and gap.ci_low is None and "degrees of freedom" in gap.reason
+    assert gap.p_value is None and gap.holm_significant is None and gap.n_comparisons == 0
 
 
 def test_without_a_gap_intervals_usually_include_zero():
@@ -105,7 +121,7 @@ def test_equal_rates_that_cannot_vary_fall_back_to_newcombe():
     scores = frame(
         [
             row("m01", b, v, passed=True, **{"demo:g": g})
-            for b in (1, 2, 3)
+            for b in range(1, 22)
             for v, g in ((1, "f"), (2, "m"))
         ]
     )
@@ -117,3 +133,24 @@ def test_equal_rates_that_cannot_vary_fall_back_to_newcombe():
 def test_no_demographic_axes_no_gaps():
     scores = synthetic_scores(target_rates={"a": 0.6, "b": 0.4}, seed=1)
     assert gaps_of(scores, resamples=100) == {"a": [], "b": []}
+
+
+@pytest.mark.slow
+def test_holm_keeps_the_chance_of_any_false_gap_on_an_axis_at_the_level():
+    """A target with no gap on a three-valued axis: three intervals per benchmark. Some
+    interval excludes 0 far more often than 5% of the time; Holm's decision does not."""
+    rng = np.random.default_rng(2026)
+    any_interval = any_holm = 0
+    replications = 1000
+    for _ in range(replications):
+        scores = synthetic_scores(
+            target_rates={"a": 0.6}, axes={"age": ["adult", "senior", "teen"]}, samples=2, seed=rng
+        )
+        gaps = gaps_of(scores, resamples=1)["a"]
+        assert len(gaps) == 3 and all(g.n_comparisons == 3 for g in gaps)
+        any_interval += any(not g.ci_low <= 0 <= g.ci_high for g in gaps)
+        any_holm += any(g.holm_significant for g in gaps)
+    unadjusted, holm = any_interval / replications, any_holm / replications
+    print(f"\nany of 3 intervals excludes 0: {unadjusted:.3f}; any Holm rejection: {holm:.3f}")
+    assert unadjusted > 0.08
+    assert holm <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / replications)
