@@ -21,7 +21,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def three_targets():
     return results_of(synthetic_scores(
-        target_rates={"a": 0.6, "b": 0.4, "c": 0.5}, metrics=3, base_per_metric=3,
+        target_rates={"a": 0.6, "b": 0.4, "c": 0.5}, metrics=3, base_per_metric=9,
         axes={"gender": ["f", "m"], "age": ["old", "young", "mid"]}, samples=2, error_rate=0.1,
         seed=0,
     ))
@@ -84,7 +84,8 @@ def test_forest_plot_puts_n_beside_every_rate():
     labels = texts(figures.forest_plot(r))
     for rates in r.targets.values():
         for est in [rates.overall, *rates.by_metric.values()]:
-            assert f"n={est.n}" in labels
+            note = f"n={est.n}, {est.n_clusters} sc."
+            assert (note + (", no CI" if est.ci_low is None else "")) in labels
     assert not any(t.startswith("no data") for t in labels)
 
 

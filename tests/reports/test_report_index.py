@@ -81,7 +81,7 @@ def test_summary_from_results(reports, artifacts, tmp_path):
     for target in ("target-a", "target-b"):
         o = results.targets[target].overall
         row = re.search(rf"<tr><td>{target}</td><td>([^<]*)</td><td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>", section)
-        assert row.group(1) == f"{o.rate:.1%} [{o.ci_low:.1%}, {o.ci_high:.1%}]"
+        assert row.group(1) == f"{o.rate:.1%} (no interval)"  # a handful of base scenarios
         assert (int(row.group(2)), int(row.group(3))) == (o.n, o.n_error)
 
 

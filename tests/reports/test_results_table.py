@@ -15,6 +15,7 @@ from pressurebench.reports.tables import (
     results_table,
 )
 from pressurebench.schemas import GenerationError, ScoresFile
+from stats_support.synthetic import synthetic_scores
 
 
 def all_scores(layout):
@@ -29,9 +30,23 @@ def test_results_table_rows_and_formatting(artifacts):
                                         "m02 Avoid flattering a bad plan"] * 2
     row = table.iloc[0]
     o = results.targets["target-a"].overall
-    assert (row["rate"], row["ci"]) == (f"{o.rate:.1%}", f"[{o.ci_low:.1%}, {o.ci_high:.1%}]")
-    assert (row["n"], row["n_error"]) == (o.n, o.n_error)
-    assert table["n"].dtype.kind == "i"
+    # a few base scenarios: the rate with no interval, and the method column says why
+    assert (row["rate"], row["ci"]) == (f"{o.rate:.1%}", MISSING)
+    assert row["method"] == f"no interval: {o.reason}" and "too few base scenarios" in o.reason
+    assert (row["scenarios"], row["n"], row["n_error"]) == (o.n_clusters, o.n, o.n_error)
+    assert table["n"].dtype.kind == "i" and table["scenarios"].dtype.kind == "i"
+
+
+def test_results_table_names_the_method_of_every_interval():
+    results = results_of(synthetic_scores(target_rates={"a": 0.6}, metrics=3, base_per_metric=9,
+                                          samples=2, seed=1))
+    table = results_table(results)
+    overall = table[table["metric"] == "overall"].iloc[0]
+    o = results.targets["a"].overall
+    assert overall["ci"] == f"[{o.ci_low:.1%}, {o.ci_high:.1%}]"
+    assert overall["method"] == "cluster-t Wilson" and overall["scenarios"] == 27
+    per_metric = table[table["metric"] != "overall"]
+    assert per_metric["method"].str.startswith("no interval: too few base scenarios").all()
 
 
 def test_missing_rate_is_a_dash_not_zero(artifacts):

@@ -144,6 +144,8 @@ def test_tables_show_dashes_not_zeros_for_missing_numbers():
     frame = tables.rates_frame(result).set_index("target")
     assert frame.loc["b", "arm"] == "—" and frame.loc["b", "difference"] == "—"
     assert frame.loc["b", "arm n"] == 0 and frame.loc["b", "arm n_error"] > 0
+    assert frame.loc["a", "main scenarios"] == result.rates_main["a"].n_clusters > 0
+    assert frame.loc["b", "arm scenarios"] == 0
     assert "no valid rows" in frame.loc["b", "note"]
     correlations = tables.correlation_frame(result)
     assert list(correlations["value"]) == ["—", "—"] and "at least 3" in correlations["note"][0]

@@ -20,9 +20,10 @@ from matplotlib.lines import Line2D
 
 from ..results import Results
 from ..stats.estimates import Difference, RateEstimate
-from .tables import OVERALL, metric_ids, metric_label
+from .tables import OVERALL, method_label, metric_ids, metric_label
 
 NO_DATA = "no data"
+NO_INTERVAL = "no CI"
 PALETTE = "colorblind"
 SMALL = 7
 NOTEBOOK_DPI = 100
@@ -89,6 +90,34 @@ def interval_point(ax: Axes, x: float, y: float, low, high, colour, label: str) 
     ax.text(right + 0.015, y, label, fontsize=SMALL, va="center", color=colour)
 
 
+def rate_note(est: RateEstimate) -> str:
+    """The label beside a rate: its n, its base scenarios, and a mark where it has no interval."""
+    note = f"n={est.n}, {est.n_clusters} sc."
+    return note + f", {NO_INTERVAL}" if est.ci_low is None else note
+
+
+def difference_note(d: Difference) -> str:
+    """The label beside a difference: n of both sides, base scenarios, and marks for a missing
+    interval or a demographic gap that holds after Holm's correction (`*`)."""
+    note = f"n={d.n_a}/{d.n_b}, {max(d.n_clusters_a, d.n_clusters_b)} sc."
+    if d.ci_low is None:
+        note += f", {NO_INTERVAL}"
+    if getattr(d, "holm_significant", None):
+        note += " *"
+    return note
+
+
+def interval_methods(results: Results) -> str:
+    """The methods of the forest plot's intervals, by reader's name."""
+    used = {
+        est.ci_method
+        for rates in results.targets.values()
+        for est in [rates.overall, *rates.by_metric.values()]
+        if est.ci_low is not None
+    }
+    return ", ".join(sorted(method_label(m) for m in used)) or "none could be made"
+
+
 def no_data(ax: Axes, x: float, y: float, colour, note: str = "") -> None:
     ax.text(x, y, NO_DATA + note, fontsize=SMALL, style="italic", ha="center", va="center",
             color=colour)
@@ -116,13 +145,14 @@ def forest_plot(results: Results, metric_names: Mapping[str, str] | None = None)
                 errors = f" ({est.n_error} errors)" if est is not None and est.n_error else ""
                 no_data(ax, 0.5, y, colours[ti], errors)
                 continue
-            interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[ti], f"n={est.n}")
+            interval_point(ax, est.rate, y, est.ci_low, est.ci_high, colours[ti], rate_note(est))
     ax.axhline(0.5, color="0.6", linewidth=0.8)
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.12)
     ax.set_xticks(np.linspace(0, 1, 6))
-    ax.set_xlabel(f"pass rate ({_level(results)} CI)")
+    ax.set_xlabel(f"pass rate ({_level(results)} CI: {interval_methods(results)})\n"
+                  f"sc. = base scenarios; {NO_INTERVAL} = too few base scenarios for an interval")
     ax.grid(axis="x", color="0.92")
     ax.set_title(plain(f"{results.benchmark}: pass rate by metric"))
     _legend(ax, targets, colours)
@@ -175,7 +205,7 @@ def differences_panel(ax: Axes, rows: list[str], series: dict[str, dict[str, Dif
                 continue
             extent = max(extent, abs(d.ci_low or 0.0), abs(d.ci_high or 0.0), abs(d.difference))
             interval_point(ax, d.difference, y, d.ci_low, d.ci_high, colours[si],
-                            f"n={d.n_a}/{d.n_b}")
+                            difference_note(d))
     ax.axvline(0.0, color="0.3", linewidth=0.8)
     ax.set_yticks(range(len(rows)), rows)
     ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -208,7 +238,11 @@ def demographic_gap_plot(results: Results) -> Figure:
         limit = max(limit, differences_panel(ax, pairs, series, colours))
         ax.set_title(plain(axis), loc="left", fontsize=SMALL + 3)
     panels[0].set_xlim(-limit, limit)
-    panels[-1].set_xlabel(f"difference in pass rate, a − b ({_level(results)} paired CI)")
+    panels[-1].set_xlabel(
+        f"difference in pass rate, a − b ({_level(results)} paired cluster-t CI, one per pair); "
+        "* = a gap after Holm's correction\nfor the number of pairs of its axis; "
+        f"{NO_INTERVAL} = too few base scenarios for an interval"
+    )
     _legend(panels[0], targets, colours)
     fig.suptitle(plain(f"{results.benchmark}: demographic gaps"))
     return fig
@@ -256,7 +290,8 @@ def comparison_plot(results: Results) -> Figure:
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     limit = differences_panel(left, list(pairs), {"difference": pairs}, palette(1))
     left.set_xlim(-limit, limit)
-    left.set_xlabel(f"difference in pass rate ({_level(results)} paired CI)")
+    left.set_xlabel(f"difference in pass rate ({_level(results)} paired cluster-t CI)\n"
+                    f"sc. = base scenarios; {NO_INTERVAL} = too few base scenarios for an interval")
     left.set_title("pairwise differences", loc="left")
     ranking = comparison.ranking
     ranks = [r for r in ranking.ranks if r.rank_probabilities]
@@ -266,11 +301,13 @@ def comparison_plot(results: Results) -> Figure:
                              columns=[str(i) for i in range(1, len(ranks[0].rank_probabilities) + 1)])
         sns.heatmap(probs, vmin=0.0, vmax=1.0, cmap="Blues", annot=True, fmt=".2f", cbar=False,
                     annot_kws={"fontsize": SMALL + 1}, ax=right)
-        right.set_xlabel("rank (1 = highest pass rate)")
         right.set_ylabel("")
         right.tick_params(axis="y", labelrotation=0)
         right.set_title(f"share of resamples at each rank\n({ranking.n_scenarios} scenarios "
                         "answered by every target)", loc="left", fontsize=SMALL + 3)
+        right.set_xlabel("rank (1 = highest pass rate) in base-scenario resamples:\n"
+                         "how often the order holds, not the probability of being best",
+                         fontsize=SMALL + 1)
     else:
         right.text(0.5, 0.5, plain(ranking.reason or "no ranking"), ha="center", va="center",
                    wrap=True)

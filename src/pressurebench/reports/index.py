@@ -30,7 +30,7 @@ from ..runtime import now_iso
 from ..schemas import Manifest
 from .models_note import EMBEDDED_CAVEAT
 from .safety import content_security_policy, read_template_asset, template_env
-from .tables import format_rate
+from .tables import format_estimate
 
 ACROSS_BENCHMARKS = "Across benchmarks"
 _HEAD_CHUNK = 1 << 16
@@ -124,7 +124,7 @@ def results_summary(results_file: Path) -> dict:
         o = rates.overall
         rows.append({
             "target": target,
-            "rate": format_rate(o.rate, o.ci_low, o.ci_high),
+            "rate": format_estimate(o),
             "n": o.n,
             "n_error": o.n_error,
         })

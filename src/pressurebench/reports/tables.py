@@ -19,24 +19,41 @@ from ..stats import methods
 from ..stats.estimates import RateEstimate
 
 METHOD_LABELS = {
+    methods.CLUSTER_T_WILSON: "cluster-t Wilson",
+    methods.CLUSTER_T: "cluster-t, paired",
+    methods.CLUSTER_T_WELCH: "cluster-t, Welch df",
     methods.CLUSTER_BOOTSTRAP: "cluster bootstrap",
     methods.INDEPENDENT_CLUSTER_BOOTSTRAP: "independent cluster bootstraps",
-    methods.WILSON_CLUSTERS: "Wilson, scenarios as n (replicates did not vary)",
+    methods.WILSON_CLUSTERS: "Wilson, scenarios as n (rate at or near 0 or 1)",
     methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
     methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
-    methods.NEWCOMBE_ROWS_SINGLE_CLUSTER: "Newcombe on rows (a single scenario)",
     methods.NONE: "no interval",
 }
 MISSING = "—"
 OVERALL = "overall"
 GENERATION = "(scenario generation)"
-RESULTS_COLUMNS = ["target", "metric", "rate", "ci", "n", "n_error"]
+RESULTS_COLUMNS = ["target", "metric", "rate", "ci", "method", "scenarios", "n", "n_error"]
 ERROR_COLUMNS = ["target", "stage", "category", "count"]
 
 
 def method_label(method: str) -> str:
     """A reader's name for a `ci_method` id (the id itself where none is known)."""
     return METHOD_LABELS.get(method, method)
+
+
+def interval_method(method: str, reason: str | None) -> str:
+    """The method column of a table: the interval's method, or why there is none."""
+    if method == methods.NONE and reason:
+        return f"no interval: {reason}"
+    return method_label(method)
+
+
+def format_estimate(est: RateEstimate) -> str:
+    """A rate with its interval, or with "(no interval)" where the design cannot support one."""
+    text = format_rate(est.rate, est.ci_low, est.ci_high)
+    if est.rate is not None and est.ci_low is None:
+        text += " (no interval)"
+    return text
 
 
 def format_share(value: float | None) -> str:
@@ -71,19 +88,22 @@ def metric_label(metric_id: str, metric_names: Mapping[str, str] | None) -> str:
 def _row(target: str, metric: str, est: RateEstimate | None) -> dict:
     if est is None:
         return {"target": target, "metric": metric, "rate": MISSING, "ci": MISSING,
-                "n": 0, "n_error": 0}
+                "method": MISSING, "scenarios": 0, "n": 0, "n_error": 0}
     return {
         "target": target,
         "metric": metric,
         "rate": format_share(est.rate),
         "ci": format_interval(est.ci_low, est.ci_high),
+        "method": interval_method(est.ci_method, est.reason),
+        "scenarios": est.n_clusters,
         "n": est.n,
         "n_error": est.n_error,
     }
 
 
 def results_table(results: Results, metric_names: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """One row per target × (overall, each metric): rate, interval, valid rows, error rows.
+    """One row per target × (overall, each metric): rate, interval, how the interval was made
+    (or why there is none), base scenarios, valid rows, error rows.
 
     Rates and intervals are display strings; n and n_error stay integers so the
     table can still be sorted and summed.

@@ -18,7 +18,7 @@ from ..validation.models import (
     UserArmResult,
     UserModelBiasStudy,
 )
-from .tables import MISSING, format_rate, method_label
+from .tables import MISSING, format_estimate, format_rate, method_label
 
 ArmResult = GeneratorArmResult | UserArmResult
 
@@ -47,7 +47,8 @@ def _difference_columns(d: Difference | None) -> dict:
 
 
 def rates_frame(result: ArmResult) -> pd.DataFrame:
-    """Per target: both arms' pass rates with n and n_error, and their difference."""
+    """Per target: both arms' pass rates with n, base scenarios and n_error, and their
+    difference with its method ("(no interval)" where the design cannot support one)."""
     diffs = {d.target: d for d in result.comparison.differences}
     rows = []
     for t in result.targets:
@@ -55,11 +56,13 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
         rows.append(
             {
                 "target": t,
-                "main": format_rate(main.rate, main.ci_low, main.ci_high),
+                "main": format_estimate(main),
                 "main n": main.n,
+                "main scenarios": main.n_clusters,
                 "main n_error": main.n_error,
-                "arm": format_rate(arm.rate, arm.ci_low, arm.ci_high),
+                "arm": format_estimate(arm),
                 "arm n": arm.n,
+                "arm scenarios": arm.n_clusters,
                 "arm n_error": arm.n_error,
                 **_difference_columns(diffs.get(t)),
             }
@@ -68,9 +71,11 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
         "target",
         "main",
         "main n",
+        "main scenarios",
         "main n_error",
         "arm",
         "arm n",
+        "arm scenarios",
         "arm n_error",
         "difference",
         "ci method",
@@ -80,14 +85,17 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
 
 
 def metric_frame(result: ArmResult) -> pd.DataFrame:
-    """Per metric, pooled over the targets: the difference (arm − main) and the rows behind it."""
+    """Per metric, pooled over the targets: the difference (arm − main) and the rows and base
+    scenarios behind it."""
     rows = [
         {
             "metric": d.metric_id,
             "main rate": format_rate(d.rate_b, None, None),
             "main n": d.n_b,
+            "main scenarios": d.n_clusters_b,
             "arm rate": format_rate(d.rate_a, None, None),
             "arm n": d.n_a,
+            "arm scenarios": d.n_clusters_a,
             **_difference_columns(d),
         }
         for d in result.metric_differences
@@ -96,8 +104,10 @@ def metric_frame(result: ArmResult) -> pd.DataFrame:
         "metric",
         "main rate",
         "main n",
+        "main scenarios",
         "arm rate",
         "arm n",
+        "arm scenarios",
         "difference",
         "ci method",
         "note",
