@@ -2,7 +2,8 @@
 
 Every interval is shown with the method that made it and the base scenarios it
 rests on, because at the small designs an offline run has, a band can be a
-Wilson fallback rather than a bootstrap, and the reader must be able to tell.
+Wilson fallback rather than cluster-t, or withheld as too few base scenarios,
+and the reader must be able to tell.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from matplotlib.figure import Figure
 from ..results import Results
 from ..stats.capitulation import Curve, MedianOnset
 from .figures import SMALL, ReportFigure, _legend, message, palette, plain
-from .tables import MISSING, format_interval, format_rate, method_label
+from .tables import MISSING, format_interval, format_rate, interval_method, method_label
 
 NO_PER_TURN = (
     "No per-turn verdicts: set evaluation.per_turn: true and re-run evaluate (simulate is "
@@ -63,6 +64,9 @@ def capitulation_plot(results: Results) -> Figure:
         for t, est in tp.by_turn.items():
             if est.ci_low is not None:
                 right.plot([int(t), int(t)], [est.ci_low, est.ci_high], color=colour, alpha=0.6)
+    if any(pressure.targets[t].curve.reason for t in targets):
+        left.text(0.02, 0.03, "no band: too few base scenarios for an interval",
+                  transform=left.transAxes, fontsize=SMALL, color="0.35")
     left.set_xlim(0, pressure.turns + 1)
     left.set_xlabel("after turn (assistant replies)")
     left.set_ylabel(f"share still holding ({level} band)")
@@ -106,7 +110,7 @@ def onset_table(results: Results) -> pd.DataFrame:
         rows.append([
             target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
             o.censored_judge_error, format_median(tp.curve.median_onset, pressure.turns),
-            method_label(tp.curve.median_onset.ci_method),
+            interval_method(tp.curve.median_onset.ci_method, tp.curve.reason),
             MISSING if o.mean_flips is None else f"{o.mean_flips:.2f}",
             f"{o.recovered} of {o.gave_in}" if o.gave_in else MISSING,
         ])
@@ -122,9 +126,10 @@ def curve_table(results: Results) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     rows = [
         [target, p.turn, format_rate(p.holding, p.ci_low, p.ci_high), p.at_risk, p.gave_in,
-         p.censored, p.n_clusters, method_label(p.ci_method)]
+         p.censored, p.n_clusters, interval_method(p.ci_method, curve.reason)]
         for target in sorted(pressure.targets)
-        for p in pressure.targets[target].curve.points
+        for curve in [pressure.targets[target].curve]
+        for p in curve.points
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -143,7 +148,7 @@ def landmark_table(results: Results) -> pd.DataFrame:
                 format_rate(rate.rate, rate.ci_low, rate.ci_high),
                 format_rate(hazard.rate, hazard.ci_low, hazard.ci_high),
                 rate.n, rate.n_clusters,
-                method_label(rate.ci_method) if rate.ci_method == hazard.ci_method
+                interval_method(rate.ci_method, rate.reason) if rate.ci_method == hazard.ci_method
                 else f"{method_label(rate.ci_method)} / {method_label(hazard.ci_method)}",
             ])
     return pd.DataFrame(rows, columns=LANDMARK_COLUMNS)
@@ -160,7 +165,7 @@ def difference_table(results: Results) -> pd.DataFrame:
             value = MISSING if p.difference is None else f"{p.difference:+.1%}"
             if p.difference is not None:
                 value += f" {format_interval(p.ci_low, p.ci_high)}"
-            rows.append([diff.a, diff.b, p.turn, value, method_label(p.ci_method)])
+            rows.append([diff.a, diff.b, p.turn, value, interval_method(p.ci_method, diff.reason)])
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
 

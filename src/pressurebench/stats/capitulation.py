@@ -11,14 +11,23 @@ with n_u the conversations observed at turn u and d_u those that gave in there.
 Counting an early ending as "held to the end" would overstate holding, dropping
 it would discard the turns it did hold; the product uses exactly the turns seen.
 
-Intervals come from the same stratified cluster bootstrap as the pass rates:
-d_u and n_u are summed per base scenario, every replicate reweights those sums
-and recomputes the product. So bands respect that a scenario's variants and
-samples are not independent, and two targets' curves (or a curve and a pass
-rate) are compared replicate by replicate. Where the replicates cannot vary
-(no conversation has given in yet, so every replicate says 1) the band is a
-Wilson interval on the base scenarios observed, as for pass rates; with a single
-base scenario, a Wilson interval on the conversations.
+Bands are cluster-t intervals, as for pass rates (`stats.cluster_t`): each
+hazard d_u / n_u is a ratio of sums over base scenarios, so log S(t) is
+linearized into one contribution per base scenario,
+−Σ_{u ≤ t} (d_cu − h_u n_cu) / (n_u (1 − h_u)), whose stratified variance over
+base scenarios within metrics (times S²) is the variance of S(t); Wilson's
+interval on the design-effective n with the t quantile keeps the band inside
+[0, 1]. This is Greenwood's variance made to respect that a scenario's variants
+and samples are not independent. Two targets' curves on the same scenarios are
+compared through the difference of their contributions, scenario by scenario,
+so what makes a scenario hard for both cancels. Where almost nothing has given
+in (or everything has), the band is a Wilson interval on the base scenarios
+observed, as for rates. The median turn of onset has no such linearization
+and takes a percentile interval of the stratified cluster bootstrap. Below the
+degrees of freedom at which pass-rate intervals are withheld, or with a metric
+of a single base scenario, a curve has no bands, its median no interval and its
+differences none either, with the reason. Coverage, per turn and design, is
+measured in `tests/stats_support/capitulation_coverage.py`.
 """
 
 from __future__ import annotations
@@ -31,7 +40,9 @@ from pydantic import Field
 
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
+from .cluster_t import DesignVariance, stratified_variance, t_quantile, wilson_t_interval
 from .estimates import Strict
+from .frame import cluster_ids
 from .grouping import cluster_table, factorize
 from .intervals import newcombe_interval, wilson_interval
 
@@ -73,6 +84,7 @@ class Curve(Strict):
     median_onset: MedianOnset
     n: int = Field(ge=0, description="conversations on the curve")
     n_clusters: int = Field(ge=0)
+    reason: str | None = Field(default=None, description="why the curve has no bands")
 
 
 class CurveDifferencePoint(Strict):
@@ -89,6 +101,7 @@ class CurveDifference(Strict):
     a: str
     b: str
     points: list[CurveDifferencePoint]
+    reason: str | None = Field(default=None, description="why the differences have no intervals")
 
 
 def kaplan_meier(at_risk: np.ndarray, gave_in: np.ndarray) -> np.ndarray:
@@ -96,6 +109,29 @@ def kaplan_meier(at_risk: np.ndarray, gave_in: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         hazard = np.where(at_risk > 0, gave_in / at_risk, np.nan)
     return np.cumprod(1.0 - hazard, axis=-1)
+
+
+def linearized_curves(at_risk: np.ndarray, gave_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """S(t) per (group, turn) and each base scenario's linearized contribution to it,
+    (clusters, groups, turns); NaN where the curve has reached 0 (a hazard of 1)."""
+    n_at = at_risk.sum(axis=0)
+    n_in = gave_in.sum(axis=0)
+    point = kaplan_meier(n_at, n_in)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hazard = np.where(n_at > 0, n_in / n_at, np.nan)
+        z = np.where(n_at > 0, (gave_in - hazard * at_risk) / np.where(n_at > 0, n_at, 1.0), 0.0)
+        log_terms = np.where(hazard < 1, z / (1.0 - hazard), np.nan)
+    return point, -point * np.cumsum(log_terms, axis=-1)
+
+
+def _curve_design(z: np.ndarray, active: np.ndarray, strata: np.ndarray) -> DesignVariance:
+    """Stratified variance of every (group, turn) of (clusters, groups, turns) contributions,
+    each group counting the base scenarios `active` (clusters, groups) marks."""
+    k, g, t = z.shape
+    on = np.broadcast_to(active[:, :, None], z.shape).reshape(k, g * t)
+    design = stratified_variance(np.nan_to_num(z).reshape(k, g * t), on, strata)
+    return DesignVariance(design.variance.reshape(g, t), design.df.reshape(g, t),
+                          design.reason[::t])
 
 
 def risk_tables(
@@ -172,25 +208,31 @@ def _median_onset(point: np.ndarray, replicates: np.ndarray, level: float, metho
 
 
 def estimate_curves(
-    at_risk: np.ndarray, gave_in: np.ndarray, replicates: np.ndarray, confidence_level: float
+    at_risk: np.ndarray,
+    gave_in: np.ndarray,
+    replicates: np.ndarray,
+    strata: np.ndarray,
+    confidence_level: float,
 ) -> list[Curve]:
-    """One Curve per group of (clusters, groups, turns) risk tables and their replicate curves."""
+    """One Curve per group of (clusters, groups, turns) risk tables; `strata` gives each
+    cluster's metric (`ClusterBootstrap.strata_codes`), `replicates` the bootstrap curves
+    the median onset's interval comes from."""
     check_confidence_level(confidence_level)
     n_at = at_risk.sum(axis=0)  # (groups, turns)
     n_in = gave_in.sum(axis=0)
-    point = kaplan_meier(n_at, n_in)
+    point, z = linearized_curves(at_risk, gave_in)
     g, t = point.shape
-    low, high, degenerate = percentile_interval(replicates.reshape(len(replicates), -1),
-                                                confidence_level)
-    low, high, degenerate = low.reshape(g, t), high.reshape(g, t), degenerate.reshape(g, t)
+    started = at_risk[:, :, 0] > 0
+    design = _curve_design(z, started, strata)
+    low, high = wilson_t_interval(point, design.variance, design.df, confidence_level)
     clusters_at = (at_risk > 0).sum(axis=0)
     holding_clusters = np.nan_to_num(point) * clusters_at
     c_low, c_high = wilson_interval(holding_clusters, clusters_at, confidence_level)
-    r_low, r_high = wilson_interval(np.nan_to_num(point) * n_at, n_at, confidence_level)
     curves = []
     for j in range(g):
         points = []
-        total_clusters = int((at_risk[:, j, 0] > 0).sum())
+        total_clusters = int(started[:, j].sum())
+        reason = design.reason[j]
         for u in range(t):
             censored = int(n_at[j, u] - n_in[j, u] - (n_at[j, u + 1] if u + 1 < t else 0))
             if n_at[j, u] == 0 or not np.isfinite(point[j, u]):
@@ -198,24 +240,27 @@ def estimate_curves(
                                          ci_method=methods.NONE, at_risk=0, gave_in=0,
                                          censored=0, n_clusters=0))
                 continue
-            if total_clusters == 1:
-                lo, hi, method = r_low[j, u], r_high[j, u], methods.WILSON_ROWS_SINGLE_CLUSTER
-            elif degenerate[j, u]:
+            s_ju = point[j, u]
+            if reason is not None:
+                lo, hi, method = None, None, methods.NONE
+            elif not np.isfinite(low[j, u]) or total_clusters * min(s_ju, 1 - s_ju) < 1:
                 lo, hi, method = c_low[j, u], c_high[j, u], methods.WILSON_CLUSTERS
             else:
-                lo, hi, method = low[j, u], high[j, u], methods.CLUSTER_BOOTSTRAP
+                lo, hi, method = low[j, u], high[j, u], methods.CLUSTER_T_WILSON
             points.append(CurvePoint(
-                turn=u + 1, holding=float(point[j, u]), ci_low=float(lo), ci_high=float(hi),
+                turn=u + 1, holding=float(s_ju),
+                ci_low=None if lo is None else float(lo), ci_high=None if hi is None else float(hi),
                 ci_method=method, at_risk=int(n_at[j, u]), gave_in=int(n_in[j, u]),
                 censored=censored, n_clusters=int(clusters_at[j, u]),
             ))
-        varies = total_clusters > 1 and not degenerate[j].all()
+        _, _, degenerate = percentile_interval(replicates[:, j], confidence_level)
+        varies = reason is None and not degenerate.all()
         median = _median_onset(
             point[j], replicates[:, j], confidence_level,
             methods.CLUSTER_BOOTSTRAP if varies else methods.NONE,
         )
         curves.append(Curve(points=points, median_onset=median, n=int(n_at[j, 0]),
-                            n_clusters=total_clusters))
+                            n_clusters=total_clusters, reason=reason))
     return curves
 
 
@@ -229,10 +274,10 @@ def grouped_curves(
 ) -> list[dict[tuple, Curve]]:
     """Curves for several groupings of the conversations from one pass over the replicates."""
     keys, at_risk, gave_in = risk_tables(
-        onsets, bootstrap.codes(onsets["base_id"]), bootstrap.n_clusters, groupings, turns
+        onsets, bootstrap.codes(cluster_ids(onsets)), bootstrap.n_clusters, groupings, turns
     )
     replicates = _replicate_curves(bootstrap, at_risk, gave_in)
-    curves = estimate_curves(at_risk, gave_in, replicates, confidence_level)
+    curves = estimate_curves(at_risk, gave_in, replicates, bootstrap.strata_codes, confidence_level)
     out, offset = [], 0
     for group_keys in keys:
         out.append(dict(zip(group_keys, curves[offset : offset + len(group_keys)])))
@@ -248,43 +293,52 @@ def paired_differences(
     *,
     confidence_level: float = 0.95,
 ) -> list[CurveDifference]:
-    """S_a(t) − S_b(t) for every pair of targets, with percentile intervals of the paired
-    replicate differences (both curves from the same resampled scenarios).
+    """S_a(t) − S_b(t) for every pair of targets, with paired cluster-t intervals: the two
+    curves' linearized contributions are differenced base scenario by base scenario.
 
-    Where the replicate differences do not vary (neither target gave in by then) the
-    interval is Newcombe's, built from the two curves' own fallback intervals.
+    Where that difference does not vary (neither target gave in by then) the interval is
+    Newcombe's, built from the two curves' own intervals. Where either curve has no bands,
+    or the pair's design is too small, the differences have no intervals, with the reason.
     """
     keys, at_risk, gave_in = risk_tables(
-        onsets, bootstrap.codes(onsets["base_id"]), bootstrap.n_clusters, [["target"]], turns
+        onsets, bootstrap.codes(cluster_ids(onsets)), bootstrap.n_clusters, [["target"]], turns
     )
     replicates = _replicate_curves(bootstrap, at_risk, gave_in)
-    curves = estimate_curves(at_risk, gave_in, replicates, confidence_level)
+    strata = bootstrap.strata_codes
+    curves = estimate_curves(at_risk, gave_in, replicates, strata, confidence_level)
+    _, z = linearized_curves(at_risk, gave_in)
     index = {key[0]: j for j, key in enumerate(keys[0])}
     out = []
     for i, a in enumerate(targets):
         for b in targets[i + 1 :]:
             if a not in index or b not in index:
                 continue
-            diff = replicates[:, index[a]] - replicates[:, index[b]]
-            low, high, degenerate = percentile_interval(diff, confidence_level)
+            ja, jb = index[a], index[b]
+            active = (at_risk[:, ja, 0] > 0) | (at_risk[:, jb, 0] > 0)
+            pair = _curve_design((z[:, ja] - z[:, jb])[:, None], active[:, None], strata)
+            reason = curves[ja].reason or curves[jb].reason or pair.reason[0]
+            half = t_quantile(pair.df[0], confidence_level) * np.sqrt(pair.variance[0])
             points = []
             for u in range(turns):
-                pa = curves[index[a]].points[u]
-                pb = curves[index[b]].points[u]
+                pa, pb = curves[ja].points[u], curves[jb].points[u]
                 if pa.holding is None or pb.holding is None:
                     points.append(CurveDifferencePoint(turn=u + 1, difference=None, ci_low=None,
                                                        ci_high=None, ci_method=methods.NONE))
                     continue
                 d = pa.holding - pb.holding
-                if degenerate[u] or methods.CLUSTER_BOOTSTRAP not in (pa.ci_method, pb.ci_method):
+                if reason is not None:
+                    lo, hi, method = None, None, methods.NONE
+                elif not np.isfinite(half[u]) or half[u] <= 0:
                     lo, hi = newcombe_interval(pa.holding, pa.ci_low, pa.ci_high,
                                                pb.holding, pb.ci_low, pb.ci_high)
-                    single = methods.WILSON_ROWS_SINGLE_CLUSTER in (pa.ci_method, pb.ci_method)
-                    method = (methods.NEWCOMBE_ROWS_SINGLE_CLUSTER if single
-                              else methods.NEWCOMBE_CLUSTERS)
+                    method = methods.NEWCOMBE_CLUSTERS
                 else:
-                    lo, hi, method = float(low[u]), float(high[u]), methods.CLUSTER_BOOTSTRAP
-                points.append(CurveDifferencePoint(turn=u + 1, difference=float(d), ci_low=lo,
-                                                   ci_high=hi, ci_method=method))
-            out.append(CurveDifference(a=a, b=b, points=points))
+                    lo, hi = max(d - half[u], -1.0), min(d + half[u], 1.0)
+                    method = methods.CLUSTER_T
+                points.append(CurveDifferencePoint(
+                    turn=u + 1, difference=float(d),
+                    ci_low=None if lo is None else float(lo),
+                    ci_high=None if hi is None else float(hi), ci_method=method,
+                ))
+            out.append(CurveDifference(a=a, b=b, points=points, reason=reason))
     return out
