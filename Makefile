@@ -1,12 +1,13 @@
 # Entry points: `make repro` runs the pipeline, `make test` runs every test,
-# `make perf` runs the measurements under perf/. Each bootstraps .venv first.
+# `make perf` runs the measurements under perf/, `make coverage` the interval coverage
+# grid. Each bootstraps .venv first.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast perf check estimate lab plots clean-reports
+.PHONY: install repro test test-fast perf coverage check estimate lab plots clean-reports
 
 install: $(STAMP)
 
@@ -34,6 +35,10 @@ test-fast: $(STAMP)
 
 perf: $(STAMP)
 	$(PY) perf/run_all.py
+
+# The coverage of every interval type over a grid of designs (about 10 minutes on 2 CPUs).
+coverage: $(STAMP)
+	cd tests && $(CURDIR)/$(PY) -m stats_support.coverage_grid --out ../docs/interval_coverage.md
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.

@@ -12,6 +12,7 @@ from pressurebench.planning import (
     Design,
     pilot_design,
     required_scenarios,
+    scenarios_for_an_interval,
     simulate_half_width,
     simulated_scenarios,
 )
@@ -63,3 +64,21 @@ def test_the_command_prints_scenarios_per_metric_for_each_number_of_samples(proj
     out = capsys.readouterr().out
     design = Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2)
     assert f"      1 {required_scenarios(design, half_width=0.05):>21}" in out and "(params)" in out
+
+
+def test_the_plan_says_from_how_many_base_scenarios_intervals_are_reported(project, capsys):
+    """The threshold is the one the results apply: at it a pooled rate gets an interval, one
+    base scenario per metric fewer it is withheld."""
+    from pressurebench.stats.bootstrap import ClusterBootstrap
+    from pressurebench.stats.rates import estimate_rates
+
+    assert main(["plan", "--difference", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "Intervals are reported from 11 base scenarios per metric on" in out  # 2 metrics
+    assert scenarios_for_an_interval(4) == 6 and scenarios_for_an_interval(1) == 21
+    for k, reported in ((scenarios_for_an_interval(4), True), (scenarios_for_an_interval(4) - 1, False)):
+        strata = np.repeat(np.arange(4), k)
+        successes = np.tile([[1.0], [2.0]], (2 * k, 1))
+        (estimate,) = estimate_rates(ClusterBootstrap(strata, np.arange(4 * k), resamples=1),
+                                     successes, np.full_like(successes, 2.0), np.zeros(1), 0.95)
+        assert (estimate.ci_low is not None) is reported

@@ -93,7 +93,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from .paths import Layout
-    from .planning import Design, pilot_design, required_scenarios
+    from .planning import Design, pilot_design, required_scenarios, scenarios_for_an_interval
 
     params = load_params(args.params)
     benchmark = args.benchmark or params.benchmarks[0]
@@ -121,6 +121,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         convs = "—" if s is None else str(metrics * s * variants * k)
         mark = "  (params)" if k == params.generation.num_samples else ""
         print(f"{k:>7} {('over 10000' if s is None else s):>21} {convs:>20}{mark}")
+    print(f"Intervals are reported from {scenarios_for_an_interval(metrics)} base scenarios per "
+          f"metric on (rates over all {metrics} metrics, differences, gaps) and from "
+          f"{scenarios_for_an_interval(1)} on for a single metric's rate; below that the results "
+          "withhold them as too few base scenarios.")
     return 0
 
 
