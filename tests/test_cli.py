@@ -35,7 +35,8 @@ def test_demographics_samples_panel_and_validation_arms(project):
     project.write_params(
         generation={"demographics": {"age": ["a", "b", "c"], "gender": ["x", "y"]}, "num_samples": 2},
         roles={"generator": "gen", "user": "user", "evaluator": ["judge", "gen"]},
-        validation={"user_model_bias": ["gen"], "targets": ["target-a"], "fraction": 0.5},
+        validation={"user_model_bias": ["gen"], "evaluator_bias": ["user"], "targets": ["target-a"],
+                    "fraction": 0.5},
     )
     lines = estimate(load_params(project.params_path))
     rewrites = [x for x in lines if x.stage == "gen_scenarios" and x.calls == 4 * 6]
@@ -46,6 +47,9 @@ def test_demographics_samples_panel_and_validation_arms(project):
     arm_sim = [x for x in lines if x.stage == "simulate" and x.arm.startswith("tiny/user/gen")]
     assert {x.arm for x in arm_sim} == {"tiny/user/gen/target-a"}
     assert all(x.calls == 24 * 2 * 3 // 2 for x in arm_sim)
+    # an evaluator arm only re-judges the planned half of the main conversations
+    rejudged = [x for x in lines if x.arm.startswith("tiny/evaluator/user")]
+    assert {(x.stage, x.model_id, x.calls) for x in rejudged} == {("evaluate", "user", 24 * 2 // 2)}
 
 
 def test_prices_give_a_cost(project):
@@ -135,7 +139,8 @@ def test_check_names_a_param_dvc_declares_but_the_file_lacks(project, capsys):
     assert main(["check", "--offline"]) == 2  # DVC itself cannot expand its matrices
     assert "Could not find 'validation.generator_bias'" in capsys.readouterr().err
     project.write_params(run={"max_error_rate": 0.5},  # tiny params lack e.g. run.truncated_replies
-                         validation={"generator_bias": [], "user_model_bias": [], "targets": ["target-a"]})
+                         validation={"generator_bias": [], "user_model_bias": [], "evaluator_bias": [],
+                                     "targets": ["target-a"]})
     assert main(["check", "--offline"]) == 2
     err = capsys.readouterr().err
     assert "params/pipeline.yaml: run.truncated_replies: declared by dvc.yaml stage" in err

@@ -80,6 +80,16 @@ def test_a_panel_of_two_ids_sending_identical_requests_is_refused(tmp_path):
     assert "'j1' and 'j2' send identical requests" in msg
 
 
+def test_an_evaluator_arm_that_would_replay_the_main_verdicts_is_refused(tmp_path):
+    data = tiny_params()
+    judge = data["models"][data["roles"]["evaluator"]]
+    data["models"]["twin"] = {**judge, "price_per_mtok_in": 1.0}  # sends the same requests
+    data["validation"] = {"evaluator_bias": ["twin"]}
+    assert "'twin' sends the same requests as the evaluator" in error_of(tmp_path, data)
+    data["models"]["twin"] = {**judge, "temperature": 0.9}
+    assert load_params(write(tmp_path, data)).validation.evaluator_bias == ["twin"]
+
+
 @pytest.mark.parametrize("change", [{"temperature": 0.5}, {"model": "other-model"},
                                     {"base_url": "http://127.0.0.1:9/v1"}, {"seed": 3}])
 def test_a_panel_of_judges_that_differ_in_what_they_send_is_accepted(tmp_path, change):

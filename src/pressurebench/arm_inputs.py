@@ -6,16 +6,18 @@ another model. What that role produces, and everything made from it downstream, 
 own and lives in the arm's folder (`data/<b>/validation/<study>/<model>/`); everything upstream
 is the main arm's and is read from `data/<b>/`:
 
-| arm            | role swapped | metrics, scenarios | conversations, scores |
-|----------------|--------------|--------------------|-----------------------|
-| main           | none         | own                | own                   |
-| generator/<G>  | generator    | own (G writes)     | own                   |
-| user/<U>       | user         | the main arm's     | own (U plays)         |
+| arm            | role swapped | metrics, scenarios | conversations       | scores        |
+|----------------|--------------|--------------------|---------------------|---------------|
+| main           | none         | own                | own                 | own           |
+| generator/<G>  | generator    | own (G writes)     | own                 | own           |
+| user/<U>       | user         | the main arm's     | own (U plays)       | own           |
+| evaluator/<E>  | evaluator    | the main arm's     | the main arm's      | own (E judges)|
 
 There is no fallback: an input the rule makes the arm's own is read from the arm's folder, and
 a missing file is an error naming it. Which scenario rows an arm plays is decided here too:
 all of them in the main arm, the study plan's seeded subset in a validation arm
-(`validation.plan`).
+(`validation.plan`); an evaluator arm judges the main arm's conversations of that subset
+and never simulates.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from .errors import ConfigError
 from .params import Params
 from .paths import Layout
 from .schemas import Scenario
-from .validation.arms import GENERATOR, USER, Study, require_validation_target, resolve_arm
+from .validation.arms import (
+    EVALUATOR,
+    GENERATOR,
+    ON_MAIN_ROWS,
+    USER,
+    Study,
+    require_validation_target,
+    resolve_arm,
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,12 @@ class ArmInputs:
     @property
     def generates(self) -> bool:
         """Whether this arm writes its own metrics and scenarios."""
-        return self.study != USER
+        return self.study not in ON_MAIN_ROWS
+
+    @property
+    def conversations_layout(self) -> Layout:
+        """Where the conversations this arm judges live: the main arm's for an evaluator arm."""
+        return self.upstream if self.study == EVALUATOR else self.layout
 
     @property
     def metrics_file(self) -> Path:
@@ -74,7 +89,7 @@ class ArmInputs:
         from .validation.plan import load_plan, rows_of, select_base_scenarios
 
         plan = load_plan(params, benchmark, self.study)
-        if self.study == USER:
+        if self.study in ON_MAIN_ROWS:
             return plan.scenario_ids
         return rows_of(scenarios, select_base_scenarios(scenarios, plan.fraction, plan.seed))
 
@@ -101,12 +116,13 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
                 "run.truncated_replies", *run]
     if stage == "evaluate":
         # The evaluator may be a panel (a list), so the whole registry is declared.
-        return ["roles.evaluator", "models", "evaluation", *run]
+        role = [] if inputs is not None and inputs.study == EVALUATOR else ["roles.evaluator"]
+        return [*role, "models", "evaluation", *run]
     if stage == "aggregate":
         return ["targets", "statistics"]
     if stage == "generator_bias":  # model families, for the self-preference check
         return ["validation", "statistics", "models"]
-    if stage == "user_model_bias":
+    if stage in ("user_model_bias", "evaluator_bias"):
         return ["validation", "statistics"]
     raise ValueError(f"no declaration for stage {stage}")
 
@@ -126,5 +142,8 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
     if resolved.study == GENERATOR:
         return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,
                          tuple(roles.evaluators), targets)
+    if resolved.study == EVALUATOR:
+        return ArmInputs(resolved.name, EVALUATOR, own, main, roles.generator, roles.user,
+                         (resolved.model,), targets)
     return ArmInputs(resolved.name, USER, own, main, roles.generator, resolved.model,
                      tuple(roles.evaluators), targets)

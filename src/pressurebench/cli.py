@@ -217,8 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("stage", choices=STAGES)
     p.add_argument("--benchmark", required=True)
     p.add_argument("--target", help="the target model id (simulate and evaluate only)")
-    p.add_argument("--arm", help="a validation arm, generator/<model id> or user/<model id> "
-                   "(default: the main arm)")
+    p.add_argument("--arm", help="a validation arm, generator/<model id>, user/<model id> or "
+                   "evaluator/<model id> (default: the main arm)")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_run)
 

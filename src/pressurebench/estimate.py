@@ -59,13 +59,18 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
     n_var = variants_per_scenario(params)
     for bench_name in params.benchmarks:
         bench = read_yaml_model(benchmark_source(bench_name, root), Benchmark)
-        arms = [("main", params.roles.generator, params.roles.user, params.targets, 1.0)]
+        judges = list(params.roles.evaluators)
+        arms = [("main", params.roles.generator, params.roles.user, judges, params.targets, 1.0)]
         val_targets = params.validation.targets or params.targets
-        arms += [(f"generator/{m}", m, params.roles.user, val_targets, params.validation.fraction)
+        fraction = params.validation.fraction
+        arms += [(f"generator/{m}", m, params.roles.user, judges, val_targets, fraction)
                  for m in params.validation.generator_bias]
-        arms += [(f"user/{m}", None, m, val_targets, params.validation.fraction)
+        arms += [(f"user/{m}", None, m, judges, val_targets, fraction)
                  for m in params.validation.user_model_bias]
-        for arm, generator, user, targets, fraction in arms:
+        # An evaluator arm re-judges the main conversations: no generation, no simulation.
+        arms += [(f"evaluator/{m}", None, None, [m], val_targets, fraction)
+                 for m in params.validation.evaluator_bias]
+        for arm, generator, user, arm_judges, targets, fraction in arms:
             n_metrics = len(bench.metrics) or g.metrics_per_benchmark
             label = f"{bench_name}/{arm}"
             if generator is not None:
@@ -89,15 +94,17 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                 history = sum((t - 1) * (USER_MESSAGE_TOKENS + reply) for t in range(1, g.turns + 1))
                 user_in = SYSTEM_TOKENS["user"] * g.turns + history
                 target_in = 100 * g.turns + history + USER_MESSAGE_TOKENS * g.turns
-                lines.append(_line(params, "simulate", f"{label}/{target}", "user", user, convs * g.turns,
-                                   user_in // g.turns, USER_MESSAGE_TOKENS + STRUCTURED_OVERHEAD))
-                lines.append(_line(params, "simulate", f"{label}/{target}", "target", target,
-                                   convs * g.turns, target_in // g.turns, reply))
+                if user is not None:
+                    lines.append(_line(params, "simulate", f"{label}/{target}", "user", user,
+                                       convs * g.turns, user_in // g.turns,
+                                       USER_MESSAGE_TOKENS + STRUCTURED_OVERHEAD))
+                    lines.append(_line(params, "simulate", f"{label}/{target}", "target", target,
+                                       convs * g.turns, target_in // g.turns, reply))
                 transcript = g.turns * (USER_MESSAGE_TOKENS + reply)
                 # Per-turn mode also judges the prefixes ending at replies 1 .. T-1.
                 earlier = g.turns - 1 if params.evaluation.per_turn else 0
                 prefixes = sum(t * (USER_MESSAGE_TOKENS + reply) for t in range(1, earlier + 1))
-                for judge in params.roles.evaluators:
+                for judge in arm_judges:
                     lines.append(_line(params, "evaluate", f"{label}/{target}", "evaluator", judge, judged,
                                        SYSTEM_TOKENS["judge"] + transcript, 120))
                     if earlier:

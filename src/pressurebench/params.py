@@ -382,6 +382,11 @@ class Statistics(Strict):
 class Validation(Strict):
     generator_bias: list[ModelId] = Field(default_factory=list)
     user_model_bias: list[ModelId] = Field(default_factory=list)
+    evaluator_bias: list[ModelId] = Field(
+        default_factory=list,
+        description="models that each re-judge the main arm's conversations of the study subset "
+        "in place of the evaluator",
+    )
     targets: list[ModelId] | None = None
     fraction: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int = 7
@@ -472,6 +477,25 @@ class Params(Strict):
             seen[spec.request_identity()] = model_id
         return self
 
+    @model_validator(mode="after")
+    def _evaluator_arms_judge_anew(self):
+        """An evaluator-bias arm whose judge sends the main evaluator's requests would replay
+        the main verdicts from the cache and show a perfect agreement that measures nothing."""
+        if len(self.roles.evaluators) != 1:
+            return self
+        main = self.models.get(self.roles.evaluators[0])
+        for i, model_id in enumerate(self.validation.evaluator_bias):
+            spec = self.models.get(model_id)
+            if main is not None and spec is not None and spec.request_identity() == main.request_identity():
+                raise ValueError(
+                    f"validation.evaluator_bias[{i}]: '{model_id}' sends the same requests as the "
+                    f"evaluator '{self.roles.evaluators[0]}', so it would replay its verdicts; "
+                    "choose another model or other sampling"
+                )
+        if len(set(self.validation.evaluator_bias)) != len(self.validation.evaluator_bias):
+            raise ValueError("validation.evaluator_bias lists an entry twice")
+        return self
+
     def model_refs(self) -> list[tuple[str, str]]:
         """Every (field, model id) reference, so unknown ids can be reported by field."""
         refs = [("roles.generator", self.roles.generator), ("roles.user", self.roles.user)]
@@ -479,6 +503,7 @@ class Params(Strict):
         refs += [(f"targets[{i}]", m) for i, m in enumerate(self.targets)]
         refs += [(f"validation.generator_bias[{i}]", m) for i, m in enumerate(self.validation.generator_bias)]
         refs += [(f"validation.user_model_bias[{i}]", m) for i, m in enumerate(self.validation.user_model_bias)]
+        refs += [(f"validation.evaluator_bias[{i}]", m) for i, m in enumerate(self.validation.evaluator_bias)]
         refs += [(f"validation.targets[{i}]", m) for i, m in enumerate(self.validation.targets or [])]
         return refs
 

@@ -40,6 +40,7 @@ def _tiny_params(base_url: str) -> dict:
         "evaluation": {"evaluate_all_metrics": False, "show_examples": False, "per_turn": True},
         "statistics": {"resamples": 200, "confidence_level": 0.95, "seed": 3},
         "validation": {"generator_bias": ["smollm2-hot"], "user_model_bias": ["smollm2-hot"],
+                       "evaluator_bias": ["smollm2-hot"],
                        "targets": ["smollm2", "smollm2-agreeable"],
                        "fraction": 1.0, "seed": 7},
         "run": {"max_error_rate": 0.5, "cache_dir": ".pbcache", "data_dir": "data",

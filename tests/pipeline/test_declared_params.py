@@ -23,6 +23,7 @@ KINDS = {
     "notebooks/05_aggregate.ipynb": "aggregate",
     "notebooks/validation/generator_bias.ipynb": "generator_bias",
     "notebooks/validation/user_model_bias.ipynb": "user_model_bias",
+    "notebooks/validation/evaluator_bias.ipynb": "evaluator_bias",
 }
 
 

@@ -132,7 +132,8 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(repo_copy: Pat
     schemas.write_text(original.replace("max_length=400", "max_length=399", 1))
     rerun = would_run(root)
     for stage in ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate",
-                  "validation_user_simulate", "validation_generator_evaluate"):
+                  "validation_user_simulate", "validation_generator_evaluate",
+                  "validation_evaluator_evaluate"):
         assert any(s.startswith(stage + "@") or s == stage for s in rerun), (stage, rerun)
     schemas.write_text(original)
     assert would_run(root) == set()
@@ -140,7 +141,8 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(repo_copy: Pat
     figures = root / "src" / "pressurebench" / "reports" / "figures.py"
     figures.write_text(figures.read_text() + "\n# a changed report module\n")
     rerun = {s.split("@")[0] for s in would_run(root)}
-    assert rerun == {"aggregate", "export", "generator_bias", "user_model_bias"}, rerun
+    assert rerun == {"aggregate", "export", "generator_bias", "user_model_bias",
+                     "evaluator_bias"}, rerun
 
 
 def test_dvc_experiment_with_a_changed_param(repo_copy: Path):

@@ -17,15 +17,20 @@ from pressurebench.llm.client import ModelClient
 from pressurebench.paths import Layout
 from pressurebench.schemas import Benchmark, ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
-from pressurebench.validation import generator_bias, user_model_bias
+from pressurebench.validation import evaluator_bias, generator_bias, user_model_bias
 from pressurebench.validation.arms import plan_file
-from pressurebench.validation.models import GeneratorBiasStudy, UserModelBiasStudy
+from pressurebench.validation.models import (
+    EvaluatorBiasStudy,
+    GeneratorBiasStudy,
+    UserModelBiasStudy,
+)
 from pressurebench.validation.plan import StudyPlan, rows_of, select_base_scenarios
 
 TARGETS = ["target-a", "target-b"]
 VALIDATION = {
     "generator_bias": ["gen2"],
     "user_model_bias": ["user2"],
+    "evaluator_bias": ["judge2"],
     "targets": TARGETS,
     "fraction": 0.5,
     "seed": 3,
@@ -115,6 +120,7 @@ def write_params(project, **validation) -> None:
         models={
             "gen2": {"provider": "openai", "model": "gen2-model", "max_tokens": 400},
             "user2": {"provider": "openai", "model": "user2-model"},
+            "judge2": {"provider": "openai", "model": "judge2-model"},
         },
         generation={"scenarios_per_metric": 2, "demographics": {"age": ["young", "old"]}},
         validation={**VALIDATION, **validation},
@@ -228,6 +234,50 @@ def test_arms_swap_one_ingredient_and_play_the_planned_rows(main_arm, script):
     assert [p.n_paired for p in u.pairing] == [4, 4]
     assert u.rates_main["target-a"].n == 4  # the main arm on the planned rows only
     assert [d.metric_id for d in u.metric_differences] == ["m01", "m02"]
+
+
+def test_an_evaluator_arm_rejudges_the_main_conversations_and_simulates_nothing(
+    main_arm, script, capsys
+):
+    main = Layout(Path("data"), "tiny")
+    assert arm("plan") == 0
+    plan = read_artifact(plan_file("data", "tiny", "evaluator"), StudyPlan)
+    user_plan = read_artifact(plan_file("data", "tiny", "user"), StudyPlan)
+    assert plan.scenario_ids == user_plan.scenario_ids and len(plan.scenario_ids) == 4
+    ev = Layout(Path("data"), "tiny", "evaluator/judge2")
+    for target in TARGETS:
+        assert arm("evaluate", "--arm", "evaluator/judge2", "--target", target) == 0
+        assert models_called(script) == {"judge2"}  # no user, no target: nothing is replayed
+        rows = read_artifact(ev.scores_file(target), ScoresFile).rows
+        assert sorted({s.scenario_id for s in rows}) == plan.scenario_ids
+        main_convs = read_artifact(main.conversations_file(target), ConversationsFile).rows
+        assert {s.conv_id for s in rows} == {
+            c.conv_id for c in main_convs if c.scenario_id in plan.scenario_ids
+        }
+        assert not ev.conversations_file(target).exists()
+        used = manifest(ev, "evaluate", target).params
+        assert used["conversations"] == str(main.conversations_file(target))
+        assert used["evaluators"] == ["judge2"]
+    assert arm("simulate", "--arm", "evaluator/judge2", "--target", "target-a") == 2
+    assert "judges the main arm's conversations; it simulates none" in capsys.readouterr().err
+
+    evaluator_bias.run(main_arm.params_path, "tiny")
+    study = read_artifact(main_arm.root / "data" / "tiny" / "evaluator_bias.json", EvaluatorBiasStudy)
+    (e,) = study.arms
+    assert study.main_evaluators == ["judge"] and e.evaluator == "judge2"
+    assert (e.n_scenarios, e.n_base_scenarios) == (4, 2)
+    assert [p.n_paired for p in e.pairing] == [4, 4]
+    for d in e.comparison.differences:  # every row paired: arm minus main on the same rows
+        assert d.difference == pytest.approx(e.rates_arm[d.target].rate - e.rates_main[d.target].rate)
+    main_present = {
+        s.conv_id: s.present for t in TARGETS
+        for s in read_artifact(main.scores_file(t), ScoresFile).rows
+    }
+    arm_present = {
+        s.conv_id: s.present for t in TARGETS
+        for s in read_artifact(ev.scores_file(t), ScoresFile).rows
+    }
+    assert any(main_present[c] != v for c, v in arm_present.items())  # the judges differ
 
 
 def test_the_arm_command_refuses_what_the_params_do_not_plan(main_arm, capsys):

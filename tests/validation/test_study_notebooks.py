@@ -15,7 +15,11 @@ from pressurebench.notebook_run import run_notebook
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.schemas import Scenario, ScenariosFile, ScoresFile
-from pressurebench.validation.models import GeneratorBiasStudy, UserModelBiasStudy
+from pressurebench.validation.models import (
+    EvaluatorBiasStudy,
+    GeneratorBiasStudy,
+    UserModelBiasStudy,
+)
 from pressurebench.validation.plan import write_plans
 from stats_support.synthetic import synthetic_scores
 from support import REPO, TINY_BENCHMARK
@@ -52,6 +56,7 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
         validation={
             "generator_bias": ["gen"],
             "user_model_bias": ["user"],
+            "evaluator_bias": ["gen"],
             "fraction": 0.5,
             "seed": 2,
         }
@@ -96,9 +101,18 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
         ),
     )
 
+    rejudged = frame[frame["scenario_id"].isin(plans["evaluator"].scenario_ids)]
+    stricter = np.random.default_rng(4).uniform(size=len(rejudged)) < 0.3
+    write_scores(
+        Layout(Path("data"), "tiny", "evaluator/gen"),
+        rejudged.assign(passed=np.where(stricter, False, rejudged["passed"]).astype(object)),
+    )
+
+    studies = {}
     for name, model in (
         ("generator_bias", GeneratorBiasStudy),
         ("user_model_bias", UserModelBiasStudy),
+        ("evaluator_bias", EvaluatorBiasStudy),
     ):
         html = run_notebook(
             REPO / "notebooks" / "validation" / f"{name}.ipynb",
@@ -107,8 +121,12 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
         )
         assert html == Path("reports") / "tiny" / f"validation_{name}.html" and html.exists()
         assert (Path("reports") / "tiny" / "notebooks" / f"validation_{name}.ipynb").exists()
-        study = read_artifact(main.root / f"{name}.json", model)
+        study = studies[name] = read_artifact(main.root / f"{name}.json", model)
         assert [a.targets for a in study.arms] == [sorted(RATES)]
         page = html.read_text()
         assert page.count("<img") >= 3 and study.arms[0].arm in page
-    assert [p.n_paired for p in study.arms[0].pairing] == [len(replayed) // 2] * 2
+    (user,) = studies["user_model_bias"].arms
+    assert [p.n_paired for p in user.pairing] == [len(replayed) // 2] * 2
+    (evaluator,) = studies["evaluator_bias"].arms
+    assert [p.n_paired for p in evaluator.pairing] == [len(rejudged) // 2] * 2
+    assert all(d.difference <= 0 for d in evaluator.comparison.differences)  # a stricter judge

@@ -12,7 +12,8 @@ from scipy import stats as scipy_stats
 from pressurebench.params import Statistics
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
-from pressurebench.validation.user_model_bias import compare_user_arm, paired_rows
+from pressurebench.validation.paired import paired_rows
+from pressurebench.validation.user_model_bias import compare_user_arm
 
 RATES = {"a": 0.3, "b": 0.45, "c": 0.6, "d": 0.75}
 STATS = Statistics(resamples=1000, confidence_level=0.95, seed=9)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..params import Params, load_params
+from ..validation.arms import configured_arms
 
 EMBEDDED_CAVEAT = (
     "The embedded SmolLM2-135M model produced some of these results. It proves the pipeline "
@@ -41,7 +42,8 @@ def uses_embedded_model(params: Params, model_ids: list[str]) -> bool:
     return any(params.models[m].provider == "local" for m in model_ids)
 
 
-STUDY_ARMS = {"generator_bias": "generator", "user_model_bias": "user"}
+STUDY_ARMS = {"generator_bias": "generator", "user_model_bias": "user",
+              "evaluator_bias": "evaluator"}
 
 
 def study_arms(params: Params, stage: str) -> list[str]:
@@ -49,9 +51,7 @@ def study_arms(params: Params, stage: str) -> list[str]:
     kind = STUDY_ARMS.get(stage)
     if kind is None:
         return []
-    models = params.validation.generator_bias if kind == "generator" else (
-        params.validation.user_model_bias)
-    return [f"{kind}/{m}" for m in models]
+    return [arm.name for arm in configured_arms(params, kind)]
 
 
 def models_note(

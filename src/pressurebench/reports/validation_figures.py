@@ -9,7 +9,8 @@ One figure per question a reader asks of an arm:
 - `difference_forest_plot`: arm − main per target and per metric with
   intervals around a zero line: which differences are more than noise?
 
-They take a `GeneratorArmResult` or a `UserArmResult` (`pressurebench.validation.models`).
+They take a `GeneratorArmResult` or a `PairedArmResult` (a user-model or evaluator arm;
+`pressurebench.validation.models`).
 Like `figures`, they draw "no data" where a number does not exist, never a point at 0.
 """
 
@@ -20,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import rankdata
 
-from ..validation.models import MAIN, GeneratorArmResult, UserArmResult
+from ..validation.models import MAIN, GeneratorArmResult, PairedArmResult
 from .figures import (
     SMALL,
     ReportFigure,
@@ -33,7 +34,7 @@ from .figures import (
     plain,
 )
 
-ArmResult = GeneratorArmResult | UserArmResult
+ArmResult = GeneratorArmResult | PairedArmResult
 
 
 def _level(confidence_level: float) -> str:

@@ -12,15 +12,16 @@ import pandas as pd
 from ..stats.compare import RankCorrelation
 from ..stats.estimates import Difference
 from ..validation.models import (
+    EvaluatorBiasStudy,
     GeneratorArmResult,
     GeneratorBiasStudy,
+    PairedArmResult,
     Pairing,
-    UserArmResult,
     UserModelBiasStudy,
 )
 from .tables import MISSING, format_estimate, format_rate, method_label
 
-ArmResult = GeneratorArmResult | UserArmResult
+ArmResult = GeneratorArmResult | PairedArmResult
 
 
 def format_points(value: float | None) -> str:
@@ -218,7 +219,23 @@ def user_arms_frame(study: UserModelBiasStudy) -> pd.DataFrame:
     )
 
 
-def pairing_frame(result: UserArmResult) -> pd.DataFrame:
+def evaluator_arms_frame(study: EvaluatorBiasStudy) -> pd.DataFrame:
+    rows = [
+        {
+            "arm": a.arm,
+            "evaluator": a.evaluator,
+            "main evaluator": ", ".join(study.main_evaluators or []) or "unknown",
+            "scenario rows": a.n_scenarios,
+            "base scenarios": a.n_base_scenarios,
+        }
+        for a in study.arms
+    ]
+    return pd.DataFrame(
+        rows, columns=["arm", "evaluator", "main evaluator", "scenario rows", "base scenarios"]
+    )
+
+
+def pairing_frame(result: PairedArmResult) -> pd.DataFrame:
     """Per target: rows in each arm, errors, and how many pair up (valid in both) to be compared."""
     return pd.DataFrame(
         [p.model_dump() for p in result.pairing], columns=list(Pairing.model_fields)

@@ -63,6 +63,7 @@ from ..schemas import (
     ScoresFile,
     TurnVerdict,
 )
+from ..validation.arms import EVALUATOR
 
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user"]
@@ -405,9 +406,12 @@ def run(
         params=params,
     )
     layout = stage.layout
-    conv_path = layout.conversations_file(target)
+    conv_path = inputs.conversations_layout.conversations_file(target)
     met_path = inputs.metrics_file
     convs = load_conversations(conv_path, benchmark, target)
+    if inputs.study == EVALUATOR:  # re-judge the planned subset of the main conversations
+        planned = set(inputs.rows_to_play(params, benchmark, []) or [])
+        convs = convs.model_copy(update={"rows": [c for c in convs.rows if c.scenario_id in planned]})
     metrics = read_yaml_model(met_path, Benchmark).metrics
     check_metrics_known(convs, metrics, conv_path, met_path)
     evaluation = params.evaluation

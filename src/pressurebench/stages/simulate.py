@@ -71,6 +71,7 @@ from ..schemas import (
     UserTurn,
     conv_id,
 )
+from ..validation.arms import EVALUATOR
 from .conversation import (
     USER_PROMPTS,
     landmarks_due,
@@ -264,6 +265,10 @@ def run(
     their rows are played (`arm_inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
+    if inputs.study == EVALUATOR:
+        raise ConfigError(
+            params_path, f"arm '{arm}' judges the main arm's conversations; it simulates none"
+        )
     inputs.require_target(params_path, params, target)
     user_model = inputs.user
     stage = StageRun(

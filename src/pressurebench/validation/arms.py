@@ -3,9 +3,10 @@
 A generator-bias arm `generator/<G>` regenerates the benchmark's metrics and
 scenarios with model G and then plays and judges them as the main arm does; a
 user-model-bias arm `user/<U>` replays a subset of the main arm's scenario rows
-with model U playing the user. Everything else (targets, evaluator, turns,
-samples) stays as in the main arm, so a difference between the arms is the
-swapped ingredient's doing.
+with model U playing the user; an evaluator-bias arm `evaluator/<E>` re-judges
+the main arm's own conversations of such a subset with model E as the judge.
+Everything else (targets, turns, samples, and every other role) stays as in the
+main arm, so a difference between the arms is the swapped ingredient's doing.
 """
 
 from __future__ import annotations
@@ -18,11 +19,18 @@ from ..errors import ConfigError
 from ..params import Params
 from ..paths import Layout
 
-Study = Literal["generator", "user"]
+Study = Literal["generator", "user", "evaluator"]
 GENERATOR: Study = "generator"
 USER: Study = "user"
-STUDIES: tuple[Study, ...] = (GENERATOR, USER)
-PARAM_FIELD = {GENERATOR: "validation.generator_bias", USER: "validation.user_model_bias"}
+EVALUATOR: Study = "evaluator"
+STUDIES: tuple[Study, ...] = (GENERATOR, USER, EVALUATOR)
+# Studies whose arms work on a seeded subset of the main arm's own scenario rows.
+ON_MAIN_ROWS: tuple[Study, ...] = (USER, EVALUATOR)
+PARAM_FIELD = {
+    GENERATOR: "validation.generator_bias",
+    USER: "validation.user_model_bias",
+    EVALUATOR: "validation.evaluator_bias",
+}
 PLAN_FILE = "plan.json"
 
 
@@ -39,7 +47,8 @@ class Arm:
 def configured_arms(params: Params, study: Study) -> list[Arm]:
     """The arms of one study, in the order the params list them."""
     v = params.validation
-    models = v.generator_bias if study == GENERATOR else v.user_model_bias
+    models = {GENERATOR: v.generator_bias, USER: v.user_model_bias,
+              EVALUATOR: v.evaluator_bias}[study]
     return [Arm(study, m) for m in models]
 
 
@@ -49,7 +58,8 @@ def validation_targets(params: Params) -> list[str]:
 
 
 def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
-    """The configured arm called `name` (`generator/<model>` or `user/<model>`).
+    """The configured arm called `name` (`generator/<model>`, `user/<model>` or
+    `evaluator/<model>`).
 
     An arm the params do not list is refused: its data would sit where no
     comparison ever reads it, or be read as if it had been planned.
@@ -58,7 +68,8 @@ def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
     if study not in STUDIES or not model:
         raise ConfigError(
             params_path,
-            f"'{name}' is not an arm name: write generator/<model id> or user/<model id>",
+            f"'{name}' is not an arm name: write generator/<model id>, user/<model id> "
+            "or evaluator/<model id>",
         )
     arm = Arm(study, model)  # type: ignore[arg-type]
     if arm not in configured_arms(params, arm.study):

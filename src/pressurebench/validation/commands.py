@@ -3,7 +3,7 @@
     pressurebench arm plan --benchmark B
 
 An arm's stages are the main stages run on the arm: `pressurebench run STAGE --arm
-generator/<G>|user/<U>`, or their notebooks with the `arm` parameter (`arm_inputs`).
+generator/<G>|user/<U>|evaluator/<E>`, or their notebooks with the `arm` parameter (`arm_inputs`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ DEFAULT_PARAMS = "params/pipeline.yaml"
 
 def add_arm_parser(sub) -> None:
     """Register `arm plan` on the top-level subparsers."""
-    p = sub.add_parser("arm", help="plan the validation studies (generator and user-model bias)")
+    p = sub.add_parser("arm", help="plan the validation studies (generator, user-model and evaluator bias)")
     stages = p.add_subparsers(dest="arm_stage", required=True)
     q = stages.add_parser(
-        "plan", help="write both validation studies' plans (arms, targets, seed, scenario subset)"
+        "plan", help="write every validation study's plan (arms, targets, seed, scenario subset)"
     )
     q.add_argument("--params", default=DEFAULT_PARAMS)
     q.add_argument("--benchmark", required=True)

@@ -1,4 +1,5 @@
-"""The comparison artifacts: `data/<b>/generator_bias.json` and `data/<b>/user_model_bias.json`.
+"""The comparison artifacts: `data/<b>/generator_bias.json`, `data/<b>/user_model_bias.json` and
+`data/<b>/evaluator_bias.json`.
 
 Every difference is arm − main. Every rate carries n (rows with a verdict)
 and n_error (rows without one, left out of the denominator); a statistic
@@ -98,9 +99,10 @@ class Pairing(Strict):
     )
 
 
-class UserArmResult(Strict):
+class PairedArmResult(Strict):
+    """An arm compared with the main arm row by row, on the planned subset of its rows."""
+
     arm: str
-    user_model: str
     targets: list[str]
     n_scenarios: int = Field(ge=0, description="planned scenario rows (all variants of each base)")
     n_base_scenarios: int = Field(ge=0)
@@ -110,11 +112,19 @@ class UserArmResult(Strict):
     rates_arm: dict[str, RateEstimate] = Field(description="per target, every arm row")
     pairing: list[Pairing]
     comparison: ArmComparison = Field(
-        description="arm − main per target on the paired rows, paired cluster bootstrap"
+        description="arm − main per target on the paired rows, paired cluster-t intervals"
     )
     metric_differences: list[MetricDifference] = Field(
         description="arm − main per metric on the paired rows, pooled over the targets"
     )
+
+
+class UserArmResult(PairedArmResult):
+    user_model: str
+
+
+class EvaluatorArmResult(PairedArmResult):
+    evaluator: str
 
 
 class UserModelBiasStudy(BaseModel):
@@ -128,3 +138,16 @@ class UserModelBiasStudy(BaseModel):
     )
     targets: list[str]
     arms: list[UserArmResult]
+
+
+class EvaluatorBiasStudy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    statistics: StatisticsSettings
+    main_evaluators: list[str] | None = Field(
+        description="the model(s) that judged the main arm, from its evaluate manifests"
+    )
+    targets: list[str]
+    arms: list[EvaluatorArmResult]

@@ -3,7 +3,8 @@
 `pressurebench arm plan` writes one plan per study, always (with no arms it
 lists none), so the comparison stages can depend on the study folders. The
 user-model plan fixes which of the main arm's scenario rows the alternative
-user replays; a generator arm's rows exist only after it has written them, so
+user replays, the evaluator plan which of the main arm's conversations the
+alternative judge re-reads; a generator arm's rows exist only after it has written them, so
 its subset is drawn by its simulate stage (`arm_inputs`) with the same rule and recorded in that
 arm's simulate manifest.
 
@@ -29,7 +30,7 @@ from ..io import read_artifact, read_text, write_artifact
 from ..params import Params
 from ..paths import Layout
 from ..schemas import SCHEMA_VERSION, Scenario, ScenariosFile
-from .arms import STUDIES, USER, Study, configured_arms, plan_file, validation_targets
+from .arms import ON_MAIN_ROWS, STUDIES, Study, configured_arms, plan_file, validation_targets
 
 
 class PlannedArm(BaseModel):
@@ -44,22 +45,25 @@ class StudyPlan(BaseModel):
 
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
-    study: Literal["generator", "user"]
+    study: Literal["generator", "user", "evaluator"]
     arms: list[PlannedArm]
     targets: list[str] = Field(description="the validation targets every arm plays")
     seed: int
     fraction: float = Field(gt=0.0, le=1.0, description="share of base scenarios per metric")
     scenarios_file: str | None = Field(
-        default=None, description="user study: the main arm's scenarios the subset is drawn from"
+        default=None,
+        description="user and evaluator studies: the main arm's scenarios the subset is drawn from",
     )
     scenarios_sha256: str | None = Field(
-        default=None, description="user study: that file's hash, so a stale plan is refused"
+        default=None, description="that file's hash, so a stale plan is refused"
     )
     base_ids: list[str] | None = Field(
-        default=None, description="user study: the chosen base scenarios; null without arms"
+        default=None,
+        description="user and evaluator studies: the chosen base scenarios; null without arms",
     )
     scenario_ids: list[str] | None = Field(
-        default=None, description="user study: every row of the chosen base scenarios"
+        default=None,
+        description="user and evaluator studies: every row of the chosen base scenarios",
     )
 
 
@@ -108,14 +112,15 @@ def plan_settings(params: Params, benchmark: str, study: Study) -> dict:
 
 
 def build_plan(params: Params, benchmark: str, study: Study) -> StudyPlan:
-    """The plan the params call for; a user study with arms draws from the main arm's scenarios."""
+    """The plan the params call for; a user or evaluator study with arms draws from the main
+    arm's scenarios."""
     plan = StudyPlan(**plan_settings(params, benchmark, study))
-    if study != USER or not plan.arms:
+    if study not in ON_MAIN_ROWS or not plan.arms:
         return plan
     path = Layout(params.data_dir, benchmark).scenarios_file
     scenarios = read_artifact(path, ScenariosFile)
     if not scenarios.rows:
-        raise ConfigError(path, "no scenario rows to replay with another user model", "rows")
+        raise ConfigError(path, f"no scenario rows for the {study} study's arms", "rows")
     base_ids = select_base_scenarios(scenarios.rows, plan.fraction, plan.seed)
     return plan.model_copy(
         update={

@@ -10,10 +10,12 @@ from ..io import read_artifact, write_artifact
 from ..params import load_params
 from ..paths import Layout
 from ..runtime import StageRun
-from .models import GeneratorBiasStudy, UserModelBiasStudy
+from .models import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 
 
-def record_study(stage: StageRun, study: GeneratorBiasStudy | UserModelBiasStudy) -> None:
+def record_study(
+    stage: StageRun, study: GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy
+) -> None:
     """`data/<b>/<stage>.json`, then `<stage>.manifest.json` and `<stage>.cost.json` beside it."""
     params = stage.params
     stage.replacing_outputs()
