@@ -39,8 +39,8 @@ corrected rate and are left out of the percentiles.
 
 How many labels that takes is measured by `tests/stats_support/judge_coverage.py`:
 at 4 metrics × 12 base scenarios, 20 labelled items per metric leave
-Se + Sp − 1 of some metric too uncertain in most simulated benchmarks, 80 in
-none.
+Se + Sp − 1 of some metric too uncertain in about half the simulated
+benchmarks, 40 in 3% and 80 in none.
 """
 
 from __future__ import annotations
