@@ -1,0 +1,680 @@
+"""How far the judges can be trusted, measured against human labels, and pass rates corrected for them.
+
+Humans label a sample of judged items (an item is one conversation judged
+against one metric). Each item's human reference is the majority of its
+raters' "present"/"absent" labels; "unsure" is no vote, and an item whose
+votes tie (or that has none) has no reference: it is counted, never guessed.
+
+Against that reference every judge of the panel, and the panel verdict the
+pipeline uses, gets accuracy, Cohen's kappa, Krippendorff's alpha,
+sensitivity and specificity. A labelled item belongs to its conversation's
+own base scenario within its own metric, the cluster its score row is
+resampled in (`frame.cluster_ids`): labelled items of one base scenario are
+no more independent than its score rows, so every interval comes from the
+same stratified cluster bootstrap as the pass rates.
+
+A judge that misses some present behaviour and sees some that is absent
+biases the pass rate, and no amount of judged rows removes that bias. With
+the panel verdict's sensitivity Se and specificity Sp on a metric, an
+observed presence rate p corresponds to a true one of
+π = (p + Sp − 1) / (Se + Sp − 1) (Rogan & Gladen 1978), clipped to [0, 1].
+Se and Sp are estimated per metric from its labelled items, pooled over
+targets: the judge's error rates are assumed to be the same whichever target
+produced the conversation. A metric without labelled items whose reference
+is "present" (or "absent") borrows the sensitivity (or specificity) pooled
+over all metrics, and says so.
+
+The corrected rate is uncertain through the judged rows and through the
+labelled items alike. Each bootstrap replicate redraws base scenarios within
+metrics once, for both: the judged rows and the labelled items of a drawn
+base scenario enter together (the labelled items are some of its judged
+rows), and p, Se, Sp and π are all recomputed from the replicate, the
+fallback to pooled rates included. The interval is the percentile interval
+of those replicates. Where Se + Sp − 1 is not clearly above 0 (its interval
+reaches 0) the judge is too weak to correct for: the correction divides by
+a number that may be 0, and no interval is given, for the metric nor for the
+overall rates of the targets judged on it. Otherwise the few replicates in
+which Se + Sp − 1 ≤ 0 (fewer than half of 1 − the confidence level) have no
+corrected rate and are left out of the percentiles.
+
+How many labels that takes is measured by `tests/stats_support/judge_coverage.py`:
+at 4 metrics × 12 base scenarios, 20 labelled items per metric leave
+Se + Sp − 1 of some metric too uncertain in about half the simulated
+benchmarks, 40 in 3% and 80 in none.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from . import methods
+from .agreement import NO_VARIATION, bootstrap_agreement, undefined
+from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
+from .coefficients import (
+    cohen_from_sums,
+    cohen_item_stats,
+    krippendorff_from_sums,
+    krippendorff_item_stats,
+)
+from .estimates import AgreementEstimate, RateEstimate, Strict
+from .frame import check_scores, cluster_ids, cluster_strata, passes, valid_mask
+from .grouping import cluster_table, factorize
+from .intervals import wilson_interval
+from .rates import grouped_rates
+
+LABEL_COLUMNS = (
+    "item_id",
+    "conv_id",
+    "metric_id",
+    "target",
+    "base_id",
+    "scenario_metric_id",
+    "metric_type",
+    "rater",
+    "label",
+)
+VERDICT_COLUMNS = ("item_id", "judge", "present")
+LABELS = ("present", "absent", "unsure")
+PANEL = "panel"
+NO_LABELS = "no labels"
+NO_OVERLAP = "no item has present/absent labels from two raters, so there is no inter-rater alpha"
+NO_COMPARABLE = "no labelled item has both a human reference and a verdict of this judge"
+NO_HUMAN_PRESENT = "no labelled item with a verdict has the human reference 'present'"
+NO_HUMAN_ABSENT = "no labelled item with a verdict has the human reference 'absent'"
+Source = Literal["metric", "pooled"]
+
+
+class HumanReference(Strict):
+    """The human majority per labelled item, and how well the raters agree among themselves."""
+
+    n_items: int = Field(ge=0, description="labelled items")
+    n_raters: int = Field(ge=0, description="raters who gave at least one present/absent label")
+    n_with_reference: int = Field(ge=0, description="items with a strict human majority")
+    n_tied: int = Field(ge=0, description="items whose present and absent votes tie: no reference")
+    n_all_unsure: int = Field(ge=0, description="items every rater was unsure of: no reference")
+    krippendorff_alpha: AgreementEstimate = Field(
+        description="between raters, nominal, unsure as missing; items with two or more votes"
+    )
+
+
+class SensitivitySpecificity(Strict):
+    """A judge's hit rate on human-present items and its correct-absent rate on human-absent ones."""
+
+    sensitivity: AgreementEstimate
+    specificity: AgreementEstimate
+
+
+class JudgeHumanAgreement(Strict):
+    """One judge's verdicts against the human reference, over items that have both."""
+
+    n_items: int = Field(ge=0, description="items with a human reference and this judge's verdict")
+    accuracy: AgreementEstimate
+    cohen_kappa: AgreementEstimate
+    krippendorff_alpha: AgreementEstimate
+    sensitivity: AgreementEstimate
+    specificity: AgreementEstimate
+    by_metric: dict[str, SensitivitySpecificity]
+
+
+class PanelErrorRates(Strict):
+    """The panel verdict's sensitivity and specificity on one metric, as the correction uses them.
+
+    Each comes from the metric's own labelled items, or from all metrics pooled
+    where the metric has none of the kind (`*_source`); its n is that of the
+    items it comes from.
+    """
+
+    sensitivity: float | None
+    specificity: float | None
+    sensitivity_source: Source | None
+    specificity_source: Source | None
+    n_positive: int = Field(ge=0, description="human-present items the sensitivity comes from")
+    n_negative: int = Field(ge=0, description="human-absent items the specificity comes from")
+    youden: float | None = Field(description="sensitivity + specificity − 1")
+    youden_ci_low: float | None
+    youden_ci_high: float | None
+    judge_too_weak: bool = Field(
+        description="the interval of sensitivity + specificity − 1 reaches 0"
+    )
+    reason: str | None = Field(default=None, description="why there is no correction, or a flag")
+
+
+class CorrectedRate(Strict):
+    """A pass rate as judged (`raw`, as in the pass-rate tables) and with judge errors removed."""
+
+    raw: RateEstimate
+    corrected_rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    n_judged: int = Field(ge=0, description="valid judged rows")
+    n_labelled: int = Field(
+        ge=0, description="of them, labelled items with a human reference and a panel verdict"
+    )
+    judge_too_weak: bool
+    reason: str | None = Field(
+        default=None, description="why the corrected rate or its interval is None"
+    )
+
+
+class MetricCorrectedRate(CorrectedRate):
+    """A target's corrected pass rate on one metric, with the panel error rates it used."""
+
+    sensitivity: float | None
+    specificity: float | None
+    sensitivity_source: Source | None
+    specificity_source: Source | None
+
+
+class TargetCorrection(Strict):
+    """A target's corrected pass rates: pooled over metrics as the pass-rate tables pool them,
+    each metric corrected with its own error rates, and per metric."""
+
+    overall: CorrectedRate
+    by_metric: dict[str, MetricCorrectedRate]
+
+
+class JudgeValidity(Strict):
+    """Judge–human agreement and judge-corrected pass rates; `status` "no labels" before any."""
+
+    status: Literal["ok", "no labels"]
+    reason: str | None = None
+    confidence_level: float
+    resamples: int = Field(ge=1)
+    human: HumanReference | None
+    judges: dict[str, JudgeHumanAgreement] = Field(
+        description='per panel member, and "panel" for the verdict the pipeline uses'
+    )
+    panel_error_rates: dict[str, PanelErrorRates] = Field(description="per judged metric")
+    pooled_error_rates: PanelErrorRates | None
+    corrected: dict[str, TargetCorrection] = Field(description="per target")
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _check_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lack column(s): {', '.join(missing)}")
+
+
+def label_items(labels: pd.DataFrame) -> pd.DataFrame:
+    """One row per labelled item: its keys, present and absent votes, and the human reference.
+
+    `reference` is 1.0 (present) or 0.0 (absent) where one side has more votes,
+    NaN where they tie or nobody voted.
+    """
+    _check_columns(labels, LABEL_COLUMNS, "labels")
+    unknown = set(labels["label"]) - set(LABELS)
+    if unknown:
+        raise ValueError(
+            f"labels must be one of {', '.join(LABELS)}, got {min(map(str, unknown))!r}"
+        )
+    if labels.duplicated(["item_id", "rater"]).any():
+        raise ValueError("a rater labelled the same item twice")
+    keys = ["metric_id", "target", "base_id", "scenario_metric_id", "metric_type"]
+    if (labels.groupby("item_id")[keys].nunique() > 1).any(axis=None):
+        raise ValueError("the rows of one item disagree on its target, metric or base scenario")
+    votes = labels.assign(
+        yes=(labels["label"] == "present").astype(int), no=(labels["label"] == "absent").astype(int)
+    )
+    items = votes.groupby("item_id", sort=True).agg(
+        **{k: (k, "first") for k in keys}, yes=("yes", "sum"), no=("no", "sum")
+    )
+    items["reference"] = np.where(
+        items["yes"] > items["no"], 1.0, np.where(items["no"] > items["yes"], 0.0, np.nan)
+    )
+    return items
+
+
+def _bootstrap(
+    scores: pd.DataFrame, items: pd.DataFrame, resamples: int, seed: int
+) -> ClusterBootstrap:
+    """Base scenarios within metrics of the judged rows and the labelled items together."""
+    pairs = (
+        pd.concat(
+            [
+                pd.DataFrame({"stratum": cluster_strata(scores), "cluster": cluster_ids(scores)}),
+                pd.DataFrame({"stratum": items["scenario_metric_id"], "cluster": items["base_id"]}),
+            ]
+        )
+        .astype(str)
+        .drop_duplicates()
+        .sort_values(["stratum", "cluster"], kind="stable")
+    )
+    if not pairs["cluster"].is_unique:
+        raise ValueError("a base scenario appears under more than one metric")
+    return ClusterBootstrap(
+        pairs["stratum"].tolist(), pairs["cluster"].tolist(), resamples=resamples, seed=seed
+    )
+
+
+def _share_from_sums(sums: np.ndarray) -> np.ndarray:
+    """Hits over items from summed [hits, 1] rows; NaN for a replicate that drew no item."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sums[..., 0] / sums[..., 1]
+
+
+def share(
+    bootstrap: ClusterBootstrap,
+    item_cluster: np.ndarray,
+    hits: np.ndarray,
+    confidence_level: float,
+    empty_reason: str,
+) -> AgreementEstimate:
+    """A share of items (accuracy, sensitivity, specificity) with its percentile interval.
+
+    Where every replicate gives the same share (all items right, say), a point
+    interval would claim certainty: the interval is then a Wilson interval
+    with each base scenario counted once, as for pass rates.
+    """
+    if len(item_cluster) == 0:
+        return undefined(empty_reason)
+    stats = np.column_stack([hits.astype(float), np.ones(len(hits))])
+    estimate = bootstrap_agreement(
+        bootstrap, item_cluster, stats, _share_from_sums, confidence_level
+    )
+    if estimate.reason != NO_VARIATION:
+        return estimate
+    low, high = wilson_interval(
+        estimate.value * estimate.n_clusters, estimate.n_clusters, confidence_level
+    )
+    return estimate.model_copy(
+        update={
+            "ci_low": float(low),
+            "ci_high": float(high),
+            "ci_method": methods.WILSON_CLUSTERS,
+            "reason": None,
+        }
+    )
+
+
+def human_reference(
+    labels: pd.DataFrame,
+    items: pd.DataFrame,
+    item_cluster: np.ndarray,
+    bootstrap: ClusterBootstrap,
+    confidence_level: float,
+) -> HumanReference:
+    """Counts of items with and without a reference, and the raters' Krippendorff's alpha.
+
+    `items` is `label_items(labels)` and `item_cluster` the bootstrap's code of each
+    item's base scenario.
+    """
+    votes = items[["no", "yes"]].to_numpy(dtype=float)
+    pairable = votes.sum(axis=1) >= 2
+    if pairable.any():
+        alpha = bootstrap_agreement(
+            bootstrap,
+            item_cluster[pairable],
+            krippendorff_item_stats(votes[pairable]),
+            krippendorff_from_sums,
+            confidence_level,
+        )
+    else:
+        alpha = undefined(NO_OVERLAP)
+    voted = votes.sum(axis=1) > 0
+    return HumanReference(
+        n_items=len(items),
+        n_raters=int(labels.loc[labels["label"] != "unsure", "rater"].nunique()),
+        n_with_reference=int(items["reference"].notna().sum()),
+        n_tied=int((voted & items["reference"].isna()).sum()),
+        n_all_unsure=int((~voted).sum()),
+        krippendorff_alpha=alpha,
+    )
+
+
+def judge_human_agreement(
+    verdict: pd.Series,
+    items: pd.DataFrame,
+    item_cluster: np.ndarray,
+    bootstrap: ClusterBootstrap,
+    confidence_level: float,
+) -> JudgeHumanAgreement:
+    """One judge's `present` verdicts (1.0/0.0, NaN for none, aligned with `items`) against the
+    human reference, over the items that have both."""
+    both = items["reference"].notna().to_numpy() & verdict.notna().to_numpy()
+    judged = verdict.to_numpy(dtype=float)[both].astype(int)
+    human = items["reference"].to_numpy()[both].astype(int)
+    cluster = item_cluster[both]
+    metric = items["metric_id"].astype(str).to_numpy()[both]
+    cl = confidence_level
+
+    def se_sp(keep: np.ndarray) -> SensitivitySpecificity:
+        pos, neg = keep & (human == 1), keep & (human == 0)
+        return SensitivitySpecificity(
+            sensitivity=share(bootstrap, cluster[pos], judged[pos] == 1, cl, NO_HUMAN_PRESENT),
+            specificity=share(bootstrap, cluster[neg], judged[neg] == 0, cl, NO_HUMAN_ABSENT),
+        )
+
+    if not both.any():
+        none = undefined(NO_COMPARABLE)
+        return JudgeHumanAgreement(
+            n_items=0,
+            accuracy=none,
+            cohen_kappa=none,
+            krippendorff_alpha=none,
+            sensitivity=none,
+            specificity=none,
+            by_metric={},
+        )
+    overall = se_sp(np.ones(len(human), dtype=bool))
+    return JudgeHumanAgreement(
+        n_items=int(both.sum()),
+        accuracy=share(bootstrap, cluster, judged == human, cl, NO_COMPARABLE),
+        cohen_kappa=bootstrap_agreement(
+            bootstrap,
+            cluster,
+            cohen_item_stats(np.column_stack([judged, human]), 2),
+            cohen_from_sums,
+            cl,
+        ),
+        krippendorff_alpha=bootstrap_agreement(
+            bootstrap,
+            cluster,
+            krippendorff_item_stats(np.column_stack([2 - judged - human, judged + human])),
+            krippendorff_from_sums,
+            cl,
+        ),
+        sensitivity=overall.sensitivity,
+        specificity=overall.specificity,
+        by_metric={str(m): se_sp(metric == m) for m in np.unique(metric)},
+    )
+
+
+def error_terms(confusion: np.ndarray) -> dict[str, np.ndarray]:
+    """Panel sensitivity and specificity per metric from summed confusion counts.
+
+    `confusion` is (..., 4, metrics): true positives, human-present items,
+    true negatives and human-absent items. A metric without human-present
+    (human-absent) items takes the sensitivity (specificity) pooled over
+    metrics; `*_own` says where its own was used. Returns (..., metrics) arrays.
+    """
+    out = {}
+    for name, hits, total in (("sensitivity", 0, 1), ("specificity", 2, 3)):
+        h, n = confusion[..., hits, :], confusion[..., total, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pooled = h.sum(axis=-1, keepdims=True) / n.sum(axis=-1, keepdims=True)
+            out[name] = np.where(n > 0, h / n, pooled)
+        out[name + "_own"] = n > 0
+    out["youden"] = out["sensitivity"] + out["specificity"] - 1
+    return out
+
+
+def corrected_pass_rates(
+    presence: np.ndarray,
+    rows: np.ndarray,
+    terms: dict[str, np.ndarray],
+    group_metric: np.ndarray,
+    group_positive: np.ndarray,
+    group_target: np.ndarray,
+    n_targets: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rogan–Gladen corrected pass rates, per target × metric group and per target.
+
+    `presence` and `rows` are (..., groups) sums of judged presences and valid
+    rows; `terms` the `error_terms` of the same sums. The same function makes
+    the estimate and every replicate. A target's overall rate pools its groups
+    as the pass-rate tables pool rows: Σ rows × corrected rate / Σ rows, each
+    group corrected with its own metric's error rates. A group whose metric
+    has sensitivity + specificity − 1 ≤ 0 (or unknown) is NaN, and so is its
+    target's overall rate; so is a group, or a target, without rows.
+    """
+    youden = terms["youden"][..., group_metric]
+    specificity = terms["specificity"][..., group_metric]
+    to_target = np.zeros((len(group_target), n_targets))
+    to_target[np.arange(len(group_target)), group_target] = 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = presence / rows
+        true_presence = np.clip((observed + specificity - 1) / youden, 0.0, 1.0)
+        true_presence = np.where(youden > 0, true_presence, np.nan)
+        by_group = np.where(group_positive, true_presence, 1.0 - true_presence)
+        by_group = np.where(rows > 0, by_group, np.nan)
+        undefined_groups = (np.isnan(by_group) & (rows > 0)).astype(float) @ to_target
+        total = np.where(rows > 0, rows * by_group, 0.0) @ to_target
+        overall = np.where(undefined_groups > 0, np.nan, total / (rows @ to_target))
+    return by_group, overall
+
+
+def panel_error_rates(
+    confusion: np.ndarray, replicate_confusion: np.ndarray, confidence_level: float
+) -> list[PanelErrorRates]:
+    """One PanelErrorRates per metric column of (4, metrics) counts and their (R, 4, metrics)
+    replicates; too weak where the percentile interval of sensitivity + specificity − 1
+    reaches 0."""
+    point = error_terms(confusion)
+    low, high, _ = percentile_interval(error_terms(replicate_confusion)["youden"], confidence_level)
+    out = []
+    for m in range(confusion.shape[-1]):
+        se, sp, youden = (float(point[k][m]) for k in ("sensitivity", "specificity", "youden"))
+        own_se, own_sp = bool(point["sensitivity_own"][m]), bool(point["specificity_own"][m])
+        n_pos = confusion[1, m] if own_se else confusion[1].sum()
+        n_neg = confusion[3, m] if own_sp else confusion[3].sum()
+        too_weak = bool(np.isfinite(youden) and not low[m] > 0)
+        if not np.isfinite(se):
+            reason = NO_HUMAN_PRESENT + ", so the judge's errors cannot be corrected for"
+        elif not np.isfinite(sp):
+            reason = NO_HUMAN_ABSENT + ", so the judge's errors cannot be corrected for"
+        elif too_weak:
+            reason = (
+                f"judge too weak: sensitivity + specificity − 1 = {youden:.2f} and its "
+                f"{confidence_level:.0%} interval reaches {low[m]:.2f}; the correction divides "
+                "by it, so there is no corrected interval"
+            )
+        else:
+            reason = None
+        out.append(
+            PanelErrorRates(
+                sensitivity=_finite(se),
+                specificity=_finite(sp),
+                sensitivity_source=None if n_pos == 0 else ("metric" if own_se else "pooled"),
+                specificity_source=None if n_neg == 0 else ("metric" if own_sp else "pooled"),
+                n_positive=int(n_pos),
+                n_negative=int(n_neg),
+                youden=_finite(youden),
+                youden_ci_low=_finite(low[m]),
+                youden_ci_high=_finite(high[m]),
+                judge_too_weak=too_weak,
+                reason=reason,
+            )
+        )
+    return out
+
+
+def _corrected(
+    raw: RateEstimate,
+    value: float,
+    interval: tuple[float, float, bool],
+    n_labelled: int,
+    too_weak: bool,
+    reason: str | None,
+) -> dict:
+    """The fields of a CorrectedRate: the interval only where nothing stands against it."""
+    low, high, degenerate = interval
+    if raw.n == 0:
+        reason = "no valid judged rows"
+    elif reason is None and degenerate:
+        reason = "the corrected rate is the same in every bootstrap replicate, so no interval"
+    given = reason is None
+    return {
+        "raw": raw,
+        "corrected_rate": _finite(value) if raw.n else None,
+        "ci_low": float(low) if given else None,
+        "ci_high": float(high) if given else None,
+        "ci_method": methods.CLUSTER_BOOTSTRAP if given else methods.NONE,
+        "n_judged": raw.n,
+        "n_labelled": n_labelled,
+        "judge_too_weak": too_weak,
+        "reason": reason,
+    }
+
+
+def judge_validity(
+    scores: pd.DataFrame,
+    labels: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence_level: float = 0.95,
+) -> JudgeValidity:
+    """Human reference, judge–human agreement and corrected pass rates (see the module docstring).
+
+    `scores` is the score-row frame (`frame.py`). `labels` has one row per
+    (item, rater) in `LABEL_COLUMNS`, its `base_id` and `scenario_metric_id`
+    being the conversation's own base scenario and metric (the resampling
+    cluster, `cluster_id` of the score rows). `verdicts` has one row per
+    (item, judge) in `VERDICT_COLUMNS`; judge "panel" is the verdict the
+    pipeline uses, the one the pass rates are corrected for. Every interval
+    comes from one bootstrap over the base scenarios of both, so they are
+    paired with one another.
+    """
+    check_confidence_level(confidence_level)
+    check_scores(scores)
+    _check_columns(verdicts, VERDICT_COLUMNS, "verdicts")
+    if labels.empty:
+        return JudgeValidity(
+            status="no labels",
+            reason=NO_LABELS,
+            confidence_level=confidence_level,
+            resamples=resamples,
+            human=None,
+            judges={},
+            panel_error_rates={},
+            pooled_error_rates=None,
+            corrected={},
+        )
+    if verdicts.duplicated(["item_id", "judge"]).any():
+        raise ValueError("a judge has two verdicts on one item")
+    items = label_items(labels)
+    bootstrap = _bootstrap(scores, items, resamples, seed)
+    item_cluster = bootstrap.codes(items["base_id"].astype(str))
+    said = (
+        verdicts.pivot(index="item_id", columns="judge", values="present")
+        .reindex(index=items.index)
+        .astype("boolean")
+        .astype(float)
+    )
+    names = sorted(said.columns, key=lambda j: (j != PANEL, str(j)))
+    judges = {
+        str(j): judge_human_agreement(said[j], items, item_cluster, bootstrap, confidence_level)
+        for j in names
+    }
+
+    # Judged rows: presences and valid rows per base scenario × (target, metric).
+    valid = valid_mask(scores).astype(float)
+    passed = passes(scores)
+    positive = scores["metric_type"].to_numpy() == "positive"
+    group, keys = factorize(scores, ["target", "metric_id"])
+    k, g = bootstrap.n_clusters, len(keys)
+    cluster = bootstrap.codes(cluster_ids(scores).astype(str))
+    presence = cluster_table(cluster, group, k, g, np.where(positive, passed, valid - passed))
+    rows = cluster_table(cluster, group, k, g, valid)
+    group_positive = np.zeros(g, dtype=bool)
+    group_positive[group[group >= 0]] = positive[group >= 0]
+
+    # Labelled items with a reference and a panel verdict: the panel's confusion per base
+    # scenario × metric, in the same clusters.
+    metrics = sorted({str(key[1]) for key in keys} | set(items["metric_id"].astype(str)))
+    targets = sorted({str(key[0]) for key in keys})
+    panel = said[PANEL].to_numpy() if PANEL in said.columns else np.full(len(items), np.nan)
+    human = items["reference"].to_numpy()
+    usable = ~np.isnan(human) & ~np.isnan(panel)
+    item_metric = np.where(
+        usable, pd.Index(metrics).get_indexer(items["metric_id"].astype(str)), -1
+    )
+    cells = [(human == 1) & (panel == 1), human == 1, (human == 0) & (panel == 0), human == 0]
+    confusion = np.concatenate(
+        [cluster_table(item_cluster, item_metric, k, len(metrics), c.astype(float)) for c in cells],
+        axis=1,
+    )  # (clusters, 4 × metrics)
+
+    sums = bootstrap.replicate_sums(np.concatenate([presence, rows, confusion], axis=1))
+    total = np.concatenate([presence, rows, confusion], axis=1).sum(axis=0)
+    conf_point = total[2 * g :].reshape(4, len(metrics))
+    conf_reps = sums[:, 2 * g :].reshape(-1, 4, len(metrics))
+    errors = dict(zip(metrics, panel_error_rates(conf_point, conf_reps, confidence_level)))
+    (pooled,) = panel_error_rates(
+        conf_point.sum(axis=-1, keepdims=True),
+        conf_reps.sum(axis=-1, keepdims=True),
+        confidence_level,
+    )
+
+    group_metric = pd.Index(metrics).get_indexer([str(key[1]) for key in keys])
+    group_target = pd.Index(targets).get_indexer([str(key[0]) for key in keys])
+    layout = (group_metric, group_positive, group_target, len(targets))
+    point_group, point_overall = corrected_pass_rates(
+        total[:g], total[g : 2 * g], error_terms(conf_point), *layout
+    )
+    rep_group, rep_overall = corrected_pass_rates(
+        sums[:, :g], sums[:, g : 2 * g], error_terms(conf_reps), *layout
+    )
+    group_interval = percentile_interval(rep_group, confidence_level)
+    target_interval = percentile_interval(rep_overall, confidence_level)
+
+    raw_overall, raw_by_metric = grouped_rates(
+        scores, bootstrap, [["target"], ["target", "metric_id"]], confidence_level=confidence_level
+    )
+    raw_overall = {str(key[0]): estimate for key, estimate in raw_overall.items()}
+    labelled = (
+        items[usable].groupby([items["target"].astype(str), items["metric_id"].astype(str)]).size()
+    )
+    corrected: dict[str, TargetCorrection] = {}
+    for t, target in enumerate(targets):
+        by_metric = {}
+        for i, key in enumerate(keys):
+            if str(key[0]) != target:
+                continue
+            metric = str(key[1])
+            err = errors[metric]
+            by_metric[metric] = MetricCorrectedRate(
+                **_corrected(
+                    raw_by_metric[key],
+                    point_group[i],
+                    tuple(part[i] for part in group_interval),
+                    int(labelled.get((target, metric), 0)),
+                    err.judge_too_weak,
+                    err.reason,
+                ),
+                sensitivity=err.sensitivity,
+                specificity=err.specificity,
+                sensitivity_source=err.sensitivity_source,
+                specificity_source=err.specificity_source,
+            )
+        stopped = sorted(m for m, r in by_metric.items() if r.n_judged and errors[m].reason)
+        weak = [m for m in stopped if errors[m].judge_too_weak]
+        reason = None
+        if stopped:
+            reason = (
+                f"no corrected interval: the judge is too weak, or its errors are unknown, "
+                f"on {', '.join(stopped)}"
+            )
+        corrected[target] = TargetCorrection(
+            overall=CorrectedRate(
+                **_corrected(
+                    raw_overall[target],
+                    point_overall[t],
+                    tuple(part[t] for part in target_interval),
+                    sum(r.n_labelled for r in by_metric.values()),
+                    bool(weak),
+                    reason,
+                )
+            ),
+            by_metric=by_metric,
+        )
+    return JudgeValidity(
+        status="ok",
+        confidence_level=confidence_level,
+        resamples=resamples,
+        human=human_reference(labels, items, item_cluster, bootstrap, confidence_level),
+        judges=judges,
+        panel_error_rates=errors,
+        pooled_error_rates=pooled,
+        corrected=corrected,
+    )
