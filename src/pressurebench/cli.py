@@ -128,6 +128,45 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_labels_export(args: argparse.Namespace) -> int:
+    from .labels.export import write_export
+    from .labels.store import labels_folder
+
+    params = load_params(args.params)
+    benchmark = args.benchmark or params.benchmarks[0]
+    written = write_export(params, benchmark)
+    print(f"wrote {written.items} items on {len(written.pages)} page(s) to {written.folder}/ "
+          f"(items and hidden fields: {written.manifest})")
+    for page in written.pages:
+        print(f"  {page}")
+    print("Send each page to a rater: they open it in a browser (no server needed), answer every "
+          "item and download a labels file. Then run `pressurebench labels import FILE... "
+          f"--benchmark {benchmark}`, which checks the files and keeps them in "
+          f"{labels_folder(params, benchmark)}/.")
+    return 0
+
+
+def cmd_labels_import(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from .labels.store import import_labels
+
+    params = load_params(args.params)
+    benchmark = args.benchmark or params.benchmarks[0]
+    report = import_labels(params, benchmark, args.files)
+    raters: Counter = Counter()
+    for dest, counts in report.imported:
+        raters.update(counts)
+        print(f"ok  {dest}: {sum(counts.values())} labels")
+    for dest in report.unchanged:
+        print(f"ok  {dest}: already imported, unchanged")
+    for source, reason in report.refused:
+        print(f"pressurebench: refused {source}: {reason}", file=sys.stderr)
+    for rater, n in sorted(raters.items()):
+        print(f"{rater}: {n} labels imported")
+    return 2 if report.refused else 0
+
+
 STAGES = ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate")
 PER_TARGET = ("simulate", "evaluate")
 
@@ -221,6 +260,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "evaluator/<model id> (default: the main arm)")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("labels", help="have people label judged conversations, to check the judge")
+    labels = p.add_subparsers(dest="labels_command", required=True)
+    p = labels.add_parser(
+        "export", help="draw conversations to label; write rater pages to reports/<b>/labelling/",
+    )
+    p.add_argument("--benchmark", help="default: the first in the params")
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.set_defaults(func=cmd_labels_export)
+    p = labels.add_parser(
+        "import", help="check labels files (JSONL or CSV) and keep them under <labels.dir>/<b>/",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--benchmark", help="default: the first in the params")
+    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.set_defaults(func=cmd_labels_import)
 
     add_arm_parser(sub)
     return parser

@@ -392,6 +392,32 @@ class Validation(Strict):
     seed: int = 7
 
 
+class Labels(Strict):
+    """Human labels of a sample of judged conversations, to measure the judge against people.
+
+    Read only by `pressurebench labels export|import` and by the analysis of the labels; no
+    pipeline stage's outputs depend on it.
+    """
+
+    per_cell: int = Field(
+        default=10, ge=1, le=10000,
+        description="conversations drawn per target x judged metric (all of them when fewer)",
+    )
+    disagreement_share: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description=(
+            "with a judge panel, the share of each cell drawn from rows on which the panel's "
+            "judges disagree, as far as there are any: the verdicts most likely to be wrong"
+        ),
+    )
+    batch_size: int = Field(default=40, ge=1, le=1000, description="items per rater page")
+    seed: int = Field(default=11, description="seeds the draw (each cell from it and its key)")
+    dir: str = Field(
+        default="labels", min_length=1,
+        description="where labels files live, one folder per benchmark: <dir>/<benchmark>/",
+    )
+
+
 class Run(Strict):
     max_error_rate: float = Field(default=0.1, ge=0.0, le=1.0)
     truncated_replies: Literal["error", "mark"] = Field(
@@ -444,6 +470,7 @@ class Params(Strict):
     evaluation: Evaluation = Field(default_factory=Evaluation)
     statistics: Statistics = Field(default_factory=Statistics)
     validation: Validation = Field(default_factory=Validation)
+    labels: Labels = Field(default_factory=Labels)
     run: Run = Field(default_factory=Run)
 
     @model_validator(mode="after")

@@ -1,0 +1,113 @@
+"""The files of the labelling workflow: what a rater labels, what is kept from them, and labels.
+
+A labels file is written by a page in a rater's browser and read back months
+later, after the pipeline may have re-run: each row therefore carries the hash
+of the transcript it was given, so a label is never joined to a conversation
+that has since changed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..schemas import SCHEMA_VERSION, MetricId
+
+LabelValue = Literal["present", "absent", "unsure"]
+# `<conversation key>:<metric id>`: 12 hex digits of the conversation id's SHA-256 (conversation
+# ids name their target, which raters must not see) and the judged metric.
+ITEM_KEY = r"^[0-9a-f]{12}:m\d{2,}$"
+SHA256_HEX = r"^[0-9a-f]{64}$"
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Turn(Row):
+    """One message as the judge read it."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class LabelItem(Row):
+    """What a rater labels: exactly the judge's view of one score row, and nothing else."""
+
+    item_key: str = Field(pattern=ITEM_KEY)
+    definition: str = Field(min_length=1, description="the metric definition the judge saw")
+    examples: list[str] = Field(
+        default_factory=list,
+        description="example phrases, when the judge saw them (evaluation.show_examples)",
+    )
+    transcript: list[Turn] = Field(min_length=1, description="the user/assistant turns judged")
+    transcript_sha256: str = Field(pattern=SHA256_HEX, description="hash of exactly `transcript`")
+    batch: int = Field(ge=1, description="the page the item is on")
+
+
+class ExportedItem(LabelItem):
+    """An item with the fields kept from the rater: whose conversation, which metric, and why
+    it was drawn."""
+
+    item_id: str = Field(description="`<conv_id>:<metric_id>`")
+    conv_id: str
+    metric_id: MetricId = Field(description="the judged metric (`Score.metric_id`)")
+    target: str
+    base_id: str
+    scenario_metric_id: str
+    metric_type: Literal["positive", "negative"]
+    panel_disagrees: bool = Field(description="judges of a panel gave different verdicts")
+    stratum: Literal["disagreement", "agreement"]
+    stratum_rows: int = Field(
+        ge=1, description="ok score rows of this target, metric and stratum the item was drawn from",
+    )
+
+
+class LabellingExport(Row):
+    """`reports/<b>/labelling/items.json`: every exported item and how the sample was drawn."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    seed: int
+    per_cell: int
+    disagreement_share: float
+    batch_size: int
+    batches: int = Field(ge=0)
+    items: list[ExportedItem]
+
+    @field_validator("items")
+    @classmethod
+    def _unique(cls, items: list[ExportedItem]):
+        keys = [i.item_key for i in items]
+        if len(set(keys)) != len(keys):
+            raise ValueError("item keys are not unique")
+        return items
+
+
+class HumanLabel(Row):
+    """One row of a labels file: one rater's answer on one item."""
+
+    item_key: str = Field(pattern=ITEM_KEY)
+    rater: str = Field(min_length=1, max_length=200)
+    label: LabelValue
+    transcript_sha256: str = Field(pattern=SHA256_HEX)
+    batch: int = Field(ge=1)
+
+    @field_validator("rater")
+    @classmethod
+    def _named(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the rater's name is blank")
+        return v.strip()
+
+    @property
+    def conv_key(self) -> str:
+        return self.item_key.split(":", 1)[0]
+
+    @property
+    def metric_id(self) -> str:
+        return self.item_key.split(":", 1)[1]
+
+
+LABEL_FIELDS = tuple(HumanLabel.model_fields)

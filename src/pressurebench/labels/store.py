@@ -1,0 +1,204 @@
+"""Labels files: read, checked against the current data, and kept under `<labels.dir>/<b>/`.
+
+A label is only worth joining to a verdict if it was given on the conversation
+the verdict is about. Every row is therefore checked against the main arm's
+data as it is now: its conversation and judged metric must exist, its
+transcript hash must match the transcript the judge read, and one rater may
+label an item once across all files. Each failure is an error naming the file
+and the row (rows count labels from 1; a CSV file's header is not a row).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import ConfigError, PressurebenchError, config_error_from_validation
+from ..io import read_text
+from ..params import Params
+from .current import JudgedData, load_judged
+from .judged import conversation_sha256
+from .models import LABEL_FIELDS, HumanLabel
+
+SUFFIXES = (".jsonl", ".csv")
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """A validated row and where it came from, for errors that point at it."""
+
+    path: Path
+    row: int
+    label: HumanLabel
+
+
+def labels_folder(params: Params, benchmark: str) -> Path:
+    return Path(params.labels.dir) / benchmark
+
+
+def stored_files(params: Params, benchmark: str) -> list[Path]:
+    folder = labels_folder(params, benchmark)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+
+
+def _validated(path: Path, row: int, data: object) -> LabelRow:
+    try:
+        return LabelRow(path, row, HumanLabel.model_validate(data))
+    except ValidationError as exc:
+        raise config_error_from_validation(path, exc, prefix=f"row {row}") from None
+
+
+def _jsonl_rows(path: Path, text: str) -> Iterable[LabelRow]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    for row, line in enumerate(lines, start=1):
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(path, f"not JSON ({exc.msg})", f"row {row}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(path, f"expected a JSON object, found {type(data).__name__}", f"row {row}")
+        yield _validated(path, row, data)
+
+
+def _csv_rows(path: Path, text: str) -> Iterable[LabelRow]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [name for name in LABEL_FIELDS if name not in header]
+    if missing:
+        raise ConfigError(path, f"the header lacks the column(s) {', '.join(missing)}", "header")
+    for row, record in enumerate(reader, start=1):
+        if None in record:
+            raise ConfigError(path, "more cells than the header has columns", f"row {row}")
+        yield _validated(path, row, record)
+
+
+def read_labels_file(path: str | Path) -> list[LabelRow]:
+    """Every row of a `.jsonl` or `.csv` labels file, each validated as a `HumanLabel`."""
+    path = Path(path)
+    if path.suffix not in SUFFIXES:
+        raise ConfigError(path, f"a labels file ends in {' or '.join(SUFFIXES)}")
+    text = read_text(path)
+    rows = list(_jsonl_rows(path, text) if path.suffix == ".jsonl" else _csv_rows(path, text))
+    if not rows:
+        raise ConfigError(path, "holds no labels")
+    return rows
+
+
+def check_rows(
+    rows: Sequence[LabelRow], data: JudgedData, seen: dict[tuple[str, str], LabelRow] | None = None
+) -> None:
+    """Each row against the current data, and against the rows in `seen` (updated) for
+    a rater labelling an item twice."""
+    seen = {} if seen is None else seen
+    for r in rows:
+        label = r.label
+        where = f"row {r.row}"
+        conv_id = data.conv_ids.get(label.conv_key)
+        if conv_id is None:
+            raise ConfigError(
+                r.path, f"unknown conversation {label.conv_key}: no conversation of benchmark "
+                f"'{data.benchmark}' has this key", where,
+            )
+        if (conv_id, label.metric_id) not in data.scores:
+            raise ConfigError(
+                r.path, f"unknown metric id '{label.metric_id}' for conversation {label.conv_key}: "
+                "it was not judged on that metric", where,
+            )
+        if label.transcript_sha256 != conversation_sha256(data.conversations[conv_id]):
+            raise ConfigError(
+                r.path, f"the transcript of conversation {label.conv_key} has since changed: the "
+                "label was given on a version the judge no longer reads; label the new export",
+                where,
+            )
+        first = seen.get((label.rater, label.item_key))
+        if first is not None:
+            raise ConfigError(
+                r.path, f"rater '{label.rater}' labelled item {label.item_key} twice (first in "
+                f"{first.path}, row {first.row})", where,
+            )
+        seen[(label.rater, label.item_key)] = r
+
+
+def load_checked(params: Params, benchmark: str) -> tuple[list[HumanLabel], JudgedData | None]:
+    """The stored labels, checked, with the data they were checked against (None without
+    labels files: then no data is read)."""
+    files = stored_files(params, benchmark)
+    if not files:
+        return [], None
+    rows = [r for path in files for r in read_labels_file(path)]
+    data = load_judged(params, benchmark)
+    check_rows(rows, data)
+    return [r.label for r in rows], data
+
+
+def load_labels(params: Params, benchmark: str) -> list[HumanLabel]:
+    """Every stored label of a benchmark, checked against the current data; [] without files."""
+    return load_checked(params, benchmark)[0]
+
+
+@dataclass
+class ImportReport:
+    imported: list[tuple[Path, Counter]] = field(default_factory=list)  # stored copy, labels per rater
+    unchanged: list[Path] = field(default_factory=list)  # the same file was imported before
+    refused: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _copy(source: Path, dest: Path) -> None:
+    """Byte for byte, atomically: a re-import of the same file is recognised by its bytes."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(source.read_bytes())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def import_labels(params: Params, benchmark: str, sources: Sequence[str | Path]) -> ImportReport:
+    """Check each file and copy it into the labels folder; a file that fails is refused with
+    the reason and the others go ahead. A stored file of the same name is never overwritten."""
+    folder = labels_folder(params, benchmark)
+    data = load_judged(params, benchmark)
+    seen: dict[tuple[str, str], LabelRow] = {}
+    for r in (r for path in stored_files(params, benchmark) for r in read_labels_file(path)):
+        seen[(r.label.rater, r.label.item_key)] = r
+    report = ImportReport()
+    for source in map(Path, sources):
+        dest = folder / source.name
+        try:
+            if dest.exists():
+                if dest.read_bytes() == source.read_bytes():
+                    report.unchanged.append(dest)
+                    continue
+                raise ConfigError(
+                    source, f"a different file named {source.name} is already in {folder}; "
+                    "rename this one to import it",
+                )
+            rows = read_labels_file(source)
+            trial = dict(seen)
+            check_rows(rows, data, trial)
+        except PressurebenchError as exc:
+            report.refused.append((source, str(exc)))
+            continue
+        except OSError as exc:
+            report.refused.append((source, f"{source}: cannot read file ({exc.strerror})"))
+            continue
+        _copy(source, dest)
+        seen = trial
+        report.imported.append((dest, Counter(r.label.rater for r in rows)))
+    return report

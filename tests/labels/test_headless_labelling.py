@@ -1,0 +1,186 @@
+"""A rater's session in a real browser: name, every answer (mouse and keys), a reload that
+keeps them, and the downloaded labels files, which then pass the import's checks.
+
+Chromium is driven through chromedriver's W3C WebDriver HTTP interface, spoken
+directly (a handful of JSON requests), with downloads allowed into a temporary
+folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from pressurebench.labels.export import write_export
+from pressurebench.labels.models import HumanLabel
+from pressurebench.labels.store import import_labels, read_labels_file
+from pressurebench.params import load_params
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()),
+                shutil.which("chromium"))
+CHROMEDRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="chromium and chromedriver not installed: apt-get install chromium chromium-driver",
+)
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C web element identifier
+ANSWER_KEYS = {"p": "present", "a": "absent", "u": "unsure"}
+
+
+class WebDriver:
+    """The few WebDriver commands a rater's session needs."""
+
+    def __init__(self, port: int, download_dir: Path, profile: Path):
+        self.base = f"http://127.0.0.1:{port}"
+        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--no-first-run", f"--user-data-dir={profile}"],
+            "prefs": {"download.default_directory": str(download_dir),
+                      "download.prompt_for_download": False},
+        }}}}
+        self.session = self.call("POST", "/session", caps)["sessionId"]
+        self.call("POST", f"/session/{self.session}/goog/cdp/execute", {
+            "cmd": "Browser.setDownloadBehavior",
+            "params": {"behavior": "allow", "downloadPath": str(download_dir)},
+        })
+
+    def call(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return json.loads(resp.read())["value"]
+
+    def s(self, path: str) -> str:
+        return f"/session/{self.session}{path}"
+
+    def get(self, url: str) -> None:
+        self.call("POST", self.s("/url"), {"url": url})
+
+    def find(self, css: str) -> str:
+        found = self.call("POST", self.s("/element"), {"using": "css selector", "value": css})
+        assert ELEMENT in found, found
+        return found[ELEMENT]
+
+    def click(self, css: str) -> None:
+        self.call("POST", self.s(f"/element/{self.find(css)}/click"), {})
+
+    def type_into(self, css: str, text: str) -> None:
+        self.call("POST", self.s(f"/element/{self.find(css)}/value"), {"text": text})
+
+    def text(self, css: str) -> str:
+        return self.call("GET", self.s(f"/element/{self.find(css)}/text"))
+
+    def script(self, source: str):
+        return self.call("POST", self.s("/execute/sync"), {"script": source, "args": []})
+
+    def press(self, keys: str) -> None:
+        actions = [a for k in keys for a in ({"type": "keyDown", "value": k}, {"type": "keyUp", "value": k})]
+        self.call("POST", self.s("/actions"), {"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})
+
+    def quit(self) -> None:
+        self.call("DELETE", self.s(""))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def browser(tmp_path):
+    port = free_port()
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as resp:
+                    if json.loads(resp.read())["value"]["ready"]:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("chromedriver did not start")
+            time.sleep(0.2)
+        driver = WebDriver(port, downloads, tmp_path / "profile")
+        try:
+            yield driver, downloads
+        finally:
+            driver.quit()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def downloaded(folder: Path, suffix: str) -> Path:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done = [p for p in folder.glob(f"*{suffix}") if not p.name.endswith(".crdownload")]
+        if done:
+            return done[0]
+        time.sleep(0.2)
+    pytest.fail(f"no {suffix} file was downloaded")
+
+
+@needs_browser
+def test_a_rater_labels_a_page_and_the_download_imports(judged, browser):
+    judged.write_params(labels={"per_cell": 2, "batch_size": 100})
+    params = load_params(judged.params_path)
+    written = write_export(params, "tiny")
+    driver, downloads = browser
+    driver.get(written.pages[0].resolve().as_uri())
+    n = driver.script("return document.querySelectorAll('section.item').length")
+    assert n == 8
+    assert driver.text("#progress") == f"0 of {n} answered"
+
+    # Downloading before entering a name is refused, with the reason.
+    driver.click("#download-jsonl")
+    assert "Enter your name" in driver.text("#message")
+    driver.type_into("#rater", "Ada Lovelace")
+    # The first item with the mouse, the rest with the keyboard (j: next item, then one key each).
+    driver.click("section.item:nth-of-type(1) input[value='absent']")
+    keys = "".join("pau"[i % 3] for i in range(n - 1))
+    driver.press("j" + keys)
+    expected = ["absent"] + [ANSWER_KEYS[k] for k in keys]
+    assert driver.text("#progress") == f"{n} of {n} answered"
+
+    # A reload keeps the answers and the name.
+    driver.call("POST", driver.s("/refresh"), {})
+    assert driver.text("#progress") == f"{n} of {n} answered"
+    assert driver.script("return document.getElementById('rater').value") == "Ada Lovelace"
+
+    driver.click("#download-jsonl")
+    jsonl = downloaded(downloads, ".jsonl")
+    driver.click("#download-csv")
+    csv_file = downloaded(downloads, ".csv")
+    assert jsonl.name == "labels_tiny_batch_01_Ada_Lovelace.jsonl"
+
+    keys_on_page = driver.script(
+        "return Array.from(document.querySelectorAll('section.item')).map(s => s.dataset.itemKey)")
+    for path in (jsonl, csv_file):
+        rows = [r.label for r in read_labels_file(path)]
+        assert all(isinstance(r, HumanLabel) for r in rows)
+        assert [r.item_key for r in rows] == keys_on_page
+        assert [r.label for r in rows] == expected
+        assert {r.rater for r in rows} == {"Ada Lovelace"}
+
+    report = import_labels(params, "tiny", [jsonl, csv_file])
+    assert [(p.name, dict(c)) for p, c in report.imported] == [(jsonl.name, {"Ada Lovelace": n})]
+    # The CSV holds the same labels, so importing it too would count Ada twice.
+    ((refused, reason),) = report.refused
+    assert refused == csv_file and "labelled item" in reason
