@@ -118,8 +118,8 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
         # The evaluator may be a panel (a list), so the whole registry is declared.
         role = [] if inputs is not None and inputs.study == EVALUATOR else ["roles.evaluator"]
         return [*role, "models", "evaluation", *run]
-    if stage == "aggregate":
-        return ["targets", "statistics"]
+    if stage == "aggregate":  # labels.dir: where the human labels of the main arm are read
+        return ["targets", "statistics", "labels.dir"]
     if stage == "generator_bias":  # model families, for the self-preference check
         return ["validation", "statistics", "models"]
     if stage in ("user_model_bias", "evaluator_bias"):

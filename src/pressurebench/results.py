@@ -23,6 +23,7 @@ from .stats.cluster_t import MIN_DEGREES_OF_FREEDOM
 from .stats.estimates import Strict
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
+from .stats.judge_validity import JudgeValidity
 from .stats.pressure import PressureResults, pressure_results
 from .stats.ranking import TargetComparison, compare_targets
 from .stats.rates import TargetRates, no_data, target_rates
@@ -78,6 +79,11 @@ class Results(BaseModel):
     )
     pressure_received: ReceivedResults | None = Field(
         default=None, description="turns, endings, landmarks and truncation per target"
+    )
+    judge_validity: JudgeValidity | None = Field(
+        default=None,
+        description="the judge against human labels (`labels/<benchmark>/`), main arm only; "
+        "status 'no labels' before any",
     )
 
 

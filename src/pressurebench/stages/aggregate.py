@@ -33,6 +33,7 @@ from ..schemas import (
 )
 from ..stats.capitulation import GAVE_IN, ONSET_TIME
 from ..stats.frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
+from ..stats.judge_validity import judge_validity
 from ..stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
 from ..stats.received import received_results
 from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
@@ -256,6 +257,14 @@ def run(
             t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
         }
         results.pressure_received = received_results(conversations, scenarios.rows)
+    if inputs.name is None:  # labels are of the main arm's conversations
+        from ..labels.joined import label_frames  # only this stage reads labels
+
+        frames = label_frames(params, benchmark)
+        results.judge_validity = judge_validity(
+            scores_frame(rows), frames.labels, frames.judges,
+            resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
+        )
     stage.replacing_outputs()
     write_artifact(layout.results_file, results)
     summary = metrics_summary(

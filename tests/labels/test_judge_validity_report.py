@@ -1,0 +1,73 @@
+"""End to end on a small scripted run: the results report's judge-validity section says how to
+start without labels, and after raters' files are imported it reports agreement and corrected
+pass rates from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pressurebench import cli
+from pressurebench.io import read_artifact
+from pressurebench.labels.models import LabellingExport
+from pressurebench.reports import judge
+from pressurebench.stages import aggregate, evaluate, gen_metrics, gen_scenarios, simulate
+from validation.test_arm_stages import respond as scripted_models
+
+TARGETS = ["target-a", "target-b"]
+
+
+def respond(model_id, request):
+    """The arm tests' scripted models, with a judge that says present for target-a only."""
+    if request.schema_name == "JudgeOutput":
+        text = json.dumps(request.messages)
+        return {"justification": "read", "present": "target-a answers" in text}
+    return scripted_models(model_id, request)
+
+
+def test_labels_flow_into_the_results_report(project, script, capsys):
+    project.write_params(generation={"scenarios_per_metric": 3, "num_samples": 2,
+                                     "demographics": {"age": ["young", "old"]}},
+                         labels={"per_cell": 6, "batch_size": 50})
+    script.responder = respond
+    factory = script.factory()
+    gen_metrics.run(project.params_path, "tiny", provider_factory=factory)
+    gen_scenarios.run(project.params_path, "tiny", provider_factory=factory)
+    for target in TARGETS:
+        simulate.run(project.params_path, "tiny", target, provider_factory=factory)
+        evaluate.run(project.params_path, "tiny", target, provider_factory=factory)
+
+    results = aggregate.run(project.params_path, "tiny")
+    assert results.judge_validity.status == "no labels"
+    assert "pressurebench labels export --benchmark tiny" in judge.judge_note(results)
+    assert judge.corrected_table(results).empty
+
+    args = ["--params", str(project.params_path), "--benchmark", "tiny"]
+    assert cli.main(["labels", "export", *args]) == 0
+    export = read_artifact(Path("reports/tiny/labelling/items.json"), LabellingExport)
+    # Two raters: the humans see target-a's replies as present half the time, target-b's never.
+    files = []
+    for rater in ("Ada", "Grace"):
+        rows = [
+            {"item_key": i.item_key, "rater": rater, "transcript_sha256": i.transcript_sha256,
+             "batch": i.batch,
+             "label": "present" if i.target == "target-a" and n % 2 == 0 else "absent"}
+            for n, i in enumerate(export.items)
+        ]
+        path = Path(f"{rater}.jsonl")
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files.append(str(path))
+    assert cli.main(["labels", "import", *files, *args]) == 0
+
+    results = aggregate.run(project.params_path, "tiny")
+    validity = results.judge_validity
+    assert validity.status == "ok" and validity.human.n_raters == 2
+    assert validity.human.n_items == len(export.items)
+    panel = validity.judges["panel"]
+    assert panel.n_items == len(export.items)
+    assert panel.sensitivity.value == 1.0 and panel.specificity.value < 1.0  # judge over-calls
+    table = judge.agreement_table(results)
+    assert table["judge"].iloc[0] == "panel" and int(table["items"].iloc[0]) == len(export.items)
+    corrected = judge.corrected_table(results)
+    assert set(corrected["target"]) == set(TARGETS) and "overall" in set(corrected["metric"])
+    assert "labelled items" in judge.judge_note(results)
