@@ -407,7 +407,8 @@ class Labels(Strict):
         default=0.5, ge=0.0, le=1.0,
         description=(
             "with a judge panel, the share of each cell drawn from rows on which the panel's "
-            "judges disagree, as far as there are any: the verdicts most likely to be wrong"
+            "judges disagree, as far as there are any: the verdicts most likely to be wrong "
+            "(the analysis weighs each item back to its stratum's share of the judged rows)"
         ),
     )
     batch_size: int = Field(default=40, ge=1, le=1000, description="items per rater page")

@@ -8,7 +8,12 @@ from scipy import stats
 from score_rows import frame, row
 
 from pressurebench.stats import bootstrap as bootstrap_module
-from pressurebench.stats.bootstrap import ClusterBootstrap, percentile_interval
+from pressurebench.stats.bootstrap import (
+    ClusterBootstrap,
+    expanded_level,
+    expanded_percentile_interval,
+    percentile_interval,
+)
 from pressurebench.stats.rates import rate_estimate
 
 
@@ -166,3 +171,20 @@ def test_rank_probabilities_are_withheld_when_replicates_cannot_vary():
     assert ranking.reason and "cannot be estimated" in ranking.reason
     assert all(r.rank_probabilities == [] for r in ranking.ranks)
     assert [r.rank for r in ranking.ranks] == [1.0, 2.0]
+
+
+def test_the_expanded_level_turns_the_normal_quantile_into_the_t_quantile():
+    levels = expanded_level(0.95, np.array([0.0, 1.0, 11.0, 44.0, 1e9]))
+    assert np.isnan(levels[0]) and levels[1] < 1.0  # t on 1 df: as far out as floats go
+    for df, level in zip([11.0, 44.0], levels[2:4]):
+        assert stats.norm.ppf(0.5 + level / 2) == pytest.approx(stats.t.ppf(0.975, df))
+    assert levels[2] > levels[3] > 0.95 and levels[4] == pytest.approx(0.95)
+
+
+def test_the_expanded_percentile_interval_widens_with_fewer_degrees_of_freedom():
+    reps = np.random.default_rng(0).normal(size=(4000, 1)).repeat(3, axis=1)
+    low, high, degenerate = expanded_percentile_interval(reps, 0.95, np.array([5.0, 40.0, 0.0]))
+    plain_low, plain_high, _ = percentile_interval(reps[:, :1], 0.95)
+    assert high[0] - low[0] > high[1] - low[1] > plain_high[0] - plain_low[0]
+    assert high[0] == pytest.approx(stats.t.ppf(0.975, 5), abs=0.15)
+    assert np.isnan(low[2]) and np.isnan(high[2]) and degenerate[2]

@@ -20,6 +20,10 @@ NO_LABELS = (
     "--benchmark {benchmark}` and run `dvc repro`: this section then shows judge–human "
     "agreement and judge-corrected pass rates."
 )
+WEIGHTED = (
+    " The sample over-drew items the judge panel disagreed on; every figure below weighs each "
+    "item back to its share of the judged rows, so it describes the judge on all of them."
+)
 AGREEMENT_COLUMNS = ["judge", "items", "accuracy", "Cohen's κ", "Krippendorff's α",
                      "sensitivity", "specificity"]
 CORRECTED_COLUMNS = ["target", "metric", "raw pass rate", "corrected [CI]", "judged",
@@ -45,6 +49,7 @@ def judge_note(results: Results) -> str:
         f"have a human majority ({human.n_tied} tied, {human.n_all_unsure} all unsure). "
         f"Agreement between raters (Krippendorff's α): {_estimate(human.krippendorff_alpha)}. "
         "Intervals resample base scenarios within metrics."
+        + (WEIGHTED if validity.design_weighted else "")
     )
 
 

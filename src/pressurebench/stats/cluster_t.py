@@ -56,6 +56,13 @@ def strata_indicator(strata: np.ndarray) -> np.ndarray:
     return out
 
 
+def degrees_of_freedom(active: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """Per group (column of the (clusters, groups) 0/1 `active`): Σ over strata of its active
+    clusters − 1, the design's degrees of freedom (base scenarios minus metrics)."""
+    k = strata_indicator(strata) @ np.asarray(active, dtype=float)
+    return np.maximum(k - 1, 0).sum(axis=0)
+
+
 def stratified_variance(
     z: np.ndarray, active: np.ndarray, strata: np.ndarray, *, min_df: int = MIN_DEGREES_OF_FREEDOM
 ) -> DesignVariance:
@@ -79,7 +86,7 @@ def stratified_variance(
         within = np.where(k >= 2, squares - total**2 / np.maximum(k, 1), 0.0)
         per_stratum = np.where(k >= 2, k / (k - 1) * np.maximum(within, 0.0), 0.0)
     variance = per_stratum.sum(axis=0)
-    df = np.maximum(k - 1, 0).sum(axis=0)
+    df = degrees_of_freedom(on, strata)
     lone = (k == 1).any(axis=0)
     reason: list[str | None] = []
     for g in range(z.shape[1]):

@@ -13,6 +13,10 @@ CLUSTER_T = "cluster-t"
 CLUSTER_T_WELCH = "cluster-t-welch"
 CLUSTER_BOOTSTRAP = "stratified-cluster-bootstrap-percentile"
 INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
+# The same bootstrap, its percentiles taken at the level whose normal quantile
+# is the t quantile on base scenarios minus metrics (Hesterberg's expanded
+# percentile interval): the small-design widening cluster-t gives rates.
+CLUSTER_BOOTSTRAP_EXPANDED = "stratified-cluster-bootstrap-expanded-percentile"
 # Every replicate gave the same value (all rows pass, all fail, or every metric
 # has one base scenario): Wilson interval with each base scenario counted once.
 WILSON_CLUSTERS = "wilson-effective-n-clusters"
