@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from label_data import write_judged
+from statsmodels.stats import inter_rater
 
 from pressurebench.io import read_artifact
 from pressurebench.labels.export import build_export
@@ -81,6 +83,10 @@ def test_agreement_and_error_rates_describe_every_judged_row(labelled):
             assert value == pytest.approx((kind["weight"] * right).sum() / kind["weight"].sum())
             assert value > right.mean()
             assert n == len(kind)  # items, not weights
+    # Cohen's kappa of the weighted judge × human table, as statsmodels computes it.
+    table = pd.crosstab(items["judge_present"].astype(bool), items["human"],
+                        values=items["weight"], aggfunc="sum").fillna(0.0).to_numpy()
+    assert panel.cohen_kappa.value == pytest.approx(inter_rater.cohens_kappa(table).kappa)
     note = judge.judge_note(SimpleNamespace(benchmark="tiny", judge_validity=validity))
     assert judge.WEIGHTED in note
 
