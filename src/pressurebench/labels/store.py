@@ -13,8 +13,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +21,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import ConfigError, PressurebenchError, config_error_from_validation
-from ..io import read_text
+from ..io import atomic_write_bytes, read_text
 from ..params import Params
 from .current import JudgedData, load_judged
 from .judged import conversation_sha256
@@ -154,21 +152,6 @@ class ImportReport:
     refused: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def _copy(source: Path, dest: Path) -> None:
-    """Byte for byte, atomically: a re-import of the same file is recognised by its bytes."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(source.read_bytes())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def import_labels(params: Params, benchmark: str, sources: Sequence[str | Path]) -> ImportReport:
     """Check each file and copy it into the labels folder; a file that fails is refused with
     the reason and the others go ahead. A stored file of the same name is never overwritten."""
@@ -198,7 +181,8 @@ def import_labels(params: Params, benchmark: str, sources: Sequence[str | Path])
         except OSError as exc:
             report.refused.append((source, f"{source}: cannot read file ({exc.strerror})"))
             continue
-        _copy(source, dest)
+        # Byte for byte: a re-import of the same file is recognised by its bytes.
+        atomic_write_bytes(dest, source.read_bytes())
         seen = trial
         report.imported.append((dest, Counter(r.label.rater for r in rows)))
     return report
