@@ -2,6 +2,9 @@
 
 A reader must never mistake a half-written file for a complete one, so every
 write goes to a temporary file in the same directory and is renamed into place.
+The temporary file is created readable by its owner only; it is given the mode
+any other new file gets under the user's umask before it takes the final name,
+so a shared lab server or a web server reads artifacts as it reads the rest.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,11 +29,38 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def new_file_mode() -> int:
+    """The mode `open()` gives a new file under the process's umask (0o666 & ~umask).
+
+    The umask can only be read by setting it; the lock keeps this process's other
+    writers of temporary files from running in between.
+    """
+    with _UMASK_LOCK:
+        umask = os.umask(0o077)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
+def temp_file_beside(path: Path) -> tuple[int, str]:
+    """A temporary file in `path`'s folder, to be renamed to `path`, with a new file's mode."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, new_file_mode())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see either the old or the new file, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -677,7 +677,7 @@ def test_rerun_replays_everything_from_the_cache(project, script):
     )
     assert len(script.calls) == made  # not one provider call
     assert path.read_bytes() == first
-    assert manifest.cache == {"hits": made, "misses": 0}
+    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0}
 
 
 class Interrupted(BaseException):
