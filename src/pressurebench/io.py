@@ -72,6 +72,33 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (some after a tab or
+# a carriage return too), so a model-written metric name or a rater's name could compute, or
+# fetch a URL, on the reader's machine.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_formula(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, with a leading apostrophe (shown as
+    text, the OWASP advice on CSV injection); any other value as it is (numbers stay numbers)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def unescape_formula(text: str) -> str:
+    """The text `escape_formula` was given: the project's readers of CSV cells use it."""
+    if text.startswith("'") and text[1:].startswith(FORMULA_START):
+        return text[1:]
+    return text
+
+
+def frame_csv(frame) -> str:
+    """A pandas DataFrame as CSV text, every text cell escaped with `escape_formula`. Every
+    CSV file the project writes goes through here."""
+    return frame.map(escape_formula).to_csv(index=False)
+
+
 def read_text(path: str | Path) -> str:
     path = Path(path)
     try:
@@ -87,14 +114,19 @@ def read_text(path: str | Path) -> str:
 MAX_YAML_BYTES = 2 * 1024 * 1024
 
 
-def read_yaml(path: str | Path) -> Any:
+def check_size(path: str | Path, limit: int, what: str) -> None:
+    """Refuse a hand-written input larger than `limit` bytes, saying the limit, before reading it."""
     try:
         size = Path(path).stat().st_size
     except OSError:
-        size = 0  # read_text reports what is wrong with the file
-    if size > MAX_YAML_BYTES:
-        raise ConfigError(path, f"file is {size / 1e6:.1f} MB; YAML inputs are limited to "
-                                f"{MAX_YAML_BYTES // (1024 * 1024)} MiB")
+        return  # the reader reports what is wrong with the file
+    if size > limit:
+        raise ConfigError(path, f"file is {size / 1e6:.1f} MB; {what} are limited to "
+                                f"{limit // (1024 * 1024)} MiB")
+
+
+def read_yaml(path: str | Path) -> Any:
+    check_size(path, MAX_YAML_BYTES, "YAML inputs")
     text = read_text(path)
     try:
         return yaml.safe_load(text)
