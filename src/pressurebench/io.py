@@ -95,8 +95,9 @@ def unescape_formula(text: str) -> str:
 
 def frame_csv(frame) -> str:
     """A pandas DataFrame as CSV text, every text cell escaped with `escape_formula`. Every
-    CSV file the project writes goes through here."""
-    return frame.map(escape_formula).to_csv(index=False)
+    CSV file the project writes goes through here. Lines end in CRLF (RFC 4180), so a cell
+    holding a lone carriage return is quoted too."""
+    return frame.map(escape_formula).to_csv(index=False, lineterminator="\r\n")
 
 
 def read_text(path: str | Path) -> str:
