@@ -146,7 +146,7 @@ class ModelSpec(Strict):
         default_factory=dict,
         description="fields added to every request body as they are (OpenAI and Anthropic providers)",
     )
-    n_ctx: int = Field(default=4096, ge=256, description="context window (local provider only)")
+    n_ctx: int = Field(default=4096, ge=256, le=1_048_576, description="context window (local provider only)")
     n_threads: int | None = Field(
         default=None, ge=1, le=256,
         description="CPU cores the model's calls share (local provider only; default: every core)",
