@@ -13,6 +13,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fakes import Script
+
 # Hooks: under CI=true a skip for a missing tool fails the run.
 from skips_by_design import (  # noqa: F401
     pytest_make_collect_report,
