@@ -93,7 +93,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from .paths import Layout
-    from .planning import Design, pilot_design, required_scenarios, scenarios_for_an_interval
+    from .planning import Design, pilot_design, required_scenarios
+    from .stats.cluster_t import scenarios_for_an_interval
 
     params = load_params(args.params)
     benchmark = args.benchmark or params.benchmarks[0]
