@@ -57,9 +57,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from .estimate import estimate, format_table
 
     params = load_params(args.params)
-    print(format_table(estimate(params)))
+    lines = estimate(params)
+    print(format_table(lines))
     print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
-          "structured repairs not included); 'unknown' cost means a model has no price in the registry.")
+          "structured repairs not included).")
+    unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
+    if unpriced:
+        print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
+              "(price_per_mtok_in, price_per_mtok_out) nor in the price registry.")
     return 0
 
 
