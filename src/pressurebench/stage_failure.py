@@ -87,7 +87,7 @@ def reason_pattern(reason: str) -> str:
 
 def error_reasons(stage: str, parameters: dict[str, str]) -> pd.DataFrame:
     """The stage's error rows grouped by reason (count, one example id); empty when it wrote none."""
-    from .arm_inputs import resolve
+    from .arms.inputs import resolve
     from .io import read_artifact, read_yaml_model
     from .params import load_params
     from .schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..arms.naming import configured_arms
 from ..params import Params, load_params
-from ..validation.arms import configured_arms
 
 EMBEDDED_CAVEAT = (
     "The embedded SmolLM2-135M model produced some of these results. It proves the pipeline "
@@ -27,7 +27,7 @@ def _describe(params: Params, model_id: str) -> str:
 def models_used(params: Params, benchmark: str, arm: str | None = None) -> dict[str, list[str]]:
     """Role → model ids of the arm (the main arm by default): who generated, played the user,
     judged, and answered."""
-    from ..arm_inputs import resolve
+    from ..arms.inputs import resolve
 
     inputs = resolve("params", params, benchmark, arm)
     return {

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.declared_params import declared_params
+from ..arms.inputs import resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
 from ..params import load_params
@@ -217,7 +218,7 @@ def run(
     and plots.
 
     Reads each target's scores file and (for the pressure each received) its
-    conversations file, and the arm's metrics and scenarios files (`arm_inputs`)
+    conversations file, and the arm's metrics and scenarios files (`arms.inputs`)
     for their generation errors and landmarks, and writes `results.json`,
     `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
     """

@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.declared_params import declared_params
+from ..arms.inputs import resolve
+from ..arms.naming import EVALUATOR
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -63,7 +65,6 @@ from ..schemas import (
     ScoresFile,
     TurnVerdict,
 )
-from ..validation.arms import EVALUATOR
 
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user"]
@@ -392,7 +393,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
     """Judge `target`'s conversations in one arm (the main arm by default) against the arm's
-    metrics, by the arm's evaluator(s) (`arm_inputs`); write its scores file, manifest and cost.
+    metrics, by the arm's evaluator(s) (`arms.inputs`); write its scores file, manifest and cost.
 
     Raises StageFailed (after writing everything) when the share of error rows is
     above `run.max_error_rate`.

@@ -35,7 +35,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.declared_params import declared_params
+from ..arms.inputs import resolve
 from ..curated import CuratedScenarios, curated_source, load_curated
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
@@ -405,7 +406,7 @@ def run(
     arm: str | None = None,
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arm_inputs`)."""
+    """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
     if not inputs.generates:

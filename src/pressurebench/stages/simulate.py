@@ -52,7 +52,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..arm_inputs import ArmInputs, declared_params, resolve
+from ..arms.declared_params import declared_params
+from ..arms.inputs import ArmInputs, resolve
+from ..arms.naming import EVALUATOR
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
@@ -71,7 +73,6 @@ from ..schemas import (
     UserTurn,
     conv_id,
 )
-from ..validation.arms import EVALUATOR
 from .conversation import (
     USER_PROMPTS,
     landmarks_due,
@@ -262,7 +263,7 @@ def run(
 ) -> Manifest:
     """Simulate one target's conversations in one arm (the main arm by default); write
     conversations.json. The arm decides the user model, the metrics, the scenarios and which of
-    their rows are played (`arm_inputs`)."""
+    their rows are played (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
     if inputs.study == EVALUATOR:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..arms.naming import GENERATOR
+from ..arms.plan import load_plan
 from ..io import read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
@@ -30,11 +32,9 @@ from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Benchmark
 from ..stats.compare import compare_arms
-from .arms import GENERATOR
 from .contrast import arm_replicates, contrast_of_changes, group_differences
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
 from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
-from .plan import load_plan
 from .record import last_study, record_study
 
 STAGE = "generator_bias"

@@ -15,17 +15,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..arms.naming import Study
+from ..arms.plan import PlannedArm, StudyPlan, load_plan
 from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
 from ..stats.compare import compare_arms
 from ..stats.frame import valid_mask
-from .arms import Study
 from .contrast import arm_replicates, group_differences
 from .inputs import arm_scores, frame_of, rates_per_target
 from .models import MAIN, MetricDifference, Pairing
-from .plan import PlannedArm, StudyPlan, load_plan
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..arms.naming import USER
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..results import StatisticsSettings
 from ..runtime import StageRun
-from .arms import USER
 from .inputs import main_user_model
 from .models import UserArmResult, UserModelBiasStudy
 from .paired import compare_paired_arm, planned_arm_frames
