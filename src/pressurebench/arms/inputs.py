@@ -35,6 +35,7 @@ from .naming import (
     ON_MAIN_ROWS,
     USER,
     Study,
+    arm_layout,
     require_validation_target,
     resolve_arm,
 )
@@ -55,14 +56,34 @@ class ArmInputs:
     targets: tuple[str, ...]
 
     @property
+    def is_main(self) -> bool:
+        return self.name is None
+
+    @property
     def generates(self) -> bool:
         """Whether this arm writes its own metrics and scenarios."""
         return self.study not in ON_MAIN_ROWS
 
     @property
+    def keeps_curated_scenarios(self) -> bool:
+        """Whether hand-written scenarios (`curated`) are kept: only in the main arm, because a
+        generator arm measures what its own generator writes."""
+        return self.is_main
+
+    @property
+    def simulates(self) -> bool:
+        """Whether this arm plays its own conversations: an evaluator arm judges the main arm's."""
+        return self.study != EVALUATOR
+
+    @property
+    def reads_human_labels(self) -> bool:
+        """Whether human labels of this arm's conversations can exist: raters label the main arm's."""
+        return self.is_main
+
+    @property
     def conversations_layout(self) -> Layout:
         """Where the conversations this arm judges live: the main arm's for an evaluator arm."""
-        return self.upstream if self.study == EVALUATOR else self.layout
+        return self.layout if self.simulates else self.upstream
 
     @property
     def metrics_file(self) -> Path:
@@ -76,7 +97,7 @@ class ArmInputs:
         if target not in params.models:
             known = ", ".join(sorted(params.models))
             raise ConfigError(params_path, f"unknown model id '{target}' given as the target (known: {known})")
-        if self.name is None:
+        if self.is_main:
             if target not in self.targets:
                 raise ConfigError(params_path, f"'{target}' is not one of the targets", "targets")
         else:
@@ -92,6 +113,13 @@ class ArmInputs:
             return plan.scenario_ids
         return rows_of(scenarios, select_base_scenarios(scenarios, plan.fraction, plan.seed))
 
+    def rows_to_judge(self, params: Params, benchmark: str) -> set[str] | None:
+        """The scenario rows whose conversations this arm judges: None for all it reads, else
+        the study plan's rows of the main arm's conversations (an arm that does not simulate)."""
+        if self.simulates:
+            return None
+        return set(load_plan(params, benchmark, self.study).scenario_ids or [])
+
 
 def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | None) -> ArmInputs:
     """The inputs of `arm` (None or "" for the main arm) of `benchmark`, by the one rule above."""
@@ -103,7 +131,7 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
         return ArmInputs(None, None, main, main, roles.generator, roles.user,
                          tuple(roles.evaluators), tuple(params.targets))
     resolved = resolve_arm(params_path, params, arm)
-    own = Layout(params.data_dir, benchmark, resolved.name)
+    own = arm_layout(params.data_dir, benchmark, resolved.name)
     targets = tuple(params.validation.targets or params.targets)
     if resolved.study == GENERATOR:
         return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,

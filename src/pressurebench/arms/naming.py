@@ -90,6 +90,11 @@ def require_validation_target(params_path: str | Path, params: Params, target: s
         )
 
 
+def arm_layout(data_dir: str | Path, benchmark: str, name: str) -> Layout:
+    """Where the arm called `name` writes: the main layout under `data/<benchmark>/validation/<name>/`."""
+    return Layout(Path(data_dir), benchmark, name)
+
+
 def study_dir(data_dir: str | Path, benchmark: str, study: Study) -> Path:
     """`data/<benchmark>/validation/<study>/`: every arm of the study below it, and its plan."""
     return Layout(Path(data_dir), benchmark, study).root

@@ -258,7 +258,7 @@ def run(
             t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
         }
         results.pressure_received = received_results(conversations, scenarios.rows)
-    if inputs.name is None:  # labels are of the main arm's conversations
+    if inputs.reads_human_labels:
         from ..labels.joined import label_frames  # only this stage reads labels
 
         frames = label_frames(params, benchmark)

@@ -44,7 +44,6 @@ from pathlib import Path
 
 from ..arms.declared_params import declared_params
 from ..arms.inputs import resolve
-from ..arms.naming import EVALUATOR
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -410,8 +409,8 @@ def run(
     conv_path = inputs.conversations_layout.conversations_file(target)
     met_path = inputs.metrics_file
     convs = load_conversations(conv_path, benchmark, target)
-    if inputs.study == EVALUATOR:  # re-judge the planned subset of the main conversations
-        planned = set(inputs.rows_to_play(params, benchmark, []) or [])
+    planned = inputs.rows_to_judge(params, benchmark)
+    if planned is not None:
         convs = convs.model_copy(update={"rows": [c for c in convs.rows if c.scenario_id in planned]})
     metrics = read_yaml_model(met_path, Benchmark).metrics
     check_metrics_known(convs, metrics, conv_path, met_path)

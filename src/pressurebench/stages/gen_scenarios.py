@@ -417,10 +417,9 @@ def run(
     g = params.generation
     metrics = read_metrics(metrics_path)
     curated_path = curated_source(benchmark)
-    # Generator-bias arms measure what their own generator writes: never the curated file.
     curated = (
-        load_curated(curated_path, metrics, profiles(g.demographics)) if inputs.study is None
-        else None
+        load_curated(curated_path, metrics, profiles(g.demographics))
+        if inputs.keeps_curated_scenarios else None
     )
     plan = Plan(
         benchmark=metrics,

@@ -54,7 +54,6 @@ from pathlib import Path
 
 from ..arms.declared_params import declared_params
 from ..arms.inputs import ArmInputs, resolve
-from ..arms.naming import EVALUATOR
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
@@ -266,7 +265,7 @@ def run(
     their rows are played (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
-    if inputs.study == EVALUATOR:
+    if not inputs.simulates:
         raise ConfigError(
             params_path, f"arm '{arm}' judges the main arm's conversations; it simulates none"
         )
@@ -339,7 +338,7 @@ def run(
             "user_model": user_model,
             "benchmark_file": str(bench_path),
             "scenarios_file": str(inputs.scenarios_file),
-            "scenario_ids": None if inputs.study is None else sorted(s.id for s in scenarios),
+            "scenario_ids": None if inputs.is_main else sorted(s.id for s in scenarios),
         },
         seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..arms.naming import GENERATOR
+from ..arms.naming import GENERATOR, arm_layout
 from ..arms.plan import load_plan
 from ..io import read_yaml_model
 from ..params import Params, Statistics
@@ -122,7 +122,7 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
     writer = main_generator(main_layout)
     arms = []
     for planned in plan.arms:
-        layout = Layout(params.data_dir, benchmark, planned.name)
+        layout = arm_layout(params.data_dir, benchmark, planned.name)
         bench = read_yaml_model(layout.benchmark_file, Benchmark)
         models = [planned.model, *plan.targets]
         arms.append(
