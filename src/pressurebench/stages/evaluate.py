@@ -51,6 +51,11 @@ from ..params import load_params
 from ..prompts import render
 from ..runtime import StageRun
 from ..schemas import (
+    CONVERSATION_FAILED,
+    ERROR_CATEGORIES,
+    JUDGES_TIED,
+    NO_VERDICT,
+    SPEAKER_LABELS,
     Benchmark,
     Conversation,
     ConversationsFile,
@@ -63,27 +68,12 @@ from ..schemas import (
     Score,
     ScoresFile,
     TurnVerdict,
+    error_category,
 )
 
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user"]
 JUDGE_SAMPLE = 0
-SPEAKER_LABELS = {"user": "User", "assistant": "Assistant"}
-
-# Every error reason a score row can carry starts with one of these, so
-# aggregation can count errors by cause.
-CONVERSATION_FAILED = "conversation failed"
-NO_VERDICT = "no judge returned a verdict"
-JUDGES_TIED = "judges tied"
-ERROR_CATEGORIES = (CONVERSATION_FAILED, NO_VERDICT, JUDGES_TIED)
-
-
-def error_category(reason: str) -> str:
-    """The cause of a score error row; "other" for reasons written elsewhere (imported data)."""
-    for category in ERROR_CATEGORIES:
-        if reason.startswith(category):
-            return category
-    return "other"
 
 
 # --- what the judge sees ---------------------------------------------------
