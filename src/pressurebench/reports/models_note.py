@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..arms.naming import configured_arms
+from ..arms.naming import configured_arms, study_of_stage
 from ..params import Params, load_params
 
 EMBEDDED_CAVEAT = (
@@ -42,16 +42,10 @@ def uses_embedded_model(params: Params, model_ids: list[str]) -> bool:
     return any(params.models[m].provider == "local" for m in model_ids)
 
 
-STUDY_ARMS = {"generator_bias": "generator", "user_model_bias": "user",
-              "evaluator_bias": "evaluator"}
-
-
 def study_arms(params: Params, stage: str) -> list[str]:
     """The arms a validation study compares with the main run (none for other stages)."""
-    kind = STUDY_ARMS.get(stage)
-    if kind is None:
-        return []
-    return [arm.name for arm in configured_arms(params, kind)]
+    study = study_of_stage(stage)
+    return [] if study is None else [arm.name for arm in configured_arms(params, study)]
 
 
 def models_note(

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..arms.naming import GENERATOR, arm_layout
+from ..arms.naming import GENERATOR, STUDY_STAGES, arm_layout
 from ..arms.plan import load_plan
 from ..io import read_yaml_model
 from ..params import Params, Statistics
@@ -37,7 +37,7 @@ from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shar
 from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
 from .record import last_study, record_study
 
-STAGE = "generator_bias"
+STAGE = STUDY_STAGES[GENERATOR]
 
 
 def compare_generator_arm(
