@@ -11,7 +11,7 @@ Every import counts, also one inside a function. The layers, lowest first:
    vocabulary and nothing of arms, stages or studies.
 3. run support: what a stage runs on. `arms/` (naming, planning and input resolution of
    every arm), `runtime` (a stage's run: client, manifest, cost), `results` (the results
-   artifact), `score_files`, `curated`, `views`, `planning` and `native_crash`.
+   artifact), `scores`, `curated`, `views`, `planning` and `native_crash`.
 4. studies: `validation/`, the comparisons of arms, read from what the arms' stages wrote.
 5. reports: `reports/`, the tables, figures and pages of every artifact, studies included.
 6. labels: `labels/`, the human labels of judged conversations and the pages raters use.
@@ -34,7 +34,7 @@ PACKAGE = "pressurebench"
 LAYERS: list[set[str]] = [
     {"__init__", "errors", "schemas", "params", "paths", "io", "prompts"},
     {"llm/", "stats/"},
-    {"arms/", "runtime", "results", "score_files", "curated", "views", "planning", "native_crash"},
+    {"arms/", "runtime", "results", "scores", "curated", "views", "planning", "native_crash"},
     {"validation/"},
     {"reports/"},
     {"labels/"},

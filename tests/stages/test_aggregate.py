@@ -27,8 +27,8 @@ from pressurebench.schemas import (
     conv_id,
     scenario_id,
 )
+from pressurebench.scores import scores_frame
 from pressurebench.stages import aggregate, evaluate
-from pressurebench.stats.score_rows import scores_frame
 
 TYPES = {"m01": "positive", "m02": "negative"}  # as in the project fixture's benchmark
 REGIONS = {1: "north", 2: "south"}

@@ -8,8 +8,8 @@ no stage names a study.
 - `naming`: arm names (`generator/<model>`, `user/<model>`, `evaluator/<model>`), the
   studies, and where an arm's data lives;
 - `plan`: each study's plan, with the seeded, cluster-whole subset of scenario rows;
-- `inputs`: what a stage runs on in an arm, resolved once by one inheritance rule;
-- `declared_params`: the params each stage reads in an arm;
+- `inputs`: what a stage runs on in an arm, resolved once by one inheritance rule, and the
+  params each stage reads there (`declared_params`);
 - `commands`: `pressurebench arm plan`, which writes the plans.
 
 The studies that compare arms with the main run are in `pressurebench.validation`.

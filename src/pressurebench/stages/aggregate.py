@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..arms.declared_params import declared_params
-from ..arms.inputs import resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
 from ..params import load_params
@@ -34,10 +33,9 @@ from ..schemas import (
     Score,
     error_category,
 )
-from ..score_files import load_scores
+from ..scores import load_scores, onsets_frame, scores_frame, turns_frame
 from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
-from ..stats.score_rows import onsets_frame, scores_frame, turns_frame
 
 STAGE = "aggregate"
 PLOT_COLUMNS = ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]

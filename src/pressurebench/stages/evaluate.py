@@ -42,8 +42,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from ..arms.declared_params import declared_params
-from ..arms.inputs import resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync

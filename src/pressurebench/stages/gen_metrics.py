@@ -33,8 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..arms.declared_params import declared_params
-from ..arms.inputs import resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync

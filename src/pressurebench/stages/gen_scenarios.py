@@ -35,8 +35,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from ..arms.declared_params import declared_params
-from ..arms.inputs import resolve
+from ..arms.inputs import declared_params, resolve
 from ..curated import CuratedScenarios, curated_source, load_curated
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact

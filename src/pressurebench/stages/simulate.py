@@ -52,8 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..arms.declared_params import declared_params
-from ..arms.inputs import ArmInputs, resolve
+from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync

@@ -1,19 +1,42 @@
-"""Score rows (the evaluate stage's artifact) as the frames the statistics read: one row per
-judged conversation (`scores_frame`), per conversation with an onset (`onsets_frame`) and
-per turn verdict (`turns_frame`). The aggregate stage, the validation studies and the
-judge-validity analysis all build their frames here, so every statistic sees the same
-columns and the same resampling units."""
+"""A target's scores (the evaluate stage's output): read and checked, and turned into the frames
+the statistics read, one row per judged conversation (`scores_frame`), per conversation with
+an onset (`onsets_frame`) and per turn verdict (`turns_frame`). The aggregate stage and the
+validation studies read scores through here, so a file holding another benchmark or target
+is refused the same way everywhere and every statistic sees the same columns and resampling
+units."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 
-from ..schemas import Score
-from .capitulation import GAVE_IN, ONSET_TIME
-from .frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
-from .pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
+from .errors import ConfigError
+from .io import read_artifact
+from .schemas import Score, ScoresFile
+from .stats.capitulation import GAVE_IN, ONSET_TIME
+from .stats.frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
+from .stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
+
+
+def load_scores(path: Path, benchmark: str, target: str) -> ScoresFile:
+    """The scores of `target` in `benchmark` at `path`; a missing file is an error naming it."""
+    if not path.exists():
+        raise ConfigError(
+            path, f"no scores for target '{target}'; run the evaluate stage for it first"
+        )
+    scores = read_artifact(path, ScoresFile)
+    if scores.benchmark != benchmark:
+        raise ConfigError(
+            path, f"holds benchmark '{scores.benchmark}', expected '{benchmark}'", "benchmark"
+        )
+    for field, found in [("target", scores.target)] + [
+        (f"rows[{i}].target", s.target) for i, s in enumerate(scores.rows)
+    ]:
+        if found != target:
+            raise ConfigError(path, f"holds target '{found}', expected '{target}'", field)
+    return scores
 
 
 def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
