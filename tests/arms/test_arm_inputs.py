@@ -3,6 +3,7 @@ naming a study (which arm writes, plays, judges and reads human labels)."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from pressurebench.io import write_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.schemas import Scenario, ScenariosFile, scenario_id
+from support import REPO
 
 ARMS = {"generator_bias": ["gen2"], "user_model_bias": ["user2"], "evaluator_bias": ["judge2"],
         "targets": ["target-a"], "fraction": 0.5, "seed": 3}
@@ -84,3 +86,15 @@ def test_only_an_arm_that_judges_the_main_conversations_judges_a_subset_of_them(
 def test_an_arm_the_params_do_not_list_is_refused(params_path):
     with pytest.raises(ConfigError, match="validation.evaluator_bias"):
         resolve(params_path, load_params(params_path), "tiny", "evaluator/gen2")
+
+
+def test_no_stage_names_a_study():
+    """Stages ask the arm (`ArmInputs` properties), so a new study changes `arms/`, not them."""
+    named = []
+    for path in sorted((REPO / "src" / "pressurebench" / "stages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "study":
+                named.append(f"{path.name}:{node.lineno} .study")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("arms.naming"):
+                named.append(f"{path.name}:{node.lineno} imports arms.naming")
+    assert named == []
