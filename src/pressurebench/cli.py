@@ -11,12 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from .arms.commands import add_arm_parser
 from .errors import PressurebenchError, StageFailed
 from .io import read_yaml_model
 from .params import load_params
 from .paths import benchmark_source
 from .schemas import Benchmark
-from .validation.commands import add_arm_parser
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 
