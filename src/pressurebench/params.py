@@ -159,7 +159,10 @@ class ModelSpec(Strict):
                 raise ValueError(
                     f"{name} is a {'/'.join(owners)}-provider setting; {self.provider} models take none"
                 )
-        api_for(self).check()
+        api = api_for(self)
+        api.check()
+        if self.batch and api.batch_price_factor is None:
+            raise ValueError(f"batch: {self.provider} models have no batch API")
         for name in ("model", "messages"):
             if name in self.extra_body:
                 raise ValueError(f"extra_body may not set '{name}': it is the registry's")

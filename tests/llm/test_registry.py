@@ -122,6 +122,8 @@ def test_the_new_provider_is_validated_by_its_own_rules(echo, tmp_path):
         load_params(write(tmp_path, e={"provider": "echo", "model": "x", "reasoning_effort": "low"}))
     with pytest.raises(ConfigError, match="repeat_penalty is a echo/local-provider setting; openai models take"):
         load_params(write(tmp_path, e={"provider": "openai", "model": "x", "repeat_penalty": 1.1}))
+    with pytest.raises(ConfigError, match="batch: echo models have no batch API"):
+        load_params(write(tmp_path, e={"provider": "echo", "model": "x", "batch": True}))
     with pytest.raises(ConfigError, match="model 'e' has no price_per_mtok_in/out"):
         load_params(_capped(tmp_path, e={"provider": "echo", "model": "x"}))
     params = load_params(write(tmp_path, e={"provider": "echo", "model": "x", "repeat_penalty": 1.1},

@@ -60,7 +60,9 @@ class ModelApi:
     default_concurrency: ClassVar[int] = REMOTE_DEFAULT_CONCURRENCY
     # What a model without `price_per_mtok_in/out` costs: None is unknown (not free).
     unpriced_cost: ClassVar[float | None] = None
-    # Its batch API's price relative to direct calls; None: it has no batch API.
+    # Its batch API's price relative to direct calls; None: it has no batch API (and its
+    # models take no `batch: true`). A provider with one implements `body`, `batch_submit`,
+    # `batch_poll` and `batch_results` (`llm.batches`).
     batch_price_factor: ClassVar[float | None] = None
 
     def __init__(self, spec: ModelSpec, api_key: str | None = None):
