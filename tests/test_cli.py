@@ -151,5 +151,16 @@ def test_repository_params_spell_out_every_declared_key(monkeypatch):
     from support import REPO
 
     monkeypatch.chdir(REPO)
-    watched, problems = dvc_param_problems("params/pipeline.yaml")
-    assert watched > 20 and problems == []
+    watched, problems, files = dvc_param_problems("params/pipeline.yaml")
+    assert watched > 20 and problems == [] and files == {"params/pipeline.yaml"}
+
+
+def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, capsys):
+    from support import REPO
+
+    monkeypatch.chdir(REPO)
+    assert main(["check", "--offline", "--params", "params/examples/openai-reasoning-judge-claude-user.yaml"]) in (0, 2)
+    out = capsys.readouterr().out
+    assert "all 0 params" not in out
+    assert ("note  dvc.yaml: no stage reads params/examples/openai-reasoning-judge-claude-user.yaml (they read "
+            "params/pipeline.yaml); `dvc repro` will not use it.") in out

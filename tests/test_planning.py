@@ -12,11 +12,11 @@ from pressurebench.planning import (
     Design,
     pilot_design,
     required_scenarios,
-    scenarios_for_an_interval,
     simulate_half_width,
     simulated_scenarios,
 )
 from pressurebench.schemas import Score, ScoresFile
+from pressurebench.stats.cluster_t import scenarios_for_an_interval
 
 EXAMPLES = [
     (Design(metrics=4, variants=2, samples=3, rate=0.7, icc=0.2), {"half_width": 0.05}),

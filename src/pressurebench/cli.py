@@ -31,12 +31,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
     if Path("dvc.yaml").is_file():
-        watched, problems = dvc_param_problems(args.params)
+        watched, problems, files = dvc_param_problems(args.params)
         if problems:
             for line in problems:
                 print(f"pressurebench: {line}", file=sys.stderr)
             return 2
-        print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
+        if watched:
+            print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
+        else:
+            print(f"note  dvc.yaml: no stage reads {args.params} (they read "
+                  f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it. "
+                  "Copy it over that file to run it.")
     problems = key_problems(args.params, params)
     if not problems and not args.offline:
         problems = endpoint_problems(params)
@@ -93,7 +98,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from .paths import Layout
-    from .planning import Design, pilot_design, required_scenarios, scenarios_for_an_interval
+    from .planning import Design, pilot_design, required_scenarios
+    from .stats.cluster_t import scenarios_for_an_interval
 
     params = load_params(args.params)
     benchmark = args.benchmark or params.benchmarks[0]

@@ -37,8 +37,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
-from .stats.cluster_t import MIN_DEGREES_OF_FREEDOM
-
 MAX_SCENARIOS = 10000
 
 
@@ -68,13 +66,6 @@ class Design:
     def gap_variance(self, scenarios: int) -> float:
         p = self.rate
         return 2 * p * (1 - p) * (1 - self.icc) / (self.metrics * scenarios * self.samples)
-
-
-def scenarios_for_an_interval(metrics: int) -> int:
-    """Fewest base scenarios per metric at which the results report an interval on a rate
-    pooled over `metrics` metrics, or on a difference: below it (`stats.cluster_t`) the
-    design has too few degrees of freedom and the interval is withheld."""
-    return 1 + math.ceil(MIN_DEGREES_OF_FREEDOM / metrics)
 
 
 def _z(x: float) -> float:
