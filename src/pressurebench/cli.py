@@ -333,9 +333,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
-        from .native_crash import local_models
+        from .native_crash import embedded_models
 
-        if local_models(args.params):
+        if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     try:
         return args.func(args)

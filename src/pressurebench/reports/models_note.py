@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..arms.naming import configured_arms, study_of_stage
+from ..llm.providers.registry import is_embedded
 from ..params import Params, load_params
 
 EMBEDDED_CAVEAT = (
@@ -39,7 +40,7 @@ def models_used(params: Params, benchmark: str, arm: str | None = None) -> dict[
 
 
 def uses_embedded_model(params: Params, model_ids: list[str]) -> bool:
-    return any(params.models[m].provider == "local" for m in model_ids)
+    return any(is_embedded(params.models[m].provider) for m in model_ids)
 
 
 def study_arms(params: Params, stage: str) -> list[str]:

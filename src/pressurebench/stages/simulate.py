@@ -126,7 +126,7 @@ class _Calls:
         u.reasoning_tokens += result.reasoning_tokens
         u.cost_usd = add_cost(
             u.cost_usd,
-            self.client.spec(result.model_id).price(result.input_tokens, result.output_tokens),
+            self.client.api(result.model_id).price(result.input_tokens, result.output_tokens),
         )
         if result.model_version:
             self.versions[role] = result.model_version
@@ -226,7 +226,7 @@ async def simulate_all(
     model's prompt states) instead of running side by side with it.
     """
     in_flight = asyncio.Semaphore(
-        sum(client.spec(m).concurrency for m in {sim.user_model, sim.target})
+        sum(client.api(m).concurrency for m in {sim.user_model, sim.target})
     )
 
     async def one(scenario: Scenario, sample: int) -> Conversation:
