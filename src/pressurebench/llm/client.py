@@ -17,11 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..params import ModelSpec, Params
 from ..schemas import ConcurrencyReport, ModelUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
@@ -38,8 +37,11 @@ from .types import (
     RetryableError,
 )
 
+if TYPE_CHECKING:  # the params describe the models; validating them asks this package's providers
+    from ..params import ModelSpec, Params
+
 T = TypeVar("T")
-ProviderFactory = Callable[[str, ModelSpec, "str | None"], ModelApi]
+ProviderFactory = Callable[[str, "ModelSpec", "str | None"], ModelApi]
 
 REPAIR_INSTRUCTION = (
     "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
