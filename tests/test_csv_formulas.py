@@ -33,7 +33,7 @@ def test_numbers_and_plain_text_are_written_as_they_are():
 
 def test_the_paper_export_tables_escape_model_written_names(tmp_path):
     frame = pd.DataFrame({"metric": ["=cmd|' /C calc'!A0", "Avoid flattery"], "pass rate": [0.5, 0.25]})
-    csv_path, _ = save_table(frame, tmp_path, "pass_rates")
+    csv_path, _ = save_table(frame, "", tmp_path, "pass_rates")
     with open(csv_path, encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["metric"] for r in rows] == ["'=cmd|' /C calc'!A0", "Avoid flattery"]

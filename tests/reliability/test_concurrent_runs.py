@@ -29,6 +29,7 @@ from reliability_support import (
 
 from mock_providers import MockLLMServer
 from pressurebench.io import read_artifact
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.llm.spending import SpendingLedger, call_cost_bound
 from pressurebench.params import load_params
 from pressurebench.schemas import ConversationsFile
@@ -114,7 +115,7 @@ def test_two_runs_at_once_stay_within_one_cap(project_with_scenarios):
     server.reset()
     params = load_params(root / PARAMS)
     # A cap a few calls wide: both runs stop at it, together.
-    bound = call_cost_bound(params.models[TARGET], [{"role": "user", "content": "x" * 3000}], 512)
+    bound = call_cost_bound(api_for(params.models[TARGET]), [{"role": "user", "content": "x" * 3000}], 512)
     cap = 4 * bound
     set_cap(root, cap)
     first, second = start_simulate(root), start_simulate(root)
