@@ -38,6 +38,9 @@ from typing import NamedTuple
 
 PACKAGE = "pressurebench"
 
+# Modules that import others found at run time rather than named in their source: the provider
+# registry imports every `*_provider.py` module of its folder.
+DISCOVERED = {f"{PACKAGE}.llm.providers.registry": "*_provider.py"}
 # Data a module reads at run time, in a folder beside it (both relative to the package): a
 # command that can import the module also depends on every file of the folder.
 DATA_DIRS = {
@@ -60,10 +63,15 @@ def module_file(src: Path, module: str) -> Path | None:
 
 @functools.cache  # the commands share most of their modules: each source is parsed once
 def imports_in(source: str, module: str, is_package: bool) -> frozenset[str]:
-    """Dotted names `source` imports (absolute, relative resolved), names of submodules included."""
+    """Dotted names `source` imports (absolute, relative resolved), names of submodules included.
+    Imports under `if TYPE_CHECKING:` never run, so they are not counted."""
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -76,6 +84,11 @@ def imports_in(source: str, module: str, is_package: bool) -> frozenset[str]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return frozenset(found)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def closure(src: Path, entry: set[str]) -> set[Path]:
@@ -92,6 +105,9 @@ def closure(src: Path, entry: set[str]) -> set[Path]:
                 continue
             seen.add(path)
             todo.extend(imports_in(path.read_text(encoding="utf-8"), name, path.name == "__init__.py"))
+            if name in DISCOVERED:
+                package = name.rpartition(".")[0]
+                todo.extend(f"{package}.{p.stem}" for p in path.parent.glob(DISCOVERED[name]))
     return seen
 
 
