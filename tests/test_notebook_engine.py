@@ -5,14 +5,13 @@ an error papermill turns into PapermillExecutionError; the cells after a failing
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 
 import nbformat
-import papermill
 import pytest
-from papermill.engines import papermill_engines
-from papermill.exceptions import PapermillExecutionError
 
-from pressurebench.notebook_engine import ENGINE_NAME, InProcessEngine
+from pressurebench.notebook_engine import ENGINE_NAME
 
 CELLS = [
     "x = 1",
@@ -37,14 +36,22 @@ def notebook(extra: list[str] = ()) -> nbformat.NotebookNode:
     return nb
 
 
-def execute(tmp_path, nb, engine: str | None) -> nbformat.NotebookNode:
-    if engine:
-        papermill_engines.register(ENGINE_NAME, InProcessEngine)
-    path = tmp_path / "in.ipynb"
+def execute(tmp_path, nb, engine: str | None) -> tuple[subprocess.CompletedProcess, nbformat.NotebookNode]:
+    """Run the notebook with papermill in a fresh interpreter, as a stage command does (what a
+    process imported before the cells run, pandas for one, would change what they show)."""
+    path, out = tmp_path / "in.ipynb", tmp_path / f"out-{engine}.ipynb"
     nbformat.write(nb, path)
-    return papermill.execute_notebook(str(path), str(tmp_path / f"out-{engine}.ipynb"),
-                                      parameters={"value": 2}, engine_name=engine,
-                                      kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    script = (
+        "import papermill\n"
+        "from papermill.engines import papermill_engines\n"
+        "from pressurebench.notebook_engine import ENGINE_NAME, InProcessEngine\n"
+        "papermill_engines.register(ENGINE_NAME, InProcessEngine)\n"
+        f"papermill.execute_notebook({str(path)!r}, {str(out)!r}, parameters={{'value': 2}}, "
+        f"engine_name={engine!r}, kernel_name='python3', progress_bar=False, cwd={str(tmp_path)!r})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          check=False)
+    return proc, nbformat.read(out, as_version=4)
 
 
 def outputs(nb) -> list:
@@ -52,7 +59,8 @@ def outputs(nb) -> list:
 
 
 def test_outputs_are_recorded_as_a_kernel_reports_them(tmp_path):
-    nb = execute(tmp_path, notebook(), ENGINE_NAME)
+    proc, nb = execute(tmp_path, notebook(), ENGINE_NAME)
+    assert proc.returncode == 0, proc.stderr
     cells = [c for c in nb.cells if c.cell_type == "code"]
     assert "injected-parameters" in cells[1].metadata.tags
     assert [c.execution_count for c in cells] == [1, 2, 3, 4, 5, None, 6, 7]
@@ -73,11 +81,13 @@ def test_outputs_are_recorded_as_a_kernel_reports_them(tmp_path):
 
 
 def test_an_error_stops_the_notebook_and_names_the_exception(tmp_path):
-    nb = notebook(["raise ValueError('bad settings')", "print('not reached')"])
-    with pytest.raises(PapermillExecutionError) as failed:
-        execute(tmp_path, nb, ENGINE_NAME)
-    assert (failed.value.ename, failed.value.evalue) == ("ValueError", "bad settings")
-    written = nbformat.read(tmp_path / f"out-{ENGINE_NAME}.ipynb", as_version=4)
+    proc, written = execute(tmp_path, notebook(["raise ValueError('bad settings')", "print('not reached')"]),
+                            ENGINE_NAME)
+    assert proc.returncode != 0
+    assert "PapermillExecutionError" in proc.stderr and "ValueError: bad settings" in proc.stderr
+    error = written.cells[-2].outputs[-1]
+    assert (error.output_type, error.ename, error.evalue) == ("error", "ValueError", "bad settings")
+    assert written.cells[-2].metadata.papermill.exception  # the cell a failure report stops at
     last = written.cells[-1]
     assert last.source == "print('not reached')" and not last.outputs and last.execution_count is None
 
@@ -86,6 +96,6 @@ def test_an_error_stops_the_notebook_and_names_the_exception(tmp_path):
 def test_the_outputs_are_those_of_a_jupyter_kernel(tmp_path):
     """The same notebook through papermill's own engine (a python3 kernel): identical outputs
     and execution counts, cell by cell."""
-    kernel = execute(tmp_path, notebook(), None)
-    here = execute(tmp_path, notebook(), ENGINE_NAME)
+    kernel = execute(tmp_path, notebook(), None)[1]
+    here = execute(tmp_path, notebook(), ENGINE_NAME)[1]
     assert outputs(here) == outputs(kernel)
