@@ -169,7 +169,9 @@ class ResultHook(DisplayHook):
 
 
 class DisplayRecorder(DisplayPublisher):
-    """`display()` becomes a `display_data` output; `clear_output()` clears the cell's outputs."""
+    """`display()` becomes a `display_data` output; `clear_output()` clears the cell's outputs.
+    An update of an earlier display (`update_display`, used by no stage) is added as a new
+    output rather than replacing it."""
 
     cells: CellOutputs
 
