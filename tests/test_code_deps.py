@@ -32,7 +32,7 @@ def project(root: Path) -> Path:
         "src/pressurebench/prompts.py": "NAMES = ['a']\n",
         "src/pressurebench/prompts/a.txt": "Say a.\n",
         "src/pressurebench/export.py": "from . import prompts\n\nif __name__ == \"__main__\":\n    pass\n",
-        "src/pressurebench/helper.py": "def unused(): ...\n",
+        "src/pressurebench/unused.py": "def unused(): ...\n",
         "notebooks/01_stage.ipynb": json.dumps(NOTEBOOK),
     })
     return root
@@ -89,7 +89,7 @@ def test_a_change_alters_exactly_the_files_of_the_commands_that_reach_it(tmp_pat
         "src/pressurebench/figures.py": {"01_stage.json"},  # imported inside a function
         "src/pressurebench/prompts/a.txt": {"export.json"},  # data, not code
         "src/pressurebench/__init__.py": {"01_stage.json", "export.json"},
-        "src/pressurebench/helper.py": set(),  # imported by no command
+        "src/pressurebench/unused.py": set(),  # imported by no command
         "notebooks/01_stage.ipynb": {"01_stage.json"},
     }
     for rel, expected in changes.items():
