@@ -125,7 +125,9 @@ def terminal_text(comparison: RunComparison) -> str:
         out += ["", f"== {bench.benchmark} ==", _pairing_text(bench)]
         tables, notes = _target_tables(bench)
         for target, table in tables:
-            out += ["", f"-- {target} --", table.to_string(index=False)]
+            width = table["group"].str.len().max()
+            left = {"group": lambda v, w=width: f"{v:<{w}}"}
+            out += ["", f"-- {target} --", table.to_string(index=False, formatters=left)]
         if notes:
             out += ["", _notes_text(notes)]
     for run, only in (("A", comparison.benchmarks_only_a), ("B", comparison.benchmarks_only_b)):

@@ -73,16 +73,21 @@ class RevisionFiles:
 
     def __init__(self, repo: Path, rev: str):
         from dvc.api import DVCFileSystem
+        from dvc.exceptions import DvcException
+        from dvc.repo import Repo
+        from dvc.scm import resolve_rev
 
         self.rev = rev
         try:
-            self.fs = DVCFileSystem(str(repo), rev=rev)
-            params = self.fs.read_text(PARAMS_FILE) if self.fs.exists(PARAMS_FILE) else ""
-        except Exception as exc:  # noqa: BLE001 - DVC and scmrepo raise many kinds for a bad rev
+            with Repo(str(repo)) as project:
+                commit = resolve_rev(project.scm, rev)  # experiment names resolve too
+        except DvcException as exc:
             raise ConfigError(
-                repo, f"'{rev}' is neither a folder nor a git revision or DVC experiment here "
-                f"({exc.__class__.__name__}: {exc})"
+                Path(repo).resolve(),
+                f"'{rev}' is neither a folder nor a git revision or DVC experiment here ({exc})",
             ) from None
+        self.fs = DVCFileSystem(str(repo), rev=commit)
+        params = self.fs.read_text(PARAMS_FILE) if self.fs.exists(PARAMS_FILE) else ""
         self.data_dir = data_dir_of(yaml.safe_load(params) if params else None)
 
     def paths(self) -> list[str]:
