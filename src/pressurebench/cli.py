@@ -73,10 +73,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     stage_w = max(len(t.stage) for t in times)
     arm_w = max(len(t.arm) for t in times)
     for t in times:
-        print(f"{t.stage:<{stage_w}}  {t.arm:<{arm_w}}  {format_seconds(t.seconds):>12}  {t.basis}")
+        print(f"  {t.stage:<{stage_w}}  {t.arm:<{arm_w}}  {format_seconds(t.seconds):>12}  {t.basis}")
     total = total_seconds(times)
-    print(f"{'total':<{stage_w + arm_w + 2}}  {format_seconds(total):>12}"
-          + ("" if total is not None else "  (a stage's time is unknown)"))
+    print(f"  {'total':<{stage_w + arm_w + 2}}  {format_seconds(total):>12}"
+          + ("" if total is not None else "  (not estimated for every stage)"))
     return 0
 
 

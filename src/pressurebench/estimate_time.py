@@ -13,7 +13,7 @@ Two sources, the first that applies:
   `perf/README.md` measured for SmolLM2-135M at `requantize: q8_0`, on as
   many llama.cpp contexts as the provider opens.
 
-Otherwise (an API model never run here) the time is unknown, never 0. Times
+Otherwise (an API model never run here) the time is not estimated, never 0. Times
 cover model calls only: starting a stage's notebook and loading the embedded
 model add a few seconds per stage.
 """
@@ -34,7 +34,7 @@ ASSUMED_DECODE_TPS = 35.0
 LOCAL_CONTEXTS = 4
 RECORDED = "recorded"
 ASSUMED = "assumed"
-UNKNOWN = "unknown"
+NOT_ESTIMATED = "not estimated"
 
 
 @dataclass
@@ -43,7 +43,7 @@ class StageTime:
     arm: str
     calls: int
     seconds: float | None
-    basis: str  # RECORDED, ASSUMED or UNKNOWN, with what it rests on
+    basis: str  # RECORDED, ASSUMED or NOT_ESTIMATED, with what it rests on
 
 
 def _stage_key(line: Line) -> tuple[str, str]:
@@ -98,13 +98,13 @@ def expected_times(params: Params, lines: list[Line], history: RunTotals | None)
                                  f"prompt tokens/s per core, {ASSUMED_DECODE_TPS:.0f} decoded/s"))
         else:
             out.append(StageTime(stage, arm, calls, None,
-                                 f"{UNKNOWN}: {', '.join(sorted(models))} never ran here; "
-                                 "a pilot run records its time"))
+                                 f"{NOT_ESTIMATED}: {', '.join(sorted(models))} never ran here "
+                                 "in this stage; a pilot run records its time"))
     return out
 
 
 def total_seconds(times: list[StageTime]) -> float | None:
-    """The run's expected time; None when any stage's is unknown."""
+    """The run's expected time; None when any stage's is not estimated."""
     if any(t.seconds is None for t in times):
         return None
     return sum(t.seconds for t in times)

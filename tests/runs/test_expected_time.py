@@ -1,5 +1,5 @@
 """`pressurebench estimate`'s expected time: recorded where the same stage ran with the same
-models, assumed for the embedded model, unknown (never 0) for an API model never run here."""
+models, assumed for the embedded model, not estimated (never 0) for an API model never run here."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_the_embedded_model_is_assumed_at_the_stated_speeds():
     assert time.basis.startswith("assumed")
 
 
-def test_an_api_model_never_run_here_has_an_unknown_time_and_so_has_the_run():
+def test_an_api_model_never_run_here_has_no_time_and_neither_has_the_run():
     times = expected_times(params(), [line("evaluate", "b/main/t", "judge", 10)], run_totals([]))
     assert times[0].seconds is None and "judge never ran here" in times[0].basis
     assert total_seconds(times) is None
@@ -81,4 +81,4 @@ def test_the_command_prints_the_expected_time(tmp_path, monkeypatch, capsys):
     assert cli.main(["estimate"]) == 0
     out = capsys.readouterr().out
     assert "Expected time of the model calls" in out
-    assert "a pilot run records its time" in out and "(a stage's time is unknown)" in out
+    assert "a pilot run records its time" in out and "(not estimated for every stage)" in out
