@@ -2,7 +2,8 @@
 
 Each manifest holds the params its stage read, the models it called (their
 registry entries, system prompts included, and the versions providers
-reported), its prompt templates' hashes and the package versions. They are
+reported), its prompt templates' hashes and the Python and package versions, and
+the inputs it read (files, ids). They are
 flattened to dotted keys (`generation.turns`, `models.gpt-4o.temperature`,
 `prompt.simulate_user`, `package.llama_cpp_python`) and every key whose value
 differs, or that only one run has, is listed.
@@ -16,9 +17,6 @@ from typing import Any
 
 from ..schemas import Manifest
 from ..stats.estimates import Strict
-
-# Provenance that differs in every run by nature, not a setting.
-NOT_SETTINGS = ("metrics", "scenarios")
 
 
 class SettingChange(Strict):
@@ -39,13 +37,13 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
 def manifest_settings(manifest: Manifest) -> dict[str, str]:
     """One manifest's settings as dotted keys and JSON values."""
     out: dict[str, str] = {}
-    params = {k: v for k, v in manifest.params.items() if k not in NOT_SETTINGS}
-    _flatten("", params, out)
+    _flatten("", manifest.params, out)
     _flatten("models", manifest.models, out)
     for model_id, versions in manifest.model_versions.items():
         out[f"model_versions.{model_id}"] = json.dumps(versions)
     _flatten("prompt", manifest.prompt_sha256, out)
     _flatten("package", manifest.packages, out)
+    out["python"] = json.dumps(manifest.python_version)
     return out
 
 
