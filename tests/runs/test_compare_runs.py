@@ -128,6 +128,7 @@ def test_the_command_prints_the_table_and_writes_a_report_linked_from_the_index(
     assert "&lt;b&gt;run" in page and "<b>run" not in page
     assert "script-src 'none'" in page
     assert "Cost and time" in page and "system_prompt" in page
+    assert page.count('src="data:image/png;base64,') == 1  # the changes, drawn with intervals
     saved = read_artifact(pages[0].with_suffix(".json"), RunComparison)
     assert saved.benchmarks[0].pairing.paired
     index = (tmp_path / "reports" / "index.html").read_text()

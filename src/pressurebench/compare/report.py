@@ -8,6 +8,7 @@ reports; tables come from `DataFrame.to_html`, which escapes every value.
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import nbformat
 import pandas as pd
 
 from ..io import write_artifact
+from ..reports.figures import ReportFigure, differences_panel, palette
 from ..reports.index import COMPARE_DIR
 from ..reports.render import render_node
 from ..reports.tables import MISSING, format_rate, method_label
@@ -89,6 +91,32 @@ def totals_side_by_side(a: RunTotals, b: RunTotals) -> pd.DataFrame:
         index=["stages", "calls", "cached calls", "failed calls", "input tokens",
                "output tokens", "cost", "wall time (sum of stages)"],
     )
+
+
+def change_plot(bench: BenchmarkComparison) -> ReportFigure:
+    """Every group's change B − A with its interval, one colour per target, around 0."""
+    rows = list(dict.fromkeys(_group(c) for c in bench.changes))
+    series: dict[str, dict[str, object]] = {}
+    for c in bench.changes:
+        series.setdefault(c.target, {})[_group(c)] = c.change
+    colours = palette(len(series))
+    fig = ReportFigure(figsize=(8, 0.9 + 0.35 * len(rows) * max(1, len(series)) ** 0.5))
+    ax = fig.subplots()
+    half = differences_panel(ax, rows, series, colours)
+    ax.set_xlim(-half, half + 0.35 * half)
+    ax.set_xlabel("change in pass rate, B − A")
+    ax.legend(
+        handles=[ax.plot([], [], marker="o", linestyle="", color=c, label=t)[0]
+                 for t, c in zip(series, colours)],
+        title="target", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _png(fig: ReportFigure) -> nbformat.NotebookNode:
+    data = base64.b64encode(fig._repr_png_()).decode("ascii")
+    return nbformat.v4.new_output("display_data", data={"image/png": data})
 
 
 def _pairing_text(bench: BenchmarkComparison) -> str:
@@ -181,6 +209,7 @@ def report_notebook(comparison: RunComparison) -> nbformat.NotebookNode:
         cells.append(nbformat.v4.new_markdown_cell(
             f"## {_escape_md(bench.benchmark)}\n\n{_escape_md(_pairing_text(bench))}"
         ))
+        cells.append(_cell(_png(change_plot(bench))))
         tables, notes = _target_tables(bench)
         for target, table in tables:
             cells.append(nbformat.v4.new_markdown_cell(f"### {_escape_md(target)}"))
