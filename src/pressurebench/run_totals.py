@@ -28,7 +28,8 @@ from .stats.estimates import Strict
 
 COST_SUFFIX = ".cost.json"
 MANIFEST_SUFFIX = ".manifest.json"
-VALIDATION_DIR = "validation"
+# The main arm's stages that write beside its results rather than under `runs/<target>/`.
+RESULTS_STAGES = ("gen_metrics", "gen_scenarios", "aggregate")
 MISSING = "—"
 
 
@@ -111,12 +112,9 @@ def run_totals(stages: Iterable[StageTotals]) -> RunTotals:
     )
 
 
-def cost_files(root: Path, *, arms: bool = True) -> list[Path]:
-    """Every cost file under `root`; with `arms=False` none of the validation arms' below it."""
-    found = sorted(root.rglob("*" + COST_SUFFIX))
-    if arms:
-        return found
-    return [p for p in found if VALIDATION_DIR not in p.relative_to(root).parts[:-1]]
+def cost_files(root: Path) -> list[Path]:
+    """Every cost file under `root`."""
+    return sorted(root.rglob("*" + COST_SUFFIX))
 
 
 def manifest_beside(cost_path: str) -> str:
@@ -124,17 +122,30 @@ def manifest_beside(cost_path: str) -> str:
     return cost_path[: -len(COST_SUFFIX)] + MANIFEST_SUFFIX
 
 
-def read_totals(root: str | Path, *, arms: bool = True) -> RunTotals:
-    """The totals of every stage that wrote under `root` (a data directory, a benchmark's folder
-    or an arm's), reading and validating each cost file and its manifest."""
+def behind_results(path: str) -> bool:
+    """Whether the cost file at `path` (relative to a benchmark's folder) is of a stage whose
+    outputs its results are made from: the generation stages, every stage of a target under
+    `runs/`, and the aggregate stage. The validation arms (below `validation/`) and the studies
+    comparing them (whose files lie beside the main arm's) run after the results."""
+    parts = PurePosixPath(path).parts
+    if parts[0] == "runs":
+        return True
+    return len(parts) == 1 and parts[0][: -len(COST_SUFFIX)] in RESULTS_STAGES
+
+
+def read_totals(root: str | Path, *, results_only: bool = False) -> RunTotals:
+    """The totals of every stage that wrote under `root` (a data directory, or one benchmark's
+    folder), reading and validating each cost file and its manifest; with `results_only`, of
+    the stages a benchmark's results are made from (`behind_results`)."""
     root = Path(root)
     rows = []
-    for path in cost_files(root, arms=arms):
+    for path in cost_files(root):
+        rel = path.relative_to(root).as_posix()
+        if results_only and not behind_results(rel):
+            continue
         manifest_path = Path(manifest_beside(str(path)))
         manifest = read_artifact(manifest_path, Manifest) if manifest_path.is_file() else None
-        rows.append(
-            stage_totals(path.relative_to(root).as_posix(), read_artifact(path, Cost), manifest)
-        )
+        rows.append(stage_totals(rel, read_artifact(path, Cost), manifest))
     return run_totals(rows)
 
 

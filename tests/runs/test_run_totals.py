@@ -56,16 +56,21 @@ def test_a_new_kind_of_stage_is_counted_and_a_missing_manifest_leaves_time_unkno
     assert "fidelity" in totals_frame(totals)["stage"].tolist()
 
 
-def test_validation_arms_count_in_the_run_but_not_in_the_main_arm(data_dir):
+def test_validation_arms_and_studies_count_in_the_run_but_not_behind_the_results(data_dir):
+    root = Layout(data_dir, BENCHMARK).root
     arm = Layout(data_dir, BENCHMARK, "user/other")
     write_artifact(arm.cost_file("simulate", "t1"),
                    Cost(by_model={"other": usage(7, 0, 70, 7, 0.0)}, total_cost_usd=0.0))
     write_artifact(arm.manifest_file("simulate", "t1"), manifest(
         "simulate", target="t1", params={}, models={}, duration_s=5.0))
-    everything = read_totals(Layout(data_dir, BENCHMARK).root)
-    main = read_totals(Layout(data_dir, BENCHMARK).root, arms=False)
-    assert everything.calls == main.calls + 7
-    assert everything.wall_s == main.wall_s + 5
+    write_artifact(root / "user_model_bias.cost.json", Cost())
+    write_artifact(root / "user_model_bias.manifest.json", manifest(
+        "user_model_bias", target=None, params={}, models={}, duration_s=2.0))
+    everything = read_totals(root)
+    results = read_totals(root, results_only=True)
+    assert everything.calls == results.calls + 7
+    assert everything.wall_s == results.wall_s + 5 + 2
+    assert {s.stage for s in results.stages} == {"gen_scenarios", "simulate", "evaluate"}
 
 
 def test_the_table_ends_with_the_run_total(data_dir):

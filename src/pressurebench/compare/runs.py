@@ -26,7 +26,6 @@ from ..io import check_schema_version, read_text, validate_as
 from ..run_totals import (
     COST_SUFFIX,
     MANIFEST_SUFFIX,
-    VALIDATION_DIR,
     RunTotals,
     manifest_beside,
     run_totals,
@@ -36,6 +35,7 @@ from ..schemas import Cost, Manifest, ScenariosFile, ScoresFile
 
 PARAMS_FILE = "params/pipeline.yaml"
 DEFAULT_DATA_DIR = "data"
+VALIDATION_DIR = "validation"
 M = TypeVar("M", bound=BaseModel)
 
 
