@@ -27,6 +27,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
+from ..llm.providers.registry import is_embedded
 from ..results import Results
 from ..run_totals import read_totals, totals_frame
 from ..runtime import now_iso
@@ -202,7 +203,7 @@ def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
             seen.setdefault(model_id, spec)
     described = [f"{m} ({spec.get('provider')}: {spec.get('model')})"
                  for m, spec in sorted(seen.items())]
-    return described, any(spec.get("provider") == "local" for spec in seen.values())
+    return described, any(is_embedded(str(spec.get("provider"))) for spec in seen.values())
 
 
 def write_index(
