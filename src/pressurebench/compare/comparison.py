@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ..run_totals import RunTotals
-from ..stages.aggregate import scores_frame
+from ..scores import scores_frame
 from ..stats.estimates import Strict
 from .differences import GroupChange, Pairing, compare_frames, scenario_pairing
 from .runs import Run
