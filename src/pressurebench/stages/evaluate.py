@@ -27,6 +27,15 @@ so its own cache entry: raising `generation.turns` extends conversations
 the row gets its onset (`schemas.Onset`): the first turn it failed, or the
 turn up to which it was seen holding.
 
+Fidelity (`fidelity.check`). Beside the scores, the stage checks the instrument
+itself in the arms that own their conversations (`stages.fidelity`): whether the
+simulated user played its part and whether the target noticed the test. The
+rows go into the scores file's `fidelity`. They run here rather than in a stage
+of their own because they read the same conversations with the same judge
+machinery, concurrently with the behaviour judge; each check is its own cached
+call, so a change of evaluator replays them (unless the evaluator is also the
+fidelity judge, whose verdicts then rightly change).
+
 The judge is called with sample index 0 for every row. A judge is a measuring
 instrument: the same transcript judged twice should get the same reading. The
 samples of one scenario already differ in their transcripts, so their verdicts
