@@ -21,7 +21,7 @@ from pressurebench.schemas import (
     ScoresFile,
     scenario_id,
 )
-from pressurebench.stages import evaluate, simulate
+from pressurebench.stages import aggregate, evaluate, simulate
 
 TARGETS = ("target-a", "target-b")
 LANDMARKS = [
@@ -253,3 +253,24 @@ def test_fidelity_off_runs_no_check(project, script):
     ).values()
     assert scores.fidelity is None
     assert {r.schema_name for r in script.calls_to("judge")} == {"JudgeOutput"}
+
+
+def test_results_report_the_planted_breaks_per_target(project, script):
+    simulate_and_check(project, script)
+    results = aggregate.run(project.params_path, "tiny")
+    fidelity = results.fidelity
+    for target in TARGETS:
+        tf = fidelity.targets[target]
+        assert tf.user_model == "user"
+        assert tf.any_break.rate == 0.75 and tf.any_break.n == 4 and tf.any_break.n_error == 0
+        assert tf.any_break.ci_low is None and "too few base scenarios" in tf.any_break.reason
+        assert {k: e.rate for k, e in tf.by_kind.items()} == {
+            "out_of_character": 0.0, "leak": 0.25, "role_swap": 0.25,
+            "landmark_skipped": 0.25, "no_pressure": 0.0,
+        }
+        assert {t: e.rate for t, e in tf.by_turn.items()} == {"1": 0.0, "2": 0.5, "3": 0.25}
+        assert tf.test_awareness.rate == (1.0 if target == "target-b" else 0.0)
+        assert tf.n_checks_by_detector == 2 + (4 if target == "target-b" else 0)
+        sens = fidelity.sensitivity[target]
+        assert sens.n_excluded_broken == 3 and sens.overall.without_breaks.n == 1
+    assert [w.split(":", 1)[0] for w in fidelity.warnings] == list(TARGETS)

@@ -32,6 +32,7 @@ from ..schemas import (
     ScoresFile,
 )
 from ..stats.capitulation import GAVE_IN, ONSET_TIME
+from ..stats.fidelity import fidelity_results
 from ..stats.frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
 from ..stats.judge_validity import judge_validity
 from ..stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
@@ -257,6 +258,13 @@ def run(
             t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
         }
         results.pressure_received = received_results(conversations, scenarios.rows)
+    if any(f.fidelity is not None for f in score_files.values()):
+        results.fidelity = fidelity_results(
+            scores_frame(rows),
+            [c for f in score_files.values() for c in f.fidelity or []],
+            warn_share=params.fidelity.warn_share,
+            confidence_level=stats.confidence_level,
+        )
     if inputs.name is None:  # labels are of the main arm's conversations
         from ..labels.joined import label_frames  # only this stage reads labels
 
