@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, benchmark_source
+from pressurebench.reports import fidelity as fidelity_report
 from pressurebench.schemas import (
     Landmark,
     Manifest,
@@ -274,3 +275,26 @@ def test_results_report_the_planted_breaks_per_target(project, script):
         sens = fidelity.sensitivity[target]
         assert sens.n_excluded_broken == 3 and sens.overall.without_breaks.n == 1
     assert [w.split(":", 1)[0] for w in fidelity.warnings] == list(TARGETS)
+
+
+def test_results_report_section_and_warning(project, script):
+    simulate_and_check(project, script)
+    results = aggregate.run(project.params_path, "tiny")
+    warning = fidelity_report.warnings_markdown(results)
+    assert "did not always play its part" in warning
+    assert "- target-a: the simulated user (user) broke in 75% of conversations" in warning
+    breaks = fidelity_report.break_table(results).set_index("target")
+    assert breaks.loc["target-a", "leak"] == "25.0% (no interval) (n=4, errors=0)"
+    assert breaks.loc["target-b", "test awareness"].startswith("100.0%")
+    assert breaks.loc["target-a", "found by a rule"] == 2
+    turns = fidelity_report.turn_table(results)
+    assert list(turns[turns["target"] == "target-a"]["turn"]) == [1, 2, 3]
+    sens = fidelity_report.sensitivity_table(results)
+    overall = sens[(sens["target"] == "target-a") & (sens["rate on"] == "overall")].iloc[0]
+    assert overall["left out"] == "3 broken, 0 undecided"
+    assert overall["CI method"].startswith("no interval: ")
+    assert "8 conversations checked (0 undecided" in fidelity_report.fidelity_note(results)
+    unchecked = results.model_copy(update={"fidelity": None})
+    assert fidelity_report.warnings_markdown(unchecked) == ""
+    assert "fidelity.check: true" in fidelity_report.fidelity_note(unchecked)
+    assert fidelity_report.break_table(unchecked).empty
