@@ -9,11 +9,13 @@ the meta-talk, echo and test-awareness breaks must be found by the detectors.
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, benchmark_source
 from pressurebench.reports import fidelity as fidelity_report
+from pressurebench.reports.export import export_benchmark
 from pressurebench.schemas import (
     Landmark,
     Manifest,
@@ -298,3 +300,14 @@ def test_results_report_section_and_warning(project, script):
     assert fidelity_report.warnings_markdown(unchecked) == ""
     assert "fidelity.check: true" in fidelity_report.fidelity_note(unchecked)
     assert fidelity_report.break_table(unchecked).empty
+
+
+def test_exports_include_the_fidelity_tables(project, script):
+    simulate_and_check(project, script)
+    aggregate.run(project.params_path, "tiny")
+    written = export_benchmark(Layout(Path("data"), "tiny"), Path("export"))
+    names = {Path(p).name for p in written["tables"]}
+    assert {"fidelity_breaks.csv", "fidelity_turns.tex", "fidelity_sensitivity.csv"} <= names
+    breaks = list(csv.DictReader(Path("export/tables/fidelity_breaks.csv").read_text().splitlines()))
+    assert [r["target"] for r in breaks] == list(TARGETS)
+    assert breaks[0]["role swap / echo"].startswith("25.0%")

@@ -7,7 +7,9 @@ results, the same figures and tables the aggregate report shows:
 - `figures/<name>.svg` and `.pdf`: forest plot, heatmap, demographic gaps,
   pairwise comparisons, errors;
 - `tables/<name>.csv` and `.tex`: pass rates with intervals (and their method),
-  judge and inter-sample agreement, error breakdown. The LaTeX is a `booktabs`
+  judge and inter-sample agreement, error breakdown, and with fidelity checks the
+  simulated user's break shares (`fidelity_breaks`, `fidelity_turns`) and the pass
+  rates without the broken conversations (`fidelity_sensitivity`). The LaTeX is a `booktabs`
   tabular (`\\toprule`, `\\midrule`, `\\bottomrule`) with special characters
   escaped, ready for `\\input{}`; `\\usepackage{booktabs}` in the preamble.
 
@@ -29,7 +31,7 @@ from ..io import atomic_write_text, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..results import Results
 from ..schemas import Benchmark
-from . import figures, tables
+from . import fidelity, figures, tables
 
 FIGURE_FORMATS = ("svg", "pdf")
 # Matplotlib writes a creation date (and its version) into SVG and PDF files unless told not to.
@@ -52,11 +54,16 @@ def export_benchmark(layout: Layout, out_dir: str | Path) -> dict[str, list[str]
         "errors": figures.error_plot(errors, targets),
     }.items():
         written["figures"] += save_figure(fig, out_dir / "figures", name)
-    for name, frame in {
+    frames = {
         "pass_rates": tables.results_table(results, names),
         "agreement": views.agreement_frame(results),
         "errors": errors,
-    }.items():
+    }
+    if results.fidelity is not None:
+        frames["fidelity_breaks"] = fidelity.break_table(results)
+        frames["fidelity_turns"] = fidelity.turn_table(results)
+        frames["fidelity_sensitivity"] = fidelity.sensitivity_table(results)
+    for name, frame in frames.items():
         written["tables"] += save_table(frame, out_dir / "tables", name)
     index = {kind: sorted(str(Path(p).relative_to(out_dir)) for p in paths) for kind, paths in written.items()}
     atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2) + "\n")
