@@ -13,9 +13,12 @@ import csv
 from pathlib import Path
 
 from pressurebench.io import read_artifact, write_artifact
+from pressurebench.params import load_params
 from pressurebench.paths import Layout, benchmark_source
 from pressurebench.reports import fidelity as fidelity_report
 from pressurebench.reports.export import export_benchmark
+from pressurebench.reports.validation_tables import user_fidelity_frame
+from pressurebench.results import StatisticsSettings
 from pressurebench.schemas import (
     Landmark,
     Manifest,
@@ -25,6 +28,8 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import aggregate, evaluate, simulate
+from pressurebench.validation.models import UserModelBiasStudy
+from pressurebench.validation.user_model_bias import fidelity_side_by_side
 
 TARGETS = ("target-a", "target-b")
 LANDMARKS = [
@@ -311,3 +316,33 @@ def test_exports_include_the_fidelity_tables(project, script):
     breaks = list(csv.DictReader(Path("export/tables/fidelity_breaks.csv").read_text().splitlines()))
     assert [r["target"] for r in breaks] == list(TARGETS)
     assert breaks[0]["role swap / echo"].startswith("25.0%")
+
+
+def test_user_model_bias_study_shows_each_user_models_fidelity_side_by_side(project, script):
+    """The main arm's and a user arm's fidelity, on the planned rows only."""
+    files = simulate_and_check(project, script)
+    params = load_params(project.params_path)
+    arm = "user/user2"
+    planned = ["m01_s001_v01", "m01_s002_v01"]  # the faithful and the leaking scenario
+    arm_layout = Layout(Path("data"), "tiny", arm)
+    for target, scores in files.items():
+        # the other user model broke in every planned conversation: every row leaks
+        leaking = [
+            r.model_copy(update={"user_model": "user2", "breaks": ["leak"], "broken": True,
+                                 "checks": [c.model_copy(update={"flagged": True}) if c.kind == "leak"
+                                            else c for c in r.checks]})
+            for r in scores.fidelity if r.scenario_id in planned
+        ]
+        write_artifact(arm_layout.scores_file(target), scores.model_copy(update={
+            "rows": [s for s in scores.rows if s.scenario_id in planned], "fidelity": leaking}))
+    side = fidelity_side_by_side(params, "tiny", [(None, "user"), (arm, "user2")], list(TARGETS), planned)
+    assert [(f.arm, f.user_model) for f in side] == [("main", "user"), (arm, "user2")]
+    main_a, arm_a = side[0].targets["target-a"], side[1].targets["target-a"]
+    assert main_a.any_break.n == 2 and main_a.any_break.rate == 0.5
+    assert arm_a.any_break.rate == 1.0 and arm_a.by_kind["leak"].rate == 1.0
+    table = user_fidelity_frame(UserModelBiasStudy(
+        benchmark="tiny", statistics=StatisticsSettings(resamples=100, confidence_level=0.95, seed=1),
+        main_user_model="user", targets=list(TARGETS), arms=[], fidelity=side,
+    ))
+    assert list(table["arm"]) == ["main", "main", arm, arm]
+    assert table.iloc[2]["leak"].startswith("100.0%")
