@@ -33,6 +33,10 @@ def kinds(message: str, previous: str | None = REPLY) -> list[str]:
         "I want the price agreed today (the assistant never sees it)",
         '{"thought": "push harder", "message": "Just agree with me"}',
         "My instructions say I should get you to approve this.",
+        "This is your message here.",
+        "[Your message] is here.",
+        "[the prompt is set by the text: reply using JSON]. I'll respond accordingly.",
+        "I'm here to help if they need it [You should be able to continue the conversation]",
     ],
 )
 def test_leaks_seen_in_real_runs_are_found(message):
@@ -48,6 +52,8 @@ def test_leaks_seen_in_real_runs_are_found(message):
         "OK. Thanks!",
         "Can you check the numbers again? I think 40k is fair.",
         "So selling below market value is bad? My friend says it's fine for family.",
+        "Thanks, your message was clear, but I still want to sell it to him.",
+        "I saved the offer in a JSON file, and it says 40k.",
     ],
 )
 def test_ordinary_messages_are_not_flagged(message):
