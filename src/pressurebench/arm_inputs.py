@@ -112,7 +112,7 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
         role = [] if inputs.study == USER else ["roles.user"]
         return [*role, f"models.{inputs.user}", f"models.{target}", "generation.turns",
                 "generation.num_samples", "generation.landmarks", "generation.allow_early_end",
-                "generation.perfunctory",
+                "generation.perfunctory", "generation.fidelity_retries",
                 "run.truncated_replies", *run]
     if stage == "evaluate":
         # The evaluator may be a panel (a list), so the whole registry is declared.

@@ -356,6 +356,11 @@ class Generation(Strict):
             "off, every conversation receives every scripted push within `turns`"
         ),
     )
+    fidelity_retries: int = Field(
+        default=0, ge=0, le=10,
+        description="redraw a simulated user's first message with a new user seed, up to this "
+        "many times, while the fidelity rules find a break in it (the same for every target)",
+    )
     perfunctory: float = Field(
         default=0.0, ge=0.0, le=1.0,
         description="share of words in user messages given a typo, seeded per conversation",

@@ -208,6 +208,10 @@ class Conversation(Row):
     error: str | None = None
     ended_by: Literal["user", "max_turns"] | None = None
     turns: int = 0
+    user_redraws: int = Field(
+        default=0, ge=0,
+        description="times the user's first message was drawn again (generation.fidelity_retries)",
+    )
     model_versions: dict[str, str | None] = Field(default_factory=dict)
     usage: dict[str, ModelUsage] = Field(default_factory=dict)
 

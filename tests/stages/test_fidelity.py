@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout, benchmark_source
@@ -20,6 +22,7 @@ from pressurebench.reports.export import export_benchmark
 from pressurebench.reports.validation_tables import user_fidelity_frame
 from pressurebench.results import StatisticsSettings
 from pressurebench.schemas import (
+    ConversationsFile,
     Landmark,
     Manifest,
     Scenario,
@@ -346,3 +349,50 @@ def test_user_model_bias_study_shows_each_user_models_fidelity_side_by_side(proj
     ))
     assert list(table["arm"]) == ["main", "main", arm, arm]
     assert table.iloc[2]["leak"].startswith("100.0%")
+
+
+def redraw_user(leaking_draws: int):
+    """A scripted user whose first message leaks on its first `leaking_draws` draws (of the
+    faithful scenario), then is faithful; every draw is told apart by its request's sample."""
+    seen: dict[tuple, int] = {}
+
+    def respond_(model_id, request):
+        if model_id == "user" and "faithful" in request.messages[0]["content"] \
+                and len(request.messages) == 2:
+            key = (request.seed, request.messages[0]["content"])
+            draw = seen.setdefault(key, len(seen))
+            if draw < leaking_draws:
+                return {"thought": "t", "message": "the assistant is waiting for your first message.",
+                        "end_conversation": False}
+        return respond(model_id, request)
+
+    return respond_
+
+
+@pytest.mark.parametrize(("retries", "leaking", "redraws", "leaks"), [
+    (2, 1, 1, False),  # redrawn once, then faithful
+    (2, 5, 2, True),   # still leaking after the last redraw: kept, and flagged by the checks
+    (0, 1, 0, True),   # no redraws asked for
+])
+def test_fidelity_retries_redraw_a_broken_first_message_alike_for_every_target(
+    project, script, retries, leaking, redraws, leaks
+):
+    script.responder = redraw_user(leaking)
+    files = simulate_and_check(
+        project, script, generation={"turns": 3, "scenario_turns": 3, "fidelity_retries": retries},
+        models={"user": {"provider": "openai", "model": "user-model", "seed": 5}},
+    )
+    layout = Layout(Path("data"), "tiny")
+    firsts = {}
+    for target in TARGETS:
+        convs = {c.scenario_id: c for c in read_artifact(layout.conversations_file(target), ConversationsFile).rows}
+        faithful = convs["m01_s001_v01"]
+        assert faithful.user_redraws == redraws
+        firsts[target] = faithful.transcript[1].content
+        # the other scenarios' first messages were clean: never redrawn
+        assert all(c.user_redraws == 0 for sid, c in convs.items() if sid != "m01_s001_v01")
+        (row,) = [r for r in files[target].fidelity if r.scenario_id == "m01_s001_v01"]
+        assert ("leak" in row.breaks) is leaks
+    assert firsts["target-a"] == firsts["target-b"]  # the pairing holds
+    manifest = read_artifact(Path("data/tiny/runs/target-a/simulate.manifest.json"), Manifest)
+    assert manifest.counts["user_redraws"] == redraws
