@@ -80,10 +80,12 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                     lines.append(_line(params, "gen_metrics", label, "generator", generator, n_metrics,
                                        SYSTEM_TOKENS["gen_metrics"] + 80 * n_metrics, 250))
                 n_base = n_metrics * g.scenarios_per_metric
-                lines.append(_line(params, "gen_scenarios", label, "generator", generator, n_base,
-                                   SYSTEM_TOKENS["gen_scenarios"], min(gspec.max_tokens, 400)))
+                lines.append(_line(params, "gen_scenarios", label, "generator (base scenarios)",
+                                   generator, n_base, SYSTEM_TOKENS["gen_scenarios"],
+                                   min(gspec.max_tokens, 400)))
                 if g.demographics:
-                    lines.append(_line(params, "gen_scenarios", label, "generator", generator,
+                    lines.append(_line(params, "gen_scenarios", label,
+                                       "generator (demographic rewrites)", generator,
                                        n_base * n_var, SYSTEM_TOKENS["rewrite"] + 300,
                                        min(gspec.max_tokens, 350)))
             rows = math.ceil(n_metrics * g.scenarios_per_metric * n_var * fraction)

@@ -17,28 +17,31 @@ from .params import ModelSpec, Params, require_api_keys
 ENDPOINT_TIMEOUT_S = 10.0
 
 
-def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str]]:
+def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str], set[str]]:
     """How many params the pipeline's stages watch in `params_path`, as DVC itself resolves
-    dvc.yaml, and one line per watched param the file lacks (DVC would refuse the stage)."""
+    dvc.yaml; one line per watched param the file lacks (DVC would refuse the stage); and every
+    params file the stages watch (so a file they do not watch can be named as such)."""
     from dvc.dependency.param import ParamsDependency
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
-    watched, problems = 0, []
+    watched, problems, files = 0, [], set()
     with Repo(".", uninitialized=True) as repo:
         try:
             stages = list(repo.index.stages)
         except DvcException as exc:  # DVC cannot expand dvc.yaml with these params
-            return 0, [f"dvc.yaml with {params_path}: {exc}"]
+            return 0, [f"dvc.yaml with {params_path}: {exc}"], files
         for stage in stages:
             for dep in stage.deps:
+                if isinstance(dep, ParamsDependency):
+                    files.add(dep.def_path)
                 if not isinstance(dep, ParamsDependency) or Path(dep.def_path) != Path(params_path):
                     continue
                 present = dep.read_params()
                 watched += len(dep.params)
                 problems += [f"{params_path}: {p}: declared by dvc.yaml stage {stage.addressing} but "
                              "missing from the file" for p in dep.params if p not in present]
-    return watched, problems
+    return watched, problems, files
 
 
 def used_models(params: Params) -> list[str]:

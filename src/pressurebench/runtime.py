@@ -156,15 +156,21 @@ class StageRun:
         write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)
         return manifest
 
-    def check_error_rate(self, n_error: int, n_total: int, what: str) -> None:
-        """Artifacts are written first; then a run with too many errors exits non-zero, saying why."""
+    def check_error_rate(
+        self, n_error: int, n_total: int, what: str, artifact: Path,
+        first_error: tuple[str, str | None] | None = None,
+    ) -> None:
+        """Artifacts are written first; then a run with too many errors exits non-zero, naming
+        the file that holds the error rows and quoting the first (`(row id, reason)`)."""
         limit = self.params.run.max_error_rate
         if n_total and n_error / n_total > limit:
+            first = (f"; the first, {first_error[0]}: {first_error[1] or 'no reason'}"
+                     if first_error else "")
             raise StageFailed(
                 f"{self.stage} {self.benchmark}"
                 + (f" {self.target}" if self.target else "")
                 + f": {n_error} of {n_total} {what} are errors ({n_error / n_total:.1%}), above "
-                f"run.max_error_rate={limit:.1%}; see the error rows in the artifacts for reasons"
+                f"run.max_error_rate={limit:.1%}. The error rows are in {artifact}{first}"
             )
 
 

@@ -379,10 +379,11 @@ def test_cli_exits_3_printing_the_one_line_summary(project, mock_server, monkeyp
     rows = read_artifact(project.root / "data" / BENCHMARK / "runs/target-a/conversations.json",
                          ConversationsFile).rows
     n_error = sum(r.status == "error" for r in rows)
+    first = next(r for r in rows if r.status == "error")
     summary = (
         f"pressurebench: simulate {BENCHMARK} target-a: {n_error} of {len(rows)} conversations are "
-        f"errors ({n_error / len(rows):.1%}), above run.max_error_rate=0.0%; see the error rows in "
-        "the artifacts for reasons"
+        f"errors ({n_error / len(rows):.1%}), above run.max_error_rate=0.0%. The error rows are in "
+        f"data/{BENCHMARK}/runs/target-a/conversations.json; the first, {first.conv_id}: {first.error}"
     )
     assert message_lines(proc.stderr) == [summary]
     assert "Traceback" not in proc.stderr and proc.stdout == ""

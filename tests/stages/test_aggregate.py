@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from pressurebench.errors import ConfigError
-from pressurebench.io import read_artifact, write_artifact
+from pressurebench.io import read_artifact, read_yaml_model, write_artifact
 from pressurebench.paths import Layout
 from pressurebench.results import Results, build_results
 from pressurebench.schemas import (
+    Benchmark,
     Conversation,
     ConversationsFile,
     GenerationError,
@@ -193,7 +194,9 @@ def test_pass_rate_plot_data(project):
 
     with open(LAYOUT.root / "plots" / "pass_rates.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["target", "metric_id", "rate", "ci_low", "ci_high", "n"]
+    assert list(rows[0]) == ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]
+    names = {m.id: m.name for m in read_yaml_model(LAYOUT.benchmark_file, Benchmark).metrics}
+    assert {r["metric"] for r in rows} == {f"{m} {names[m]}" for m in ("m01", "m02")}
     by_key = {(r["target"], r["metric_id"]): r for r in rows}
     assert set(by_key) == {(t, m) for t in ("target-a", "target-b") for m in ("m01", "m02")}
     no_data = by_key[("target-a", "m02")]

@@ -315,10 +315,17 @@ def test_exports_include_the_fidelity_tables(project, script):
     aggregate.run(project.params_path, "tiny")
     written = export_benchmark(Layout(Path("data"), "tiny"), Path("export"))
     names = {Path(p).name for p in written["tables"]}
-    assert {"fidelity_breaks.csv", "fidelity_turns.tex", "fidelity_sensitivity.csv"} <= names
-    breaks = list(csv.DictReader(Path("export/tables/fidelity_breaks.csv").read_text().splitlines()))
-    assert [r["target"] for r in breaks] == list(TARGETS)
-    assert breaks[0]["role swap / echo"].startswith("25.0%")
+    assert {"fidelity.csv", "fidelity.tex", "fidelity_sensitivity.csv",
+            "fidelity_sensitivity.tex"} <= names
+    shares = list(csv.DictReader(Path("export/tables/fidelity.csv").read_text().splitlines()))
+    role_swap = [r for r in shares if r["key"] == "role_swap"]
+    assert [r["target"] for r in role_swap] == list(TARGETS)
+    assert float(role_swap[0]["rate"]) == 0.25 and role_swap[0]["n"] == "4"
+    assert role_swap[0]["ci_low"] == "" and "too few base scenarios" in role_swap[0]["reason"]
+    sens = list(csv.DictReader(Path("export/tables/fidelity_sensitivity.csv").read_text().splitlines()))
+    overall = next(r for r in sens if r["target"] == "target-a" and r["rate_on"] == "overall")
+    assert overall["n_excluded_broken"] == "3" and overall["a"] == "without breaks"
+    assert "\\caption{Pass rates of tiny without" in Path("export/tables/fidelity_sensitivity.tex").read_text()
 
 
 def test_user_model_bias_study_shows_each_user_models_fidelity_side_by_side(project, script):

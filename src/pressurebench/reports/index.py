@@ -128,7 +128,11 @@ def results_summary(results_file: Path) -> dict:
             "n": o.n,
             "n_error": o.n_error,
         })
-    return {"caption": f"Overall pass rates ({results_file})", "level": level, "rows": rows}
+    withheld = sorted({rates.overall.reason for rates in results.targets.values()
+                       if rates.overall.rate is not None and rates.overall.ci_low is None
+                       and rates.overall.reason})
+    return {"caption": f"Overall pass rates ({results_file})", "level": level, "rows": rows,
+            "notes": [f"No interval: {reason}." for reason in withheld]}
 
 
 def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Group]:

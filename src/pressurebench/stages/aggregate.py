@@ -40,7 +40,7 @@ from ..stats.received import received_results
 from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
 
 STAGE = "aggregate"
-PLOT_COLUMNS = ["target", "metric_id", "rate", "ci_low", "ci_high", "n"]
+PLOT_COLUMNS = ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]
 OTHER_ERRORS = "other"
 
 
@@ -180,10 +180,12 @@ def metrics_summary(
     return {"targets": targets, "generation_errors": generation_errors}
 
 
-def pass_rates_table(results: Results) -> pd.DataFrame:
-    """Per target and metric: the rate and its interval, for `dvc plots show`."""
+def pass_rates_table(results: Results, metric_names: dict[str, str]) -> pd.DataFrame:
+    """Per target and metric: the rate and its interval, for `dvc plots show` (metrics labelled
+    by id and name, as in the results report)."""
     records = [
-        [target, metric_id, est.rate, est.ci_low, est.ci_high, est.n]
+        [target, metric_id, f"{metric_id} {metric_names.get(metric_id, '')}".strip(), est.rate,
+         est.ci_low, est.ci_high, est.n]
         for target, tr in results.targets.items()
         for metric_id, est in tr.by_metric.items()
     ]
@@ -280,7 +282,7 @@ def run(
     )
     atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
     atomic_write_text(
-        layout.root / "plots" / "pass_rates.csv", pass_rates_table(results).to_csv(index=False)
+        layout.root / "plots" / "pass_rates.csv", pass_rates_table(results, {m.id: m.name for m in bench.metrics}).to_csv(index=False)
     )
 
     n_error = sum(s.status == "error" for s in rows)

@@ -523,5 +523,6 @@ def run(
         },
         seeds={mid: params.models[mid].seed for mid in dict.fromkeys(evaluators + fidelity_judges)},
     )
-    stage.check_error_rate(n_error, len(rows), "scores")
+    stage.check_error_rate(n_error, len(rows), "scores", layout.scores_file(target),
+                           next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
     return manifest

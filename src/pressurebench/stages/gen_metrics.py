@@ -273,5 +273,8 @@ def run(
             f"{len(out.errors)} are listed under 'errors' in {stage.layout.benchmark_file}",
             file=sys.stderr,
         )
-    stage.check_error_rate(len(out.errors), requested, "metrics")
+    stage.check_error_rate(
+        len(out.errors), requested, "metrics", stage.layout.benchmark_file,
+        (out.errors[0].metric_id or "—", out.errors[0].reason) if out.errors else None,
+    )
     return manifest

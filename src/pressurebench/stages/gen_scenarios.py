@@ -475,7 +475,10 @@ def run(
         },
         seeds={"generator": params.models[gen_id].seed},
     )
+    first = outcome.errors[0] if outcome.errors else None
     stage.check_error_rate(
-        plan.rows_expected - len(outcome.rows), plan.rows_expected, "scenario rows"
+        plan.rows_expected - len(outcome.rows), plan.rows_expected, "scenario rows",
+        stage.layout.scenarios_file,
+        (first.base_id or first.metric_id or "—", first.reason) if first else None,
     )
     return manifest

@@ -370,7 +370,8 @@ def run(
         },
         seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
     )
-    stage.check_error_rate(n_error, len(rows), "conversations")
+    stage.check_error_rate(n_error, len(rows), "conversations", layout.conversations_file(target),
+                           next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
     return manifest
 
 

@@ -1,0 +1,138 @@
+"""The results as tables of numbers, for a paper's CSV files and LaTeX tables.
+
+The report's tables are for reading (`50.0%`, `—`, a method sentence per row); a paper needs
+values it can compute with and typeset. Every frame here keeps a rate as a fraction, a count as
+an integer and a missing value as empty (never 0), with the interval's method and, where it is
+withheld, the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..results import Results
+from ..stats.estimates import Difference, RateEstimate
+
+RATE_COLUMNS = ["target", "scope", "key", "label", "rate", "ci_low", "ci_high", "n", "n_error",
+                "base_scenarios", "method", "reason"]
+DIFFERENCE_COLUMNS = ["a", "b", "rate_a", "rate_b", "difference", "ci_low", "ci_high", "n_a",
+                      "n_b", "base_scenarios_a", "base_scenarios_b", "method", "reason"]
+GAP_COLUMNS = ["target", "axis", *DIFFERENCE_COLUMNS, "p_value", "p_holm", "holm_significant",
+               "n_comparisons"]
+ONSET_COLUMNS = ["target", "conversations", "gave_in", "held_to_last_turn",
+                 "held_until_user_stopped", "held_until_judge_error", "median_onset_turn",
+                 "median_reached", "median_ci_low", "median_ci_high", "median_ci_method",
+                 "mean_flips", "recovered", "turns"]
+
+
+def _rate_row(target: str, scope: str, key: str, label: str, est: RateEstimate) -> list:
+    return [target, scope, key, label, est.rate, est.ci_low, est.ci_high, est.n, est.n_error,
+            est.n_clusters, est.ci_method, est.reason]
+
+
+def rates_frame(results: Results, metric_names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Every pass rate the results report, one row each: per target overall, per metric type,
+    per metric and per demographic value."""
+    names = metric_names or {}
+    rows = []
+    for target, tr in results.targets.items():
+        rows.append(_rate_row(target, "overall", "overall", "overall", tr.overall))
+        rows.append(_rate_row(target, "metric type", "positive", "positive metrics", tr.positive))
+        rows.append(_rate_row(target, "metric type", "negative", "negative metrics", tr.negative))
+        for metric_id, est in sorted(tr.by_metric.items()):
+            rows.append(_rate_row(target, "metric", metric_id, names.get(metric_id, metric_id), est))
+        for axis, values in sorted(tr.by_demographic.items()):
+            for value, est in sorted(values.items()):
+                rows.append(_rate_row(target, "demographic", f"{axis}={value}", f"{axis}: {value}",
+                                      est))
+    return _typed(pd.DataFrame(rows, columns=RATE_COLUMNS))
+
+
+def _difference_row(d: Difference) -> list:
+    return [d.a, d.b, d.rate_a, d.rate_b, d.difference, d.ci_low, d.ci_high, d.n_a, d.n_b,
+            d.n_clusters_a, d.n_clusters_b, d.ci_method, d.reason]
+
+
+def pairwise_frame(results: Results) -> pd.DataFrame:
+    """Every pair of targets: the difference of overall pass rates a − b, paired by scenario."""
+    rows = [_difference_row(d) for d in results.comparison.pairwise]
+    return _typed(pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS))
+
+
+def gaps_frame(results: Results) -> pd.DataFrame:
+    """Every demographic gap with its test and Holm's decision within its axis and target."""
+    rows = [
+        [target, g.axis, *_difference_row(g), g.p_value, g.p_holm, g.holm_significant,
+         g.n_comparisons]
+        for target, tr in results.targets.items() for g in tr.demographic_gaps
+    ]
+    return _typed(pd.DataFrame(rows, columns=GAP_COLUMNS))
+
+
+def onsets_frame(results: Results) -> pd.DataFrame:
+    """Per target: how conversations ended as far as giving in goes, and the median onset
+    (`median_reached` false: later than the last turn; an empty `median_ci_high`: the interval
+    runs past it)."""
+    pressure = results.pressure
+    rows = []
+    for target, tp in sorted((pressure.targets if pressure else {}).items()):
+        o, m = tp.onsets, tp.curve.median_onset
+        rows.append([target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
+                     o.censored_judge_error, m.turn, m.reached, m.ci_low, m.ci_high, m.ci_method,
+                     o.mean_flips, o.recovered, pressure.turns])
+    return _typed(pd.DataFrame(rows, columns=ONSET_COLUMNS))
+
+
+SENSITIVITY_COLUMNS = ["target", "rate_on", *DIFFERENCE_COLUMNS, "without_breaks_ci_low",
+                       "without_breaks_ci_high", "n_excluded_broken", "n_excluded_undecided"]
+FIDELITY_KIND_LABELS = {
+    "out_of_character": "out of character", "leak": "leak", "role_swap": "role swap / echo",
+    "landmark_skipped": "landmark skipped", "no_pressure": "no pressure",
+}
+
+
+def fidelity_frame(results: Results) -> pd.DataFrame:
+    """Per target (its user model in the label of `any`): the share of conversations with any
+    break, per kind, per metric and per turn, and with test awareness overall and per turn."""
+    rows = []
+    for target, tf in (results.fidelity.targets.items() if results.fidelity else []):
+        rows.append(_rate_row(target, "any break", "any", f"any break (user {tf.user_model})",
+                              tf.any_break))
+        for kind, est in tf.by_kind.items():
+            rows.append(_rate_row(target, "kind", kind, FIDELITY_KIND_LABELS[kind], est))
+        for metric_id, est in tf.by_metric.items():
+            rows.append(_rate_row(target, "metric", metric_id, f"any break, {metric_id}", est))
+        for turn, est in tf.by_turn.items():
+            rows.append(_rate_row(target, "turn", turn, f"user message broke, turn {turn}", est))
+        rows.append(_rate_row(target, "test awareness", "any", "test awareness", tf.test_awareness))
+        for turn, est in tf.test_awareness_by_turn.items():
+            rows.append(_rate_row(target, "test awareness turn", turn,
+                                  f"test awareness, turn {turn}", est))
+    return _typed(pd.DataFrame(rows, columns=RATE_COLUMNS))
+
+
+def sensitivity_frame(results: Results) -> pd.DataFrame:
+    """Per target and headline rate: without the broken conversations (a) minus all (b)."""
+    rows = []
+    for target, sens in (results.fidelity.sensitivity.items() if results.fidelity else []):
+        entries = [("overall", sens.overall), ("positive", sens.positive),
+                   ("negative", sens.negative), *sens.by_metric.items()]
+        for name, entry in entries:
+            if entry is None:
+                continue
+            rows.append([target, name, *_difference_row(entry.difference),
+                         entry.without_breaks.ci_low, entry.without_breaks.ci_high,
+                         sens.n_excluded_broken, sens.n_excluded_undecided])
+    return _typed(pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS))
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Counts as nullable integers, so a missing count stays empty and a present one has no
+    decimal point in the CSV."""
+    for column in frame.columns:
+        values = frame[column].dropna()
+        if len(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            frame[column] = frame[column].astype("Int64")
+    return frame
