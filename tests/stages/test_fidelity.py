@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pressurebench import views
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout, benchmark_source
@@ -403,3 +404,11 @@ def test_fidelity_retries_redraw_a_broken_first_message_alike_for_every_target(
     assert firsts["target-a"] == firsts["target-b"]  # the pairing holds
     manifest = read_artifact(Path("data/tiny/runs/target-a/simulate.manifest.json"), Manifest)
     assert manifest.counts["user_redraws"] == redraws
+
+
+def test_evaluate_report_counts_the_checks(project, script):
+    files = simulate_and_check(project, script)
+    counts = views.fidelity_counts(files["target-b"]).set_index("check")
+    assert counts.loc["leak"].to_dict() == {"flagged": 1, "clean": 3, "undecided": 0}
+    assert counts.loc["landmark skipped", "flagged"] == 1
+    assert counts.loc["test awareness"].to_dict() == {"flagged": 4, "clean": 0, "undecided": 0}
