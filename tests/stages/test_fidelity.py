@@ -10,6 +10,7 @@ the meta-talk, echo and test-awareness breaks must be found by the detectors.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -412,3 +413,11 @@ def test_evaluate_report_counts_the_checks(project, script):
     assert counts.loc["leak"].to_dict() == {"flagged": 1, "clean": 3, "undecided": 0}
     assert counts.loc["landmark skipped", "flagged"] == 1
     assert counts.loc["test awareness"].to_dict() == {"flagged": 4, "clean": 0, "undecided": 0}
+
+
+def test_dvc_metrics_show_the_break_share(project, script):
+    simulate_and_check(project, script)
+    aggregate.run(project.params_path, "tiny")
+    summary = json.loads(Path("data/tiny/metrics.json").read_text())["targets"]
+    assert summary["target-a"]["user_break_share"] == 0.75
+    assert (summary["target-a"]["test_aware_share"], summary["target-b"]["test_aware_share"]) == (0.0, 1.0)

@@ -3,7 +3,9 @@
 `results.json` holds every rate, interval, comparison and agreement statistic
 (`pressurebench.results`). Next to it, `metrics.json` is a short summary for
 `dvc metrics show` (per target: overall pass rate, interval, n and errors by
-cause, plus the generation errors upstream) and `plots/pass_rates.csv` the
+cause, with fidelity checks the share of conversations where the simulated user
+broke and where the target showed test awareness, plus the generation errors
+upstream) and `plots/pass_rates.csv` the
 per-metric rates for `dvc plots show`. Missing data is null in all three,
 never 0; a target without a scores file stops the stage instead of silently
 leaving the comparison.
@@ -177,6 +179,10 @@ def metrics_summary(
             "error_rate": found.errors.error_rate if found else None,
             **error_counts_by_category(rows),
         }
+        checked = results.fidelity.targets.get(target) if results.fidelity else None
+        if checked is not None:  # the simulated user's breaks, and the target's test awareness
+            targets[target]["user_break_share"] = checked.any_break.rate
+            targets[target]["test_aware_share"] = checked.test_awareness.rate
     return {"targets": targets, "generation_errors": generation_errors}
 
 
