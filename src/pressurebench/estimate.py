@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .io import read_yaml_model
+from .llm.providers.registry import api_for
 from .params import ModelSpec, Params
 from .paths import benchmark_source
 from .schemas import Benchmark
@@ -39,14 +40,14 @@ class Line:
 def _reply_tokens(spec: ModelSpec) -> int:
     """Assume replies use about 60% of their budget, and a reasoning model half of its room to
     reason (hidden reasoning is billed as output): planning figures, stated as such."""
-    hidden = spec.reasoning_tokens // 2 if spec.is_reasoning else 0
+    hidden = (api_for(spec).token_limit(spec.max_tokens) - spec.max_tokens) // 2
     return max(1, int(spec.max_tokens * 0.6)) + hidden
 
 
 def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call) -> Line:
     spec = params.models[model_id]
     tin, tout = calls * tin_per_call, calls * tout_per_call
-    return Line(stage, arm, role, model_id, calls, tin, tout, spec.price(tin, tout))
+    return Line(stage, arm, role, model_id, calls, tin, tout, api_for(spec).price(tin, tout))
 
 
 def variants_per_scenario(params: Params) -> int:

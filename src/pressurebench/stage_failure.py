@@ -144,7 +144,7 @@ def fix_for(reason: str, parameters: dict[str, str]) -> str | None:
 def error_reasons(stage: str, parameters: dict[str, str]) -> tuple[Path | None, pd.DataFrame]:
     """The artifact holding the stage's error rows, and those rows grouped by reason (the first
     row's reason in full, count, its id); no path and no rows when it wrote none."""
-    from .arm_inputs import resolve
+    from .arms.inputs import resolve
     from .io import read_artifact, read_yaml_model
     from .params import load_params
     from .schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile

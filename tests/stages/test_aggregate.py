@@ -27,6 +27,7 @@ from pressurebench.schemas import (
     conv_id,
     scenario_id,
 )
+from pressurebench.scores import scores_frame
 from pressurebench.stages import aggregate, evaluate
 
 TYPES = {"m01": "positive", "m02": "negative"}  # as in the project fixture's benchmark
@@ -285,7 +286,7 @@ def test_a_user_arm_aggregates_its_targets_with_the_main_generation_inputs(proje
 
 
 def test_scores_frame_columns_and_nulls():
-    frame = aggregate.scores_frame(target_a())
+    frame = scores_frame(target_a())
     assert list(frame.columns) == [
         "target",
         "metric_id",
@@ -311,7 +312,7 @@ def test_scores_frame_columns_and_nulls():
 
 def test_scores_frame_single_judge_has_no_panel_columns():
     judge = [JudgeVerdict(model_id="judge", present=True, justification="yes", status="ok")]
-    frame = aggregate.scores_frame([score("target-a", "m01", 1, passed=True, judges=judge)])
+    frame = scores_frame([score("target-a", "m01", 1, passed=True, judges=judge)])
     assert not [c for c in frame.columns if c.startswith("judge:")]
 
 
@@ -334,7 +335,7 @@ def test_scores_frame_panel_columns():
         ),
         score("target-a", "m01", 3, passed=None, judges=panel(None, False)),
     ]
-    frame = aggregate.scores_frame(rows)
+    frame = scores_frame(rows)
     assert frame["judge:j1"].tolist() == [True, True, None]
     assert frame["judge:j2"].tolist() == [True, False, False]
 
@@ -349,7 +350,7 @@ def test_scores_frame_all_metrics_keys_per_judged_metric_clusters_per_conversati
         for base in (1, 2)
         for variant in (1, 2)
     ]
-    frame = aggregate.scores_frame(rows)
+    frame = scores_frame(rows)
     cross = frame[frame["metric_id"] != frame["scenario_metric_id"]]
     assert set(cross["base_id"]) == {"m01_s001@m02", "m01_s002@m02", "m02_s001@m01", "m02_s002@m01"}
     assert cross["scenario_id"].str.endswith(tuple(f"@{m}" for m in ("m01", "m02"))).all()

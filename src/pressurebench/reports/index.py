@@ -25,6 +25,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
+from ..llm.providers.registry import is_embedded
 from ..results import Results
 from ..runtime import now_iso
 from ..schemas import Manifest
@@ -170,7 +171,7 @@ def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
             seen.setdefault(model_id, spec)
     described = [f"{m} ({spec.get('provider')}: {spec.get('model')})"
                  for m, spec in sorted(seen.items())]
-    return described, any(spec.get("provider") == "local" for spec in seen.values())
+    return described, any(is_embedded(str(spec.get("provider"))) for spec in seen.values())
 
 
 def write_index(

@@ -33,7 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -209,7 +209,7 @@ def run(
     arm: str | None = None,
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Write the arm's benchmark with its metrics, by the arm's generator (`arm_inputs`)."""
+    """Write the arm's benchmark with its metrics, by the arm's generator (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
     if not inputs.generates:

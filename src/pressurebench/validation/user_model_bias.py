@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..arms.naming import STUDY_STAGES, USER
 from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
@@ -18,13 +19,12 @@ from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import ScoresFile
 from ..stats.fidelity import target_fidelity
-from .arms import USER
 from .inputs import main_user_model
 from .models import MAIN, UserArmResult, UserModelBiasStudy, UserModelFidelity
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study
 
-STAGE = "user_model_bias"
+STAGE = STUDY_STAGES[USER]
 
 
 def compare_user_arm(
