@@ -24,5 +24,9 @@ WILSON_CLUSTERS = "wilson-effective-n-clusters"
 # This describes verdict variation within that scenario only and is narrower
 # than the truth when its variants and samples are correlated.
 WILSON_ROWS_SINGLE_CLUSTER = "wilson-rows-single-cluster"
+# Prediction-powered inference, power-tuned as in PPI++ (`stats.ppi`): the judge's rate on
+# every row corrected by human labels on a sample, linearized variance over base scenarios
+# within metrics, Student t on base scenarios minus metrics.
+PPI_CLUSTER_T = "ppi++-cluster-t"
 NEWCOMBE_CLUSTERS = "newcombe-wilson-effective-n-clusters"
 NONE = "none"
