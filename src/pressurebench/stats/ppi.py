@@ -245,18 +245,19 @@ def ppi_differences(
     strata: np.ndarray,
     pairs: list[tuple[int, int]],
     confidence_level: float,
+    lam: np.ndarray | float | None = None,
 ) -> PPIRates:
     """Paired differences a − b of prediction-powered rates, one per (a, b) pair of groups.
 
-    Each side keeps its own tuned λ, so a difference is exactly the difference
-    of the rates reported; both lie on the same base scenarios (targets on
+    Each side keeps its own λ (tuned, or `lam`), so a difference is exactly
+    the difference of the rates reported; both lie on the same base scenarios (targets on
     the same conversations' scenarios, demographic values on the variants of
     the same base scenario), and the variance is that of the per-scenario
     difference of their contributions, so what makes a scenario hard for both
     cancels. The interval is a t interval on the design's degrees of freedom,
     withheld where the design is too small.
     """
-    estimate, _, z = ppi_contributions(tables, strata)
+    estimate, _, z = ppi_contributions(tables, strata, lam)
     a = np.array([p[0] for p in pairs], dtype=np.int64)
     b = np.array([p[1] for p in pairs], dtype=np.int64)
     active = _active(tables)[:, a] | _active(tables)[:, b]
