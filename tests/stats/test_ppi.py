@@ -6,11 +6,21 @@ import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy.stats import norm
-from scipy.stats import t as student_t
 
 from pressurebench.stats import methods
-from pressurebench.stats.cluster_t import rate_z, stratified_variance, t_quantile
-from pressurebench.stats.ppi import PPITables, ppi_contributions, ppi_rates, ppi_tables
+from pressurebench.stats.cluster_t import (
+    rate_z,
+    stratified_variance,
+    welch_df,
+    wilson_t_interval,
+)
+from pressurebench.stats.ppi import (
+    PPITables,
+    ppi_contributions,
+    ppi_rates,
+    ppi_tables,
+    residual_floor,
+)
 
 
 def iid_sample(seed: int, n: int, big_n: int, sensitivity=0.8, specificity=0.9, rate=0.4):
@@ -32,7 +42,9 @@ def iid_tables(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> PPITab
         judged=1.0 - one,
         human=np.concatenate([y, np.zeros(big_n)])[:, None],
         judge_labelled=np.concatenate([f, np.zeros(big_n)])[:, None],
+        both=np.concatenate([y * f, np.zeros(big_n)])[:, None],
         weight=one,
+        weight_squared=one,
         labelled=one,
     )
 
@@ -44,30 +56,44 @@ def iid_strata(n: int, big_n: int) -> np.ndarray:
 @pytest.mark.parametrize("lam", [0.0, 0.4, 1.0])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_iid_estimate_and_interval_equal_ppi_python_at_the_same_lambda(seed, lam):
-    """ppi-python's interval is θ̂ ± z · √(s²_r / n + λ² s²_f / N) with the ddof-0 standard
-    deviations; ours is the stratified cluster variance (k / (k − 1) per stratum) with Student t.
-    With those two conventions put side by side, the numbers are ppi-python's own."""
+    """ppi-python's interval is θ̂ ± z · √(s²_r / n + λ² s²_f / N) with ddof-0 standard
+    deviations. Our linearized contributions give exactly that estimate and variance; the
+    reported interval then takes each stratum's variance with k / (k − 1), the residual's at
+    least its floor, Student t on the Welch–Satterthwaite degrees of freedom of the two terms,
+    and Wilson's form, all computed here from ppi-python's own two variance terms."""
     y, f, f_u = iid_sample(seed, 200, 3000)
     n, big_n = len(y), len(f_u)
     strata = iid_strata(n, big_n)
-    estimate, _, z = ppi_contributions(iid_tables(y, f, f_u), strata, lam)
-    assert estimate[0] == pytest.approx(ppi_mean_pointestimate(y, f, f_u, lam=lam), abs=1e-12)
+    tables = iid_tables(y, f, f_u)
+    parts = ppi_contributions(tables, strata, lam)
+    estimate, z = parts.estimate[0], parts.z[:, 0]
+    assert estimate == pytest.approx(ppi_mean_pointestimate(y, f, f_u, lam=lam), abs=1e-12)
 
-    ddof0 = sum(((z[strata == h, 0] - z[strata == h, 0].mean()) ** 2).sum() for h in (0, 1))
+    ddof0 = sum(((z[strata == h] - z[strata == h].mean()) ** 2).sum() for h in (0, 1))
     low, high = ppi_mean_ci(y, f, f_u, alpha=0.05, lam=lam)
     half = norm.ppf(0.975) * np.sqrt(ddof0)
-    assert estimate[0] - half == pytest.approx(low[0], abs=1e-12)
-    assert estimate[0] + half == pytest.approx(high[0], abs=1e-12)
+    assert estimate - half == pytest.approx(low[0], abs=1e-12)
+    assert estimate + half == pytest.approx(high[0], abs=1e-12)
 
-    out = ppi_rates(iid_tables(y, f, f_u), strata, 0.95, lam=lam)
     rectifier = np.std(y - lam * f) ** 2 / n  # ppi-python's two variance terms
     imputed = np.std(lam * f_u) ** 2 / big_n
-    expected = student_t.ppf(0.975, n + big_n - 2) * np.sqrt(
-        n / (n - 1) * rectifier + big_n / (big_n - 1) * imputed
+    v_residual, v_judge = n / (n - 1) * rectifier, big_n / (big_n - 1) * imputed
+    # The residual's floor: its variance on the (y, f) table with 0.5 added to each cell.
+    cells = [((y == i) & (f == j)).sum() + 0.5 for i, j in ((1, 1), (1, 0), (0, 1), (0, 0))]
+    values = np.array([1 - lam, 1.0, -lam, 0.0])
+    p = np.array(cells) / (n + 2)
+    floor = ((p * values**2).sum() - (p * values).sum() ** 2) / (n + 2)
+    assert residual_floor(tables, parts.lam)[0] == pytest.approx(floor, rel=1e-12)
+    v_residual = max(v_residual, floor)
+    df = min(n + big_n - 2, welch_df(v_judge, n + big_n - 2, v_residual, n - 1))
+    expected = wilson_t_interval(
+        np.array([estimate]), np.array([v_residual + v_judge]), np.array([df]), 0.95
     )
-    assert out.ci_method == [methods.PPI_CLUSTER_T]
-    assert out.ci_high[0] - out.estimate[0] == pytest.approx(expected, rel=1e-12)
-    assert out.estimate[0] - out.ci_low[0] == pytest.approx(expected, rel=1e-12)
+    out = ppi_rates(tables, strata, 0.95, lam=lam)
+    assert out.ci_method == [methods.PPI_CLUSTER_T_WILSON]
+    assert out.df[0] == pytest.approx(df, rel=1e-12)
+    assert out.ci_low[0] == pytest.approx(expected[0][0], abs=1e-12)
+    assert out.ci_high[0] == pytest.approx(expected[1][0], abs=1e-12)
 
 
 def test_iid_tuned_lambda_is_ppi_python_s_up_to_its_small_sample_conventions():
@@ -77,7 +103,7 @@ def test_iid_tuned_lambda_is_ppi_python_s_up_to_its_small_sample_conventions():
     for seed in range(5):
         y, f, f_u = iid_sample(seed, 400, 4000)
         strata = iid_strata(len(y), len(f_u))
-        estimate, lam, _ = ppi_contributions(iid_tables(y, f, f_u), strata)
+        estimate, lam, _, _ = ppi_contributions(iid_tables(y, f, f_u), strata)
         theirs = ppi_mean_pointestimate(y, f, f_u)  # tuned
         their_lam = (float(np.squeeze(theirs)) - y.mean()) / (f_u.mean() - f.mean())
         assert 0 < lam[0] < 1
@@ -106,13 +132,15 @@ def test_with_every_row_labelled_the_rate_and_its_interval_are_the_human_ones():
     valid = np.ones(cluster.size)
     tables = ppi_tables(cluster, group, k, 1, f, valid, y, np.ones(cluster.size))
     out = ppi_rates(tables, strata, 0.95)
-    assert out.estimate[0] == pytest.approx(y.mean(), abs=1e-12)
+    assert out.estimate[0] == pytest.approx(y.mean(), abs=1e-12) and out.lam[0] == 0.0
     passes = np.bincount(cluster, weights=y, minlength=k)[:, None]
     rows = np.bincount(cluster, minlength=k).astype(float)[:, None]
     human = stratified_variance(rate_z(passes, rows), rows > 0, strata)
-    half = t_quantile(human.df, 0.95)[0] * np.sqrt(human.variance[0])
-    assert out.ci_low[0] == pytest.approx(y.mean() - half, abs=1e-12)
-    assert out.ci_high[0] == pytest.approx(y.mean() + half, abs=1e-12)
+    assert residual_floor(tables, out.lam)[0] < human.variance[0]
+    low, high = wilson_t_interval(np.array([y.mean()]), human.variance, human.df, 0.95)
+    assert out.df[0] == human.df[0]
+    assert out.ci_low[0] == pytest.approx(low[0], abs=1e-12)
+    assert out.ci_high[0] == pytest.approx(high[0], abs=1e-12)
 
 
 def test_a_judge_that_knows_nothing_gets_lambda_near_zero_and_the_labelled_rows_interval():

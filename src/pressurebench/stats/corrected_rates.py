@@ -149,8 +149,8 @@ def human_passes(scores: pd.DataFrame, items: pd.DataFrame) -> tuple[np.ndarray,
 
 def _rate(raw: RateEstimate, out: PPIRates, g: int, n_labelled: float) -> CorrectedRate:
     reason = out.reason[g]
-    if reason is not None and raw.ci_low is None and raw.reason:
-        reason = f"no interval, as for the raw rate: {raw.reason}"
+    if reason is not None and reason == raw.reason:
+        reason = f"no interval, as for the raw rate: {reason}"
     return CorrectedRate(
         raw=raw,
         corrected_rate=_finite(out.estimate[g]),

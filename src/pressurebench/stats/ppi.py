@@ -37,17 +37,29 @@ is what makes the variance reach the human rate's own when every row is
 labelled. z is linear in λ, z = b + λ e, so the variance is the quadratic
 V(b) + 2 λ C(b, e) + λ² V(e) and the tuned λ is −C(b, e) / V(e), clipped to
 [0, 1]. In the i.i.d. case (each row its own cluster, labelled and
-unlabelled rows apart) this is PPI++'s estimator; `tests/stats/test_ppi.py`
-checks it against the authors' `ppi-python`.
+unlabelled rows apart) this is PPI++'s estimator.
 
-The interval is θ̂ ± t · √V on the design's degrees of freedom (base
-scenarios minus metrics), clipped to [0, 1], and withheld exactly where the
-raw rate's is: too few base scenarios, or a metric with a single one. Where
-the estimate is so close to 0 or 1 that less than one base scenario's worth
-of rows goes the other way, the variance says nothing and the interval is
-a Wilson interval on the number of base scenarios, as for raw rates. The
-coverage of these intervals over label budgets, judge qualities and designs
-is measured by `tests/stats_support/ppi_coverage.py` (docs/judge_coverage.md).
+Labels are few where judged rows are many, and three small-sample
+safeguards keep the interval's coverage at the budgets studies have (the
+coverage grid, docs/judge_coverage.md, measures them):
+
+- a judge right on every labelled row shows no residual variance, although
+  its errors are merely rare; the residual's variance is therefore at least
+  what the labelled rows' 2 × 2 table of (human, judge) passes gives with
+  0.5 added to each cell (Agresti and Min 2005, the interval for matched
+  proportions that the residual at λ = 1 is), on the labels' Kish effective
+  number;
+- the degrees of freedom are the Welch–Satterthwaite combination of the
+  judged rows' (base scenarios minus metrics) and the labelled rows' (base
+  scenarios with labels minus the metrics they lie in), at most the former;
+- the interval is Wilson's on the design-effective sample size with that t
+  quantile, as for raw rates (`cluster_t.wilson_t_interval`), so it stays in
+  [0, 1] and follows a rate's skew near 0 or 1.
+
+Without them, the estimate and the t interval on this variance are
+ppi-python's in the i.i.d. case (`tests/stats/test_ppi.py`). An interval is
+withheld exactly where the raw rate's is: too few base scenarios, or a
+metric with a single one; never because the judge is weak.
 
 Nothing here knows what a judge judged: the same functions correct the
 behaviour judge, a judge panel's majority, or any other judge whose verdicts
@@ -61,28 +73,39 @@ from typing import NamedTuple
 import numpy as np
 
 from . import methods
-from .cluster_t import stratified_variance, t_quantile
+from .cluster_t import (
+    degrees_of_freedom,
+    stratified_variance,
+    t_quantile,
+    welch_df,
+    wilson_t_interval,
+)
 from .grouping import cluster_table
-from .intervals import wilson_interval
 
 # Below this share of V(b), V(e) is rounding: the labelled rows are the judged rows, so the
 # estimate does not depend on λ.
 _NO_JUDGE_TERM = 1e-12
+# Added to each cell of the labelled rows' (human, judge) table for the residual's variance
+# floor (Agresti and Min 2005).
+_CELL_PSEUDO_COUNT = 0.5
 
 
 class PPITables(NamedTuple):
     """Per base scenario (rows) and group (columns): what the estimator reads.
 
     `judge_passes` and `judged` count the judge's passes and the valid judged
-    rows; `human`, `judge_labelled` and `weight` sum w·y, w·f and w over the
-    labelled rows with a human answer; `labelled` counts those rows.
+    rows; over the labelled rows with a human answer, `human`, `judge_labelled`,
+    `both`, `weight` and `weight_squared` sum w·y, w·f, w·y·f, w and w², and
+    `labelled` counts them.
     """
 
     judge_passes: np.ndarray
     judged: np.ndarray
     human: np.ndarray
     judge_labelled: np.ndarray
+    both: np.ndarray
     weight: np.ndarray
+    weight_squared: np.ndarray
     labelled: np.ndarray
 
 
@@ -96,6 +119,20 @@ class PPIRates(NamedTuple):
     lam: np.ndarray
     df: np.ndarray
     reason: list[str | None]
+
+
+class Contributions(NamedTuple):
+    """Per group the estimate and λ; per base scenario and group the linearized contributions
+    of the judge's term (λ a) and of the residual's (b − λ d), which sum to z."""
+
+    estimate: np.ndarray
+    lam: np.ndarray
+    judge: np.ndarray
+    residual: np.ndarray
+
+    @property
+    def z(self) -> np.ndarray:
+        return self.judge + self.residual
 
 
 def ppi_tables(
@@ -120,6 +157,7 @@ def ppi_tables(
     y = np.asarray(human_pass, dtype=float)
     on = (~np.isnan(y) & (valid > 0)).astype(float)
     w = np.where(on > 0, np.asarray(weight, dtype=float), 0.0)
+    y = np.nan_to_num(y)
 
     def table(values: np.ndarray) -> np.ndarray:
         return cluster_table(cluster, group, n_clusters, n_groups, values)
@@ -127,26 +165,13 @@ def ppi_tables(
     return PPITables(
         judge_passes=table(f),
         judged=table(valid),
-        human=table(w * np.nan_to_num(y)),
+        human=table(w * y),
         judge_labelled=table(w * f),
+        both=table(w * y * f),
         weight=table(w),
+        weight_squared=table(w * w),
         labelled=table(on),
     )
-
-
-def _parts(tables: PPITables) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """θ_f, Δ's two parts (Σ w y / W, Σ w f / W), and the linearized z = b + λ e as (b, e)."""
-    n = tables.judged.sum(axis=0)
-    w = tables.weight.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        theta_f = tables.judge_passes.sum(axis=0) / n
-        human = tables.human.sum(axis=0) / w
-        judge_labelled = tables.judge_labelled.sum(axis=0) / w
-        b = (tables.human - human * tables.weight) / w
-        e = (tables.judge_passes - theta_f * tables.judged) / n - (
-            tables.judge_labelled - judge_labelled * tables.weight
-        ) / w
-    return theta_f, np.stack([human, judge_labelled]), np.nan_to_num(b), np.nan_to_num(e)
 
 
 def _active(tables: PPITables) -> np.ndarray:
@@ -154,36 +179,106 @@ def _active(tables: PPITables) -> np.ndarray:
     return (tables.judged > 0) | (tables.weight > 0)
 
 
+def _parts(tables: PPITables):
+    """θ_f, Σ w y / W, Σ w f / W, and the linearized pieces b, a, d (z = b + λ (a − d))."""
+    n = tables.judged.sum(axis=0)
+    w = tables.weight.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta_f = tables.judge_passes.sum(axis=0) / n
+        human = tables.human.sum(axis=0) / w
+        judge_labelled = tables.judge_labelled.sum(axis=0) / w
+        b = (tables.human - human * tables.weight) / w
+        a = (tables.judge_passes - theta_f * tables.judged) / n
+        d = (tables.judge_labelled - judge_labelled * tables.weight) / w
+    return theta_f, human, judge_labelled, np.nan_to_num(b), np.nan_to_num(a), np.nan_to_num(d)
+
+
 def tuned_lambda(
     b: np.ndarray, e: np.ndarray, active: np.ndarray, strata: np.ndarray
 ) -> np.ndarray:
     """Per group, the λ in [0, 1] minimising the stratified variance of Σ (b + λ e).
 
-    1 where e carries no variance (every row labelled: the estimate does not
-    depend on λ).
+    0 where e carries no variance: every row is labelled, the estimate is the
+    human rate whatever λ, and the judge adds nothing.
     """
     vb = stratified_variance(b, active, strata, min_df=0).variance
     ve = stratified_variance(e, active, strata, min_df=0).variance
     vbe = stratified_variance(b + e, active, strata, min_df=0).variance
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = -(vbe - vb - ve) / (2 * ve)
-    return np.where(ve > _NO_JUDGE_TERM * np.maximum(vb, 1e-300), np.clip(lam, 0.0, 1.0), 1.0)
+    return np.where(ve > _NO_JUDGE_TERM * np.maximum(vb, 1e-300), np.clip(lam, 0.0, 1.0), 0.0)
 
 
 def ppi_contributions(
     tables: PPITables, strata: np.ndarray, lam: np.ndarray | float | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The estimate, λ and the linearized contributions z (clusters, groups) of every group.
+) -> Contributions:
+    """The estimate, λ and the linearized contributions of every group.
 
     `lam` None tunes λ per group (`tuned_lambda`); a number or an array fixes it.
     """
-    theta_f, (human, judge_labelled), b, e = _parts(tables)
-    active = _active(tables)
+    theta_f, human, judge_labelled, b, a, d = _parts(tables)
     if lam is None:
-        lam = tuned_lambda(b, e, active, strata)
+        lam = tuned_lambda(b, a - d, _active(tables), strata)
     lam = np.broadcast_to(np.asarray(lam, dtype=float), theta_f.shape)
     estimate = lam * theta_f + human - lam * judge_labelled
-    return estimate, lam, b + lam * e
+    return Contributions(estimate, lam, lam * a, b - lam * d)
+
+
+def residual_floor(tables: PPITables, lam: np.ndarray) -> np.ndarray:
+    """Per group, the least variance the mean residual Σ w (y − λ f) / W is given.
+
+    The variance of the residual y − λ f on the labelled rows' weighted 2 × 2
+    table of (y, f), scaled to the labels' Kish effective number n and with
+    `_CELL_PSEUDO_COUNT` added to each cell, over n + 4 × that count.
+    """
+    w = tables.weight.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = w**2 / tables.weight_squared.sum(axis=0)
+        both = tables.both.sum(axis=0) / w
+        human = tables.human.sum(axis=0) / w
+        judge = tables.judge_labelled.sum(axis=0) / w
+    shares = np.stack([both, human - both, judge - both, 1 - human - judge + both])
+    values = np.stack([1 - lam, np.ones_like(lam), -lam, np.zeros_like(lam)])
+    total = n + 4 * _CELL_PSEUDO_COUNT
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = (shares * n + _CELL_PSEUDO_COUNT) / total
+        mean = (p * values).sum(axis=0)
+        floor = ((p * values**2).sum(axis=0) - mean**2) / total
+    return np.where(w > 0, floor, 0.0)
+
+
+class _Design(NamedTuple):
+    variance: np.ndarray
+    df: np.ndarray
+    reason: list[str | None]
+
+
+def _design(
+    judge: np.ndarray,
+    residual: np.ndarray,
+    floor: np.ndarray,
+    active: np.ndarray,
+    labelled: np.ndarray,
+    strata: np.ndarray,
+) -> _Design:
+    """Variance of Σ (judge + residual) with the residual's part at least `floor`, and the
+    Welch–Satterthwaite degrees of freedom of the two parts, at most the design's."""
+    whole = stratified_variance(judge + residual, active, strata)
+    v_judge = stratified_variance(judge, active, strata, min_df=0).variance
+    v_residual = stratified_variance(residual, active, strata, min_df=0).variance
+    raised = np.maximum(v_residual, floor)
+    variance = np.maximum(whole.variance + raised - v_residual, 0.0)
+    df_labelled = degrees_of_freedom(labelled, strata)
+    df = np.minimum(whole.df, welch_df(v_judge, whole.df, raised, df_labelled))
+    return _Design(variance, df, whole.reason)
+
+
+def _why_not(tables: PPITables, g: int, design_reason: str | None) -> str | None:
+    if tables.judged[:, g].sum() == 0:
+        return "no valid judged rows"
+    if tables.labelled[:, g].sum() == 0:
+        return "no labelled rows with a human answer"
+    return design_reason
 
 
 def ppi_rates(
@@ -192,49 +287,33 @@ def ppi_rates(
     confidence_level: float,
     lam: np.ndarray | float | None = None,
 ) -> PPIRates:
-    """Prediction-powered rates with their cluster-t intervals, one per group (column).
+    """Prediction-powered rates with their intervals, one per group (column).
 
     A group without judged rows or without labelled rows has no estimate
     (NaN, with the reason); a design too small for the raw rate's interval
     gives none here either.
     """
-    estimate, lam, z = ppi_contributions(tables, strata, lam)
-    active = _active(tables)
-    design = stratified_variance(z, active, strata)
-    q = t_quantile(design.df, confidence_level)
-    half = q * np.sqrt(design.variance)
-    n_clusters = active.sum(axis=0)
-    clusters_low, clusters_high = wilson_interval(
-        np.clip(estimate, 0, 1) * n_clusters, n_clusters, confidence_level
+    parts = ppi_contributions(tables, strata, lam)
+    design = _design(
+        parts.judge, parts.residual, residual_floor(tables, parts.lam), _active(tables),
+        tables.weight > 0, strata,
     )
-    low = np.full(estimate.shape, np.nan)
-    high = np.full(estimate.shape, np.nan)
-    method, reason = [], []
-    for g in range(estimate.size):
-        if tables.judged[:, g].sum() == 0:
-            why = "no valid judged rows"
-        elif tables.labelled[:, g].sum() == 0:
-            why = "no labelled rows with a human answer"
-        else:
-            why = design.reason[g]
-        theta = float(np.clip(estimate[g], 0.0, 1.0))
-        if why is not None:
-            method.append(methods.NONE)
-        elif design.variance[g] <= 0 or n_clusters[g] * min(theta, 1 - theta) < 1:
-            low[g], high[g] = clusters_low[g], clusters_high[g]
-            method.append(methods.WILSON_CLUSTERS)
-        else:
-            low[g] = max(estimate[g] - half[g], 0.0)
-            high[g] = min(estimate[g] + half[g], 1.0)
-            method.append(methods.PPI_CLUSTER_T)
-        reason.append(why)
+    estimate = np.clip(parts.estimate, 0.0, 1.0)
+    low, high = wilson_t_interval(estimate, design.variance, design.df, confidence_level)
+    half = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
+    # At exactly 0 or 1 Wilson's form has no effective n: the t interval, clipped.
+    edge = ~np.isfinite(low)
+    low = np.where(edge, np.maximum(estimate - half, 0.0), low)
+    high = np.where(edge, np.minimum(estimate + half, 1.0), high)
+    reason = [_why_not(tables, g, design.reason[g]) for g in range(estimate.size)]
+    given = np.array([r is None for r in reason], dtype=bool)
     has_labels = tables.labelled.sum(axis=0) > 0
     return PPIRates(
-        estimate=np.where(has_labels, np.clip(estimate, 0.0, 1.0), np.nan),
-        ci_low=low,
-        ci_high=high,
-        ci_method=method,
-        lam=np.where(has_labels, lam, np.nan),
+        estimate=np.where(has_labels, estimate, np.nan),
+        ci_low=np.where(given, low, np.nan),
+        ci_high=np.where(given, high, np.nan),
+        ci_method=[methods.PPI_CLUSTER_T_WILSON if g else methods.NONE for g in given],
+        lam=np.where(has_labels, parts.lam, np.nan),
         df=design.df,
         reason=reason,
     )
@@ -250,32 +329,36 @@ def ppi_differences(
     """Paired differences a − b of prediction-powered rates, one per (a, b) pair of groups.
 
     Each side keeps its own λ (tuned, or `lam`), so a difference is exactly
-    the difference of the rates reported; both lie on the same base scenarios (targets on
-    the same conversations' scenarios, demographic values on the variants of
-    the same base scenario), and the variance is that of the per-scenario
-    difference of their contributions, so what makes a scenario hard for both
-    cancels. The interval is a t interval on the design's degrees of freedom,
-    withheld where the design is too small.
+    the difference of the rates reported; both lie on the same base scenarios
+    (targets on the same conversations' scenarios, demographic values on the
+    variants of the same base scenario), and the variance is that of the
+    per-scenario difference of their contributions, so what makes a scenario
+    hard for both cancels. Each side's residual variance gets its floor, and
+    the interval is a t interval, withheld where the design is too small.
     """
-    estimate, _, z = ppi_contributions(tables, strata, lam)
+    parts = ppi_contributions(tables, strata, lam)
+    floor = residual_floor(tables, parts.lam)
     a = np.array([p[0] for p in pairs], dtype=np.int64)
     b = np.array([p[1] for p in pairs], dtype=np.int64)
     active = _active(tables)[:, a] | _active(tables)[:, b]
-    design = stratified_variance(z[:, a] - z[:, b], active, strata)
-    diff = np.clip(estimate[a], 0, 1) - np.clip(estimate[b], 0, 1)
+    labelled = (tables.weight[:, a] > 0) | (tables.weight[:, b] > 0)
+    design = _design(
+        parts.judge[:, a] - parts.judge[:, b],
+        parts.residual[:, a] - parts.residual[:, b],
+        floor[a] + floor[b],
+        active,
+        labelled,
+        strata,
+    )
+    estimate = np.clip(parts.estimate, 0.0, 1.0)
+    diff = estimate[a] - estimate[b]
     half = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
-    labelled = tables.labelled.sum(axis=0)
-    judged = tables.judged.sum(axis=0)
-    reason: list[str | None] = []
-    for i in range(len(pairs)):
-        if judged[a[i]] == 0 or judged[b[i]] == 0:
-            reason.append("no valid judged rows on one side")
-        elif labelled[a[i]] == 0 or labelled[b[i]] == 0:
-            reason.append("no labelled rows with a human answer on one side")
-        else:
-            reason.append(design.reason[i])
+    reason = [
+        _why_not(tables, int(a[i]), None) or _why_not(tables, int(b[i]), design.reason[i])
+        for i in range(len(pairs))
+    ]
     given = np.array([r is None for r in reason], dtype=bool)
-    has = (labelled[a] > 0) & (labelled[b] > 0)
+    has = (tables.labelled.sum(axis=0)[a] > 0) & (tables.labelled.sum(axis=0)[b] > 0)
     return PPIRates(
         estimate=np.where(has, diff, np.nan),
         ci_low=np.where(given, np.maximum(diff - half, -1.0), np.nan),
