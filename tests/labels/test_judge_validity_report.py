@@ -69,5 +69,14 @@ def test_labels_flow_into_the_results_report(project, script, capsys):
     table = judge.agreement_table(results)
     assert table["judge"].iloc[0] == "panel" and int(table["items"].iloc[0]) == len(export.items)
     corrected = judge.corrected_table(results)
-    assert set(corrected["target"]) == set(TARGETS) and "overall" in set(corrected["metric"])
+    assert set(corrected["target"]) == set(TARGETS)
+    assert {"overall", "age=young", "age=old"} <= set(corrected["rate"])
+    assert set(corrected["method"]) <= {"PPI++, cluster-t Wilson", "no interval"}
+    # The humans see target-b's behaviour as absent throughout: its corrected rates say so.
+    overall_b = validity.corrected.by_target["target-b"].overall
+    assert overall_b.corrected_rate == validity.corrected.by_target["target-b"].overall.raw.rate
+    differences = judge.corrected_differences_table(results)
+    assert "target-a − target-b" in set(differences["difference"])
+    assert "age: old − young" in set(differences["difference"])
     assert "labelled items" in judge.judge_note(results)
+    assert "prediction-powered inference" in judge.judge_note(results)

@@ -7,7 +7,10 @@ results, the same figures and tables the aggregate report shows:
 - `figures/<name>.svg` and `.pdf`: forest plot, heatmap, demographic gaps,
   pairwise comparisons, errors;
 - `tables/<name>.csv` and `.tex`: pass rates with intervals (and their method),
-  judge and inter-sample agreement, error breakdown. The LaTeX is a `booktabs`
+  judge and inter-sample agreement, error breakdown, and with human labels
+  every pass rate, target difference and demographic gap as judged beside
+  its judge-corrected value (`judge_corrected_rates`,
+  `judge_corrected_differences`). The LaTeX is a `booktabs`
   tabular (`\\toprule`, `\\midrule`, `\\bottomrule`) with special characters
   escaped, ready for `\\input{}`; `\\usepackage{booktabs}` in the preamble.
 
@@ -29,7 +32,7 @@ from ..io import atomic_write_text, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..results import Results
 from ..schemas import Benchmark
-from . import figures, tables
+from . import figures, judge, tables
 
 FIGURE_FORMATS = ("svg", "pdf")
 # Matplotlib writes a creation date (and its version) into SVG and PDF files unless told not to.
@@ -56,6 +59,14 @@ def export_benchmark(layout: Layout, out_dir: str | Path) -> dict[str, list[str]
         "pass_rates": tables.results_table(results, names),
         "agreement": views.agreement_frame(results),
         "errors": errors,
+        **(
+            {
+                "judge_corrected_rates": judge.corrected_table(results),
+                "judge_corrected_differences": judge.corrected_differences_table(results),
+            }
+            if results.judge_validity is not None and results.judge_validity.corrected
+            else {}
+        ),
     }.items():
         written["tables"] += save_table(frame, out_dir / "tables", name)
     index = {kind: sorted(str(Path(p).relative_to(out_dir)) for p in paths) for kind, paths in written.items()}
