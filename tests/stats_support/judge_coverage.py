@@ -20,8 +20,8 @@ weights (every item weighs 1), the analysis that over-sampling biases.
 and the raw judged rate's interval cover the true rate, and their mean
 widths; and the same for the corrected paired difference of the two
 targets. `make judge-coverage` runs the grid of label budgets, judge
-qualities and designs into docs/judge_coverage.md (`--quick` for a smaller
-one).
+qualities and designs into docs/judge_coverage.md (`--judge` and `--base`
+run part of it).
 """
 
 from __future__ import annotations
@@ -289,41 +289,47 @@ def grid_rows(replications: int, budgets, judges, bases, seed: int = 11):
                     ).replace("nan", "–")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replications", type=int, default=500)
-    parser.add_argument("--quick", action="store_true", help="one design and judge, 200 benchmarks")
-    parser.add_argument("--out", help="write the markdown table here instead of printing it")
-    args = parser.parse_args()
-    budgets, judges, bases = BUDGETS, JUDGES, BASES
-    replications = args.replications
-    if args.quick:
-        judges = {k: v for k, v in JUDGES.items() if k == "Se 0.8, Sp 0.9"}
-        bases, replications = (6,), 200
+def document(rows: list[str], replications: int) -> str:
+    """docs/judge_coverage.md: what was simulated, then the grid's rows."""
     error = np.sqrt(0.95 * 0.05 / replications)
     lines = [
         "# Coverage of judge-corrected pass rates (prediction-powered inference)",
         "",
         (
-        f"Written by `make judge-coverage` (`tests/stats_support/judge_coverage.py`, seed 11): "
-        f"{replications} simulated benchmarks per row, Monte-Carlo standard error of a "
-        f"coverage of 0.95: {error:.3f}. Two targets with true pass rates "
-        f"{TRUE_RATES['a']} and {TRUE_RATES['b']} (and their paired difference a − b), 4 "
-        "metrics (alternately positive and negative) × base scenarios per metric × 2 "
-        "variants × 2 samples, Beta scenario effects (ICC 1/9). The judge's verdicts have the "
-        "given sensitivity and specificity (per metric in the last judge); two raters, "
-        "always right, label the given number of items per target spread over its metrics "
-        "(every row once the budget exceeds them). Coverage of the 95% interval and its "
-        "mean width where given: corrected (PPI++, `stats.ppi`), the labelled rows alone "
-        "(λ = 0) and the raw judged rate; λ is the mean power tuning."
+            "Written by `make judge-coverage` (`tests/stats_support/judge_coverage.py`, seed "
+            f"11): {replications} simulated benchmarks per row, Monte-Carlo standard error of "
+            f"a coverage of 0.95: {error:.3f}. Two targets with true pass rates "
+            f"{TRUE_RATES['a']} and {TRUE_RATES['b']} (and their paired difference a − b), 4 "
+            "metrics (alternately positive and negative) × base scenarios per metric × 2 "
+            "variants × 2 samples, Beta scenario effects (ICC 1/9). The judge's verdicts have "
+            "the given sensitivity and specificity (per metric m01–m04 in the last judge); two "
+            "raters, always right, label the given number of items per target spread over its "
+            "metrics (every row once the budget exceeds them). Coverage of the 95% interval "
+            "and its mean width where given: corrected (PPI++, `stats.ppi`), the labelled rows "
+            "alone (λ = 0) and the raw judged rate; λ is the mean power tuning."
         ),
         "",
         "| base / metric | judge | labels / target | rate | corrected | width "
         + "| labelled only | width | raw | width | λ |",
         "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-        *grid_rows(replications, budgets, judges, bases),
+        *rows,
     ]
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replications", type=int, default=400)
+    parser.add_argument(
+        "--judge", action="append", choices=list(JUDGES), help="only these judges (repeatable)"
+    )
+    parser.add_argument("--base", type=int, nargs="+", default=list(BASES),
+                        help="base scenarios per metric")
+    parser.add_argument("--out", help="write the markdown here instead of printing it")
+    args = parser.parse_args()
+    judges = {k: v for k, v in JUDGES.items() if not args.judge or k in args.judge}
+    rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
+    text = document(rows, args.replications)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)
