@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from pressurebench.errors import ConfigError
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.params import load_params, require_api_keys
 from support import tiny_params
 
@@ -36,7 +37,7 @@ def test_tiny_params_load(tmp_path):
     params = load_params(write(tmp_path, tiny_params()))
     assert params.roles.evaluators == ["judge"]
     assert params.generation.turns == 3
-    assert params.models["target-a"].concurrency == 8
+    assert api_for(params.models["target-a"]).concurrency == 8
 
 
 def test_unknown_key_is_an_error_naming_the_field(tmp_path):
@@ -116,17 +117,18 @@ def test_a_panel_of_judges_that_differ_in_what_they_send_is_accepted(tmp_path, c
 def test_request_identity_changes_exactly_when_the_cache_key_does(base, change):
     """The panel check and the client agree on what makes two models' requests the same."""
     from pressurebench.llm.client import ModelClient
-    from pressurebench.llm.providers import make_provider
+    from pressurebench.llm.providers.registry import connect
     from pressurebench.params import ModelSpec
 
     def material(spec: ModelSpec) -> dict:
         client = ModelClient({"m": spec}, "/nonexistent-cache")
-        provider = make_provider("m", spec, "key")
+        provider = connect("m", spec, "key")
         return client._request(provider, spec, [{"role": "user", "content": "hi"}], None, 0,
                                None)[2]
 
     a, b = ModelSpec(**base), ModelSpec(**{**base, **change})
-    assert (a.request_identity() == b.request_identity()) == (material(a) == material(b))
+    same_identity = api_for(a).request_identity() == api_for(b).request_identity()
+    assert same_identity == (material(a) == material(b))
 
 
 @pytest.mark.parametrize("turns", [0, -2])
@@ -194,3 +196,38 @@ def test_requantize_names_a_known_type(tmp_path):
     data = tiny_params()
     data["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct", "requantize": "q3"}
     assert "models.user.requantize" in error_of(tmp_path, data)
+
+
+@pytest.mark.parametrize(("section", "field", "text"), [
+    ("run", "max_cost_usd", ".inf"),
+    ("run", "max_cost_usd", ".nan"),
+    ("run", "max_cost_usd", '"20"'),
+    ("run", "max_error_rate", '"0.1"'),
+    ("generation", "turns", "true"),
+    ("generation", "turns", '"4"'),
+    ("generation", "turns", "4.0"),
+    ("statistics", "resamples", "false"),
+    ("statistics", "seed", "-1"),
+    ("statistics", "seed", str(2**64)),
+    ("labels", "per_cell", "1.0e+400"),
+    ("run", "backoff_base_s", "1.0e+400"),
+])
+def test_numbers_are_finite_numbers_of_their_own_type(tmp_path, section, field, text):
+    """Written in YAML as a user would: a string, a boolean, an infinite or out-of-range
+    number is refused, never coerced."""
+    params = tiny_params()
+    params.setdefault(section, {})[field] = "PLACEHOLDER"
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False).replace("PLACEHOLDER", text))
+    with pytest.raises(ConfigError) as err:
+        load_params(path)
+    assert f"{section}.{field}" in str(err.value)
+
+
+def test_numbers_as_written_are_taken(tmp_path):
+    params = tiny_params(run={"backoff_base_s": 2}, generation={"turns": 5, "perfunctory": 0})
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    loaded = load_params(path)
+    assert loaded.run.backoff_base_s == 2.0 and isinstance(loaded.run.backoff_base_s, float)
+    assert loaded.generation.turns == 5 and loaded.generation.perfunctory == 0.0

@@ -10,6 +10,9 @@ from pathlib import Path
 import nbformat
 
 PACKAGE = "pressurebench"
+# Modules that import others found at run time rather than named in their source: the provider
+# registry imports every `*_provider.py` module of its folder.
+DISCOVERED = {f"{PACKAGE}.llm.providers.registry": "*_provider.py"}
 
 
 def module_file(src: Path, module: str) -> Path | None:
@@ -24,10 +27,15 @@ def module_file(src: Path, module: str) -> Path | None:
 
 
 def imports_in(source: str, module: str, is_package: bool) -> set[str]:
-    """Dotted names `source` imports (absolute, relative resolved), names of submodules included."""
+    """Dotted names `source` imports (absolute, relative resolved), names of submodules included.
+    Imports under `if TYPE_CHECKING:` never run, so they are not counted."""
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -40,6 +48,11 @@ def imports_in(source: str, module: str, is_package: bool) -> set[str]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def closure(src: Path, entry: set[str]) -> set[Path]:
@@ -56,6 +69,9 @@ def closure(src: Path, entry: set[str]) -> set[Path]:
                 continue
             seen.add(path)
             todo.extend(imports_in(path.read_text(), name, path.name == "__init__.py"))
+            if name in DISCOVERED:
+                package = name.rpartition(".")[0]
+                todo.extend(f"{package}.{p.stem}" for p in path.parent.glob(DISCOVERED[name]))
     return seen
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pressurebench.arms.plan import write_plans
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderAuthError, ProviderResponse, RetryableError
@@ -24,7 +25,6 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import simulate
-from pressurebench.validation.plan import write_plans
 
 LATENT = "make the assistant call the plan brilliant"
 
@@ -677,7 +677,7 @@ def test_rerun_replays_everything_from_the_cache(project, script):
     )
     assert len(script.calls) == made  # not one provider call
     assert path.read_bytes() == first
-    assert manifest.cache == {"hits": made, "misses": 0}
+    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0}
 
 
 class Interrupted(BaseException):

@@ -17,17 +17,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..params import ModelSpec, Params
 from ..schemas import ConcurrencyReport, ModelUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
+from .in_flight import CallClaims
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
-from .providers import Provider, make_provider
+from .providers.registry import ModelApi, api_for, connect
 from .spending import SpendingLedger, call_cost_bound, call_token_bound
 from .types import (
     ProviderRequest,
@@ -38,8 +38,11 @@ from .types import (
     RetryableError,
 )
 
+if TYPE_CHECKING:  # the params describe the models; validating them asks this package's providers
+    from ..params import ModelSpec, Params
+
 T = TypeVar("T")
-ProviderFactory = Callable[[str, ModelSpec, "str | None"], Provider]
+ProviderFactory = Callable[[str, "ModelSpec", "str | None"], ModelApi]
 
 REPAIR_INSTRUCTION = (
     "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
@@ -72,7 +75,8 @@ class CallResult:
 @dataclass
 class _ModelState:
     spec: ModelSpec
-    provider: Provider | None = None
+    api: ModelApi  # the provider's rules: price, limits (no key, nothing connected)
+    provider: ModelApi | None = None  # what sends the calls, made on the first one
     gate: AdaptiveConcurrency | None = None
     limiter: RateLimiter | None = None
     tokens: TokenRateLimiter | None = None
@@ -114,8 +118,9 @@ class ModelClient:
         max_cost_usd: float | None = None,
         batch: BatchSettings | None = None,
     ):
-        self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
+        self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
+        self.claims = CallClaims(cache_dir)
         self.use_cache = use_cache
         self.repair_retries = repair_retries
         self.max_retries = max_retries
@@ -124,7 +129,7 @@ class ModelClient:
         self.stop_after_rejections = stop_after_rejections
         # Spending is kept (and capped) only under a cap: it costs a file write per call.
         self.spending = SpendingLedger(cache_dir, max_cost_usd) if max_cost_usd is not None else None
-        self._factory = provider_factory or make_provider
+        self._factory = provider_factory or connect
         self.cache_dir = Path(cache_dir)
         self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
@@ -177,6 +182,10 @@ class ModelClient:
     def spec(self, model_id: str) -> ModelSpec:
         return self._states[model_id].spec
 
+    def api(self, model_id: str) -> ModelApi:
+        """The provider rules of `model_id`: its price, token limit and concurrency."""
+        return self._states[model_id].api
+
     async def chat(
         self,
         model_id: str,
@@ -222,7 +231,7 @@ class ModelClient:
             result.output_tokens += resp.output_tokens
             result.reasoning_tokens += resp.reasoning_tokens
             result.cost_usd = add_cost(
-                result.cost_usd, 0.0 if cached else spec.price(resp.input_tokens, resp.output_tokens)
+                result.cost_usd, 0.0 if cached else state.api.price(resp.input_tokens, resp.output_tokens)
             )
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
@@ -275,7 +284,7 @@ class ModelClient:
         if result.model_version:
             state.versions.add(result.model_version)
 
-    def _request(self, provider: Provider, spec: ModelSpec, messages, schema, sample, max_tokens
+    def _request(self, provider: ModelApi, spec: ModelSpec, messages, schema, sample, max_tokens
                  ) -> tuple[str, ProviderRequest, dict]:
         json_schema = schema_for(schema) if schema else None
         material = {
@@ -312,29 +321,54 @@ class ModelClient:
         Only replies that are answers are cached: a failed one (empty, cut off where a
         cut-off is not accepted, refused, filtered) is asked again on the next run, so a
         provider's passing glitch never becomes a stored result (`reply_problem`). Calls
-        that failed for good (retries exhausted, refused) are not cached either.
+        that failed for good (retries exhausted, refused) are not cached either. A call
+        that misses is claimed across processes while it is asked (`llm.in_flight`).
         """
         provider = self._provider(model_id, state)
         key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens)
         limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
-            hit = self.cache.get(key)
+            hit = self._replayable(self.cache.get(key), limit, allow_truncated)
             if hit is not None:
-                cached = ProviderResponse(**hit)
-                if reply_problem(cached, limit, allow_truncated) is None:
-                    return cached, True
-        task = asyncio.current_task()
-        self._calls_in_flight.add(task)
-        try:
-            if state.spec.batch:
-                response = await self._call_in_batch(model_id, state, key, request)
-            else:
-                response = await self._call_with_retries(model_id, state, request)
-        finally:
-            self._calls_in_flight.discard(task)
-        if self.use_cache and reply_problem(response, limit, allow_truncated) is None:
-            self.cache.put(key, material, response.__dict__)
+                return hit, True
+        # The call runs as a task of its own, shielded: a stage that stops cancels its rows,
+        # but a request already sent is paid for, so its reply still reaches the cache (and
+        # the spending record) while the client waits for it (`_finish_calls_in_flight`).
+        answer = asyncio.ensure_future(
+            self._answer(model_id, state, key, request, material, limit, allow_truncated)
+        )
+        self._calls_in_flight.add(answer)
+        answer.add_done_callback(_forget_call)
+        answer.add_done_callback(self._calls_in_flight.discard)
+        return await asyncio.shield(answer)
+
+    async def _answer(self, model_id, state, key, request, material, limit, allow_truncated
+                      ) -> tuple[ProviderResponse, bool]:
+        """Ask the call under its claim (`llm.in_flight`), unless another process or task answered
+        it while this one waited for the claim; cache a good reply."""
+        if not self.use_cache:
+            return await self._ask(model_id, state, key, request), False
+        async with self.claims.claim(key):
+            hit = self._replayable(self.cache.get(key, again=True), limit, allow_truncated)
+            if hit is not None:
+                return hit, True
+            response = await self._ask(model_id, state, key, request)
+            if reply_problem(response, limit, allow_truncated) is None:
+                self.cache.put(key, material, response.__dict__)
         return response, False
+
+    @staticmethod
+    def _replayable(hit: dict | None, limit: int, allow_truncated: bool) -> ProviderResponse | None:
+        cached = ProviderResponse(**hit) if hit is not None else None
+        if cached is not None and reply_problem(cached, limit, allow_truncated) is None:
+            return cached
+        return None
+
+    async def _ask(self, model_id, state, key, request) -> ProviderResponse:
+        """The provider's reply to `request`, directly or in a batch."""
+        if state.spec.batch:
+            return await self._call_in_batch(model_id, state, key, request)
+        return await self._call_with_retries(model_id, state, request)
 
     def _scrub(self, text: str) -> str:
         """Error text with every API key of the registry replaced by its variable's name.
@@ -351,7 +385,7 @@ class ModelClient:
                 text = text.replace(secret, f"${env}")
         return text
 
-    def _provider(self, model_id: str, state: _ModelState) -> Provider:
+    def _provider(self, model_id: str, state: _ModelState) -> ModelApi:
         if state.provider is None:
             key_env = state.spec.api_key_env
             state.provider = self._factory(model_id, state.spec, os.environ.get(key_env) if key_env else None)
@@ -360,7 +394,7 @@ class ModelClient:
     def _gates(self, state: _ModelState) -> tuple[AdaptiveConcurrency, RateLimiter | None,
                                                   TokenRateLimiter | None]:
         if state.gate is None:
-            state.gate = AdaptiveConcurrency(state.spec.concurrency)
+            state.gate = AdaptiveConcurrency(state.api.concurrency)
             if state.spec.requests_per_minute:
                 state.limiter = RateLimiter(state.spec.requests_per_minute)
             if state.spec.tokens_per_minute:
@@ -368,11 +402,12 @@ class ModelClient:
         return state.gate, state.limiter, state.tokens
 
     def concurrency_report(self) -> dict[str, ConcurrencyReport]:
-        """How each API model's concurrency followed the provider's rate limits (AIMD)."""
+        """How each API model's concurrency followed the provider's rate limits (AIMD); embedded
+        models have none to follow."""
         return {
             mid: ConcurrencyReport(maximum=s.gate.maximum, lowest=s.gate.lowest, final=s.gate.limit,
                                    decreases=s.gate.decreases, rate_limited=s.gate.rate_limited)
-            for mid, s in self._states.items() if s.gate is not None and s.spec.provider != "local"
+            for mid, s in self._states.items() if s.gate is not None and not s.api.embedded
         }
 
     async def _call_with_retries(
@@ -381,8 +416,8 @@ class ModelClient:
         provider = self._provider(model_id, state)
         gate, limiter, tokens = self._gates(state)
         last: RetryableError | None = None
-        bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
-        estimate = call_token_bound(state.spec, request.messages, request.max_tokens) if tokens else 0
+        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
+        estimate = call_token_bound(state.api, request.messages, request.max_tokens) if tokens else 0
         for attempt in range(self.max_retries + 1):
             epoch = await gate.acquire()
             try:
@@ -427,7 +462,7 @@ class ModelClient:
             provider = self._provider(model_id, state)
             folder = Batcher.folder_for(self.cache_dir, provider.describe())
             state.batcher = Batcher(provider, model_id, folder, self.batch_settings)
-        bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
+        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
         if self.spending:
             self.spending.reserve(bound)
         response = None
@@ -444,7 +479,7 @@ class ModelClient:
     def _settle_spending(self, state: _ModelState, bound: float, response: ProviderResponse | None) -> None:
         """Release a call's reserved bound and record what it cost (nothing if it got no reply)."""
         if self.spending:
-            cost = response and state.spec.price(response.input_tokens, response.output_tokens)
+            cost = response and state.api.price(response.input_tokens, response.output_tokens)
             self.spending.settle(bound, cost)
 
     def _raise_if_stopped(self, state: _ModelState) -> None:
@@ -473,6 +508,13 @@ class ModelClient:
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.backoff_cap_s * 5))
         return delay
+
+
+def _forget_call(task: asyncio.Task) -> None:
+    """A shielded call's outcome is read by its caller, unless the caller was cancelled: then
+    it is read here, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def parse_structured(schema: type[BaseModel], text: str) -> BaseModel:
