@@ -3,8 +3,10 @@
 Reports are found by walking the reports directory, so a new stage or
 validation study appears without touching this module. The layout it expects
 is the pipeline's: `reports/<benchmark>/<stage>[__<part>].html`, validation
-studies in subdirectories below the benchmark, and pages that span
-benchmarks at the top level.
+studies in subdirectories below the benchmark, pages that span benchmarks at
+the top level, and the pages of `pressurebench compare` under `reports/compare/`.
+Each benchmark also gets its run totals: calls, tokens, cost and wall time per
+stage and for the run, from every cost file and manifest under its data.
 
     python -m pressurebench.reports.index --reports reports --data data [--out reports/index.html]
 """
@@ -27,6 +29,7 @@ from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
 from ..results import Results
+from ..run_totals import read_totals, totals_frame
 from ..runtime import now_iso
 from ..schemas import Manifest
 from .models_note import EMBEDDED_CAVEAT
@@ -34,6 +37,8 @@ from .safety import content_security_policy, read_template_asset, template_env
 from .tables import format_estimate
 
 ACROSS_BENCHMARKS = "Across benchmarks"
+COMPARISONS = "Run comparisons"
+COMPARE_DIR = "compare"
 _HEAD_CHUNK = 1 << 16
 _TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 
@@ -95,6 +100,7 @@ class Section:
 class Group:
     name: str
     summary: dict | None = None
+    totals: dict | None = None
     sections: dict[str, Section] = field(default_factory=dict)
 
 
@@ -144,7 +150,12 @@ def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Gr
         if path.resolve() == out_path or not path.is_file():
             continue
         rel = path.relative_to(reports_dir)
-        name = rel.parts[0] if len(rel.parts) > 1 else ACROSS_BENCHMARKS
+        if len(rel.parts) == 1:
+            name = ACROSS_BENCHMARKS
+        elif rel.parts[0] == COMPARE_DIR:
+            name = COMPARISONS
+        else:
+            name = rel.parts[0]
         section = "/".join(rel.parts[1:-1])
         group = groups.setdefault(name, Group(name))
         entry = report_entry(path.resolve(), out_path.parent)
@@ -153,7 +164,28 @@ def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Gr
         for results_file in sorted(data_dir.glob("*/results.json")):
             name = results_file.parent.name
             groups.setdefault(name, Group(name)).summary = results_summary(results_file)
-    return sorted(groups.values(), key=lambda g: (g.name == ACROSS_BENCHMARKS, g.name))
+        for benchmark_dir in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+            if any(benchmark_dir.rglob("*.cost.json")):
+                group = groups.setdefault(benchmark_dir.name, Group(benchmark_dir.name))
+                group.totals = totals_table(benchmark_dir)
+    return sorted(
+        groups.values(), key=lambda g: (g.name in (ACROSS_BENCHMARKS, COMPARISONS), g.name)
+    )
+
+
+def totals_table(benchmark_dir: Path) -> dict:
+    """The run totals of one benchmark (every arm) as the page's table, or why there are none."""
+    caption = f"Run totals: calls, tokens, cost and wall time per stage ({benchmark_dir})"
+    try:
+        frame = totals_frame(read_totals(benchmark_dir))
+    except PressurebenchError as exc:
+        return {"caption": caption, "columns": [], "rows": [], "error": str(exc)}
+    return {
+        "caption": caption,
+        "columns": list(frame.columns),
+        "rows": frame.astype(str).values.tolist(),
+        "error": None,
+    }
 
 
 def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
@@ -197,7 +229,7 @@ def write_index(
         style=read_template_asset("index.css"),
         reports_dir=str(reports_dir),
         groups=[
-            {"name": g.name, "summary": g.summary,
+            {"name": g.name, "summary": g.summary, "totals": g.totals,
              "sections": [g.sections[k] for k in sorted(g.sections)]}
             for g in groups
         ],
