@@ -41,7 +41,7 @@ coverage: $(STAMP)
 	cd tests && $(CURDIR)/$(PY) -m stats_support.coverage_grid --out ../docs/interval_coverage.md
 
 # The coverage and width of judge-corrected pass rates over label budgets, judge qualities and
-# designs (about 20 minutes on 2 CPUs).
+# designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel).
 judge-coverage: $(STAMP)
 	cd tests && $(CURDIR)/$(PY) -m stats_support.judge_coverage --out ../docs/judge_coverage.md
 
