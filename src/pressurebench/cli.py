@@ -91,7 +91,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Two runs side by side: a terminal table, an HTML report linked from the index."""
+    """Two runs side by side: a terminal table, an HTML report listed in `reports/compare/`'s
+    own index (the pipeline's index page, a DVC output, is not rewritten: it links that one)."""
     from .compare.comparison import compare_runs
     from .compare.report import terminal_text, write_report
     from .compare.runs import read_run
@@ -105,8 +106,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(terminal_text(comparison))
     if not args.no_report:
         page = write_report(comparison, params.reports_dir)
-        write_index(params.reports_dir, data_dir=params.data_dir)
-        print(f"\nwrote {page} (linked from {params.reports_dir / 'index.html'})")
+        listing = write_index(page.parent, title="pressurebench run comparisons",
+                              comparisons=False)
+        print(f"\nwrote {page} (listed in {listing}, which {params.reports_dir / 'index.html'} "
+              "links)")
     return 0
 
 
