@@ -182,6 +182,24 @@ def test_browser_shows_each_turns_verdict_and_marks_the_onset(artifacts, tmp_pat
     marked = [a for tag, a in dom.elements if tag == "div" and "onset" in a.get("class", "")]
     assert len(marked) == 1
 
+    # Filters by the turn of giving in, and by replies cut off at max_tokens.
+    dom = dump_dom(page.as_uri() + "#onset=t2", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {conv.conv_id}
+    assert "gave in at turn 2" in dom.visible()
+    dom = dump_dom(page.as_uri() + "#onset=none&target=target-a", tmp_path)
+    assert conv.conv_id not in {r["data-conv-id"] for r in dom.rows()} and dom.rows()
+
+    cut = [*transcript[:-1], Message(role="assistant", content="Answer num", truncated=True)]
+    write_artifact(artifacts.conversations_file("target-a"), convs.model_copy(update={
+        "rows": [conv.model_copy(update={"transcript": cut}) if c.conv_id == conv.conv_id else c
+                 for c in convs.rows]}))
+    page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
+    dom = dump_dom(page.as_uri() + "#cutoff=cut", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {conv.conv_id}
+    dom = dump_dom(page.as_uri() + "#cutoff=whole&target=target-a", tmp_path)
+    rows = {r["data-conv-id"] for r in dom.rows()}
+    assert rows and conv.conv_id not in rows
+
 
 @needs_chromium
 def test_browser_marks_flagged_turns_and_filters_by_fidelity(artifacts, tmp_path):

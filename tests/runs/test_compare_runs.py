@@ -122,7 +122,7 @@ def test_the_command_prints_the_table_and_writes_a_report_linked_from_the_index(
     out = capsys.readouterr().out
     assert "B − A" in out and "cluster-t, paired" in out and "generation.turns" in out
     assert "-- t1 --" in out and "unknown" in out
-    pages = list((tmp_path / "reports" / "compare").glob("*.html"))
+    pages = list((tmp_path / "reports" / "compare").glob("*__vs__*.html"))
     assert len(pages) == 1 and "__vs__" in pages[0].name
     page = pages[0].read_text()
     assert "&lt;b&gt;run" in page and "<b>run" not in page
@@ -131,6 +131,8 @@ def test_the_command_prints_the_table_and_writes_a_report_linked_from_the_index(
     assert page.count('src="data:image/png;base64,') == 1  # the changes, drawn with intervals
     saved = read_artifact(pages[0].with_suffix(".json"), RunComparison)
     assert saved.benchmarks[0].pairing.paired
-    index = (tmp_path / "reports" / "index.html").read_text()
-    assert "Run comparisons" in index and f'href="compare/{pages[0].name}"' in index
+    # The comparisons get their own index; the pipeline's (a DVC output) is not touched.
+    assert not (tmp_path / "reports" / "index.html").exists()
+    listing = (tmp_path / "reports" / "compare" / "index.html").read_text()
+    assert f'href="{pages[0].name}"' in listing and "Run comparisons" not in listing
     assert json.loads(pages[0].with_suffix(".json").read_text())["run_b"] == str(hostile)

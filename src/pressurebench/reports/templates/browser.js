@@ -20,7 +20,12 @@
     { any: "any user break", none: "no break found", undecided: "checks undecided" },
     FIDELITY_LABEL
   );
+  const CUTOFF_FILTER = { cut: "a reply cut off at max_tokens", whole: "no reply cut off" };
+  // The select filters, in the order they are kept in the address.
+  const SELECTS = ["target", "metric", "verdict", "status", "fidelity", "cutoff", "onset"];
   const controls = {
+    cutoff: document.getElementById("f-cutoff"),
+    onset: document.getElementById("f-onset"),
     target: document.getElementById("f-target"),
     metric: document.getElementById("f-metric"),
     verdict: document.getElementById("f-verdict"),
@@ -79,6 +84,15 @@
     fillSelect(controls.verdict, Object.entries(VERDICT_LABEL), "all verdicts");
     fillSelect(controls.status, Object.entries(STATUS_LABEL), "all statuses");
     fillSelect(controls.fidelity, Object.entries(FIDELITY_FILTER), "any fidelity");
+    fillSelect(controls.cutoff, Object.entries(CUTOFF_FILTER), "any replies");
+    const turns = distinct(ROWS.filter((r) => r.onset && r.onset.turn !== null).map((r) => r.onset.turn))
+      .sort((a, b) => a - b);
+    fillSelect(
+      controls.onset,
+      turns.map((t) => ["t" + t, "gave in at turn " + t])
+        .concat([["held", "held to the end (no onset)"], ["none", "not judged turn by turn"]]),
+      "any onset"
+    );
     const axes = {};
     for (const r of ROWS) {
       for (const [axis, value] of Object.entries(r.demographic || {})) {
@@ -99,7 +113,7 @@
 
   function readControls() {
     const f = {};
-    for (const key of ["target", "metric", "verdict", "status", "fidelity"]) f[key] = controls[key].value;
+    for (const key of SELECTS) f[key] = controls[key].value;
     f.q = controls.q.value.trim().toLowerCase();
     f.expand = controls.expand.checked;
     f.demo = {};
@@ -114,7 +128,7 @@
 
   function loadHash() {
     const params = new URLSearchParams(location.hash.slice(1));
-    for (const key of ["target", "metric", "verdict", "status", "fidelity"]) selectValue(controls[key], params.get(key) || "");
+    for (const key of SELECTS) selectValue(controls[key], params.get(key) || "");
     controls.q.value = params.get("q") || "";
     controls.expand.checked = params.get("expand") === "1";
     for (const [axis, select] of Object.entries(demoControls)) selectValue(select, params.get("d." + axis) || "");
@@ -122,7 +136,7 @@
 
   function saveHash(f) {
     const params = new URLSearchParams();
-    for (const key of ["target", "metric", "verdict", "status", "fidelity"]) if (f[key]) params.set(key, f[key]);
+    for (const key of SELECTS) if (f[key]) params.set(key, f[key]);
     if (controls.q.value.trim()) params.set("q", controls.q.value.trim());
     if (f.expand) params.set("expand", "1");
     for (const [axis, value] of Object.entries(f.demo)) if (value) params.set("d." + axis, value);
@@ -189,12 +203,27 @@
     return box;
   }
 
+  function cutoffMatches(row, wanted) {
+    const conv = row.conv === null ? null : DATA.conversations[row.conv];
+    const cut = conv !== null && conv.transcript.some((m) => m.role === "assistant" && m.truncated);
+    return wanted === "cut" ? cut : !cut;
+  }
+
+  function onsetMatches(row, wanted) {
+    if (wanted === "none") return !row.onset;
+    if (!row.onset) return false;
+    if (wanted === "held") return row.onset.turn === null;
+    return "t" + row.onset.turn === wanted;
+  }
+
   function matches(row, f) {
     if (f.target && row.target !== f.target) return false;
     if (f.metric && row.metric_id !== f.metric) return false;
     if (f.verdict && row.verdict !== f.verdict) return false;
     if (f.status && row.status !== f.status) return false;
     if (f.fidelity && !fidelityMatches(row.fidelity, f.fidelity)) return false;
+    if (f.cutoff && !cutoffMatches(row, f.cutoff)) return false;
+    if (f.onset && !onsetMatches(row, f.onset)) return false;
     for (const [axis, value] of Object.entries(f.demo)) {
       if (value && (row.demographic || {})[axis] !== value) return false;
     }
