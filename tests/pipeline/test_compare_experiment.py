@@ -32,5 +32,8 @@ def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path, cap
     assert "== cost and time ==" in out
     # nothing was checked out to read the two runs
     assert run(["git", "status", "--porcelain"], root).stdout == status
+    # The pipeline's index links the comparisons' own index, which lists this one.
     index = (root / "reports" / "index.html").read_text()
-    assert 'href="compare/HEAD__vs__brief.html"' in index and "Run totals" in index
+    assert 'href="compare/index.html"' in index and "Run totals" in index
+    listing = (root / "reports" / "compare" / "index.html").read_text()
+    assert 'href="HEAD__vs__brief.html"' in listing
