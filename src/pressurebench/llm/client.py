@@ -26,6 +26,7 @@ from ..schemas import ConcurrencyReport, ModelUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
+from .call_record import CallRecord
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
 from .providers import Provider, make_provider
 from .spending import SpendingLedger, call_cost_bound, call_token_bound
@@ -113,10 +114,14 @@ class ModelClient:
         stop_after_rejections: int = 3,
         max_cost_usd: float | None = None,
         batch: BatchSettings | None = None,
+        record: str | Path | None = None,
     ):
         self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
         self.use_cache = use_cache
+        # The stage's recorded calls (`llm.call_record`): read in front of the cache, rewritten
+        # with the calls of this run by `write_record`.
+        self.record = CallRecord(record) if record is not None and use_cache else None
         self.repair_retries = repair_retries
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
@@ -260,6 +265,32 @@ class ModelClient:
     def model_versions(self) -> dict[str, list[str]]:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
 
+    def cache_stats(self) -> dict[str, int]:
+        """Lookups answered (`hits`: from the record or the cache) and missed; of the hits, how
+        many replayed the stage's record (`replayed_from_record`)."""
+        replayed = self.record.replayed if self.record is not None else 0
+        stats = self.cache.stats()
+        return {"hits": stats["hits"] + replayed, "misses": stats["misses"],
+                "replayed_from_record": replayed}
+
+    def write_record(self) -> int:
+        """Replace the stage's record with the calls this run used; return how many.
+
+        Refused if the record would hold the value of any model's API key or extra header
+        (they are no part of a request's material, so this guards a setting that puts one
+        there, such as `extra_body`)."""
+        if self.record is None:
+            return 0
+        secrets = {}
+        for mid, state in self._states.items():
+            env = state.spec.api_key_env
+            if env and len(os.environ.get(env, "")) >= 8:
+                secrets[f"${env}"] = os.environ[env]
+            for name, value in (state.spec.extra_headers or {}).items():
+                if len(value) >= 8:
+                    secrets[f"models.{mid}.extra_headers.{name}"] = value
+        return self.record.write(secrets)
+
     # --- internals ----------------------------------------------------------
 
     def _account(self, state: _ModelState, result: CallResult) -> None:
@@ -318,10 +349,15 @@ class ModelClient:
         key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens)
         limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
-            hit = self.cache.get(key)
+            recorded = self.record.replay(key) if self.record is not None else None
+            hit = recorded if recorded is not None else self.cache.get(key)
             if hit is not None:
                 cached = ProviderResponse(**hit)
                 if reply_problem(cached, limit, allow_truncated) is None:
+                    if recorded is not None:
+                        self.record.keep_replayed(key)
+                    elif self.record is not None:
+                        self.record.keep(key, material, hit)
                     return cached, True
         task = asyncio.current_task()
         self._calls_in_flight.add(task)
@@ -334,6 +370,8 @@ class ModelClient:
             self._calls_in_flight.discard(task)
         if self.use_cache and reply_problem(response, limit, allow_truncated) is None:
             self.cache.put(key, material, response.__dict__)
+            if self.record is not None:
+                self.record.keep(key, material, response.__dict__)
         return response, False
 
     def _scrub(self, text: str) -> str:
