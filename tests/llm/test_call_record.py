@@ -4,6 +4,7 @@ run used, in canonical bytes, never with a credential, and refused when damaged.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 import pytest
@@ -17,6 +18,10 @@ from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
 
 SECRET = "sk-test-0123456789abcdef"
+
+
+def canonical(value) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
 
 
 def spec(**kw) -> ModelSpec:
@@ -51,9 +56,11 @@ def test_a_record_replays_every_call_on_an_empty_cache_and_is_rewritten_byte_ide
     lines = record.read_bytes().splitlines()
     rows = [json.loads(line) for line in lines]
     assert [r["key"] for r in rows] == sorted(r["key"] for r in rows)
-    assert all(cache_key(r["request"]) == r["key"] for r in rows)
-    assert all(line == json.dumps(json.loads(line), sort_keys=True, ensure_ascii=False,
-                                  separators=(",", ":")).encode() for line in lines)
+    # Each key is the cache key of its request, and the hash of the request's bytes as written.
+    assert all(cache_key({k: v for k, v in r["request"].items() if k != "format"}) == r["key"]
+               for r in rows)
+    assert all(hashlib.sha256(canonical(r["request"])).hexdigest() == r["key"] for r in rows)
+    assert all(line == canonical(json.loads(line)) for line in lines)
     assert {r["response"]["text"] for r in rows} == {"reply to a", "reply to b", "reply to c"}
 
     # Another machine: no local cache, only the record. Nothing is sent, the replies are equal.
@@ -132,19 +139,27 @@ def write_record(tmp_path, script, prompts) -> tuple:
     return record, record.read_text().splitlines()
 
 
-def test_a_recorded_call_whose_request_was_edited_is_refused_naming_its_line(tmp_path, script):
-    record, lines = write_record(tmp_path, script, ["a", "b"])
-    row = json.loads(lines[1])
+def edit_request(line: str) -> str:
+    row = json.loads(line)
     row["request"]["messages"][0]["content"] = "edited"
-    lines[1] = json.dumps(row, sort_keys=True, separators=(",", ":"))
+    return canonical(row).decode()
+
+
+@pytest.mark.parametrize("damage, complaint", [
+    (edit_request, "not the hash of its request"),
+    (lambda line: line[:-2], "cut short"),
+])
+def test_a_damaged_recorded_call_is_refused_naming_its_line(tmp_path, script, damage, complaint):
+    record, lines = write_record(tmp_path, script, ["a", "b"])
+    lines[1] = damage(lines[1])
     record.write_text("\n".join(lines) + "\n")
     client = client_for(tmp_path, script, record, cache="empty")
-    with pytest.raises(ConfigError, match=r"evaluate\.calls\.jsonl: line 2: .*not the hash of its request"):
+    with pytest.raises(ConfigError, match=rf"evaluate\.calls\.jsonl: line 2: .*{complaint}"):
         ask(client, ["a", "b"])
 
 
 @pytest.mark.parametrize("damage, complaint", [
-    (lambda lines: lines + [lines[0]], r"line 3: .*recorded twice"),
+    (lambda lines: [*lines, lines[0]], r"line 3: .*recorded twice"),
     (lambda lines: [lines[0], "{}"], r"line 2: not a recorded call"),
 ])
 def test_a_damaged_record_is_refused_when_opened(tmp_path, script, damage, complaint):
@@ -158,7 +173,7 @@ def test_a_record_line_that_is_no_valid_call_is_refused_naming_the_field(tmp_pat
     record, lines = write_record(tmp_path, script, ["a"])
     row = json.loads(lines[0])
     row["response"]["finish_reason"] = "maybe"
-    record.write_text(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n")
+    record.write_text(canonical(row).decode() + "\n")
     with pytest.raises(ConfigError, match=r"line 1\.response\.finish_reason"):
         ask(client_for(tmp_path, script, record, cache="empty"), ["a"])
 

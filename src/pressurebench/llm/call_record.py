@@ -13,11 +13,13 @@ study of 300,000 calls stays a few dozen objects, not 300,000
 (perf/call_record.py measures loading and writing such a record).
 
 The format: one JSON line per call, `{"key", "request", "response"}`, where
-`request` is the cache key's material (provider, model, base URL, messages,
-sampling settings, schema, sample, the provider's own material) and `response`
-the reply as the cache holds it. Lines are sorted by key and written in one
-canonical form (sorted object keys, no spaces, UTF-8), so the same calls give
-the same bytes on every machine and a diff of two records shows what changed.
+`request` is exactly what the cache key hashes (the cache format, provider,
+model, base URL, messages, sampling settings, schema, sample, the provider's own
+material) and `response` the reply as the cache holds it. Lines are sorted by
+key and written as `json.dumps(..., sort_keys=True, ensure_ascii=False)`, the
+form the key is computed on: the same calls give the same bytes on every
+machine, and anyone can check a line, since its key is the SHA-256 of the bytes
+of its request as they stand in the line.
 Credentials are no part of a request's material; the record is still checked
 for every key of the registry before it is written, and refused if one occurs.
 
@@ -28,12 +30,14 @@ even where the local cache holds another one for the same key (a reply the
 embedded model gave on another CPU, say). At the end of the run the stage
 writes exactly the calls it used this run: replayed, taken from `.pbcache/` or
 made anew. Opening reads only each line's key (the key is the line's first
-field, at a fixed offset); a line is parsed, validated and checked against its
-key only when a call asks for it.
+field, at a fixed offset); a line is checked against its key (one hash of its
+request's bytes, no parsing) and its reply parsed and validated only when a
+call asks for it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -44,11 +48,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, PressurebenchError, config_error_from_validation
-from .cache import cache_key
+from .cache import CACHE_FORMAT
 from .types import FinishReason
 
-_PREFIX = b'{"key":"'
+_PREFIX = b'{"key": "'
 _KEY_END = len(_PREFIX) + 64
+_REQUEST = b'", "request": {'
+_REQUEST_AT = _KEY_END + len(_REQUEST) - 1
+# The last field: a reply's strings escape their quotes, so this is its last occurrence.
+_RESPONSE = b', "response": '
 NEWLINE = b"\n"
 
 
@@ -76,14 +84,24 @@ class RecordedCall(BaseModel):
     response: RecordedResponse
 
 
-def record_line(key: str, request: dict, response: dict) -> bytes:
-    """The canonical bytes of one call (no newline), validated first."""
-    RecordedCall.model_validate({"key": key, "request": request, "response": response})
-    return json_bytes({"key": key, "request": request, "response": response})
+def record_line(key: str, material: dict, response: dict) -> bytes:
+    """The bytes of one call (no newline), validated first; its request is the key's material
+    as `cache_key` hashes it, which the line's own check confirms."""
+    row = {"key": key, "request": {"format": CACHE_FORMAT, **material}, "response": response}
+    RecordedCall.model_validate(row)
+    line = json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    if _request_digest(line) != key:
+        raise PressurebenchError(f"call {key[:12]}…: its key is not the hash of its request as "
+                                 "recorded (the cache key and the record disagree on the form)")
+    return line
 
 
-def json_bytes(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def _request_digest(line: bytes) -> str | None:
+    """The SHA-256 of the request's bytes in `line`, or None if the line has no request there."""
+    end = line.rfind(_RESPONSE)
+    if end < _REQUEST_AT or line[_KEY_END:_REQUEST_AT + 1] != _REQUEST:
+        return None
+    return hashlib.sha256(line[_REQUEST_AT:end]).hexdigest()
 
 
 class CallRecord:
@@ -126,7 +144,8 @@ class CallRecord:
         while pos < size:
             end = data.find(NEWLINE, pos)
             end = size if end < 0 else end
-            if data[pos:len(_PREFIX) + pos] != _PREFIX or data[pos + _KEY_END:pos + _KEY_END + 1] != b'"':
+            if (data[pos:pos + len(_PREFIX)] != _PREFIX
+                    or data[pos + _KEY_END:pos + _REQUEST_AT + 1] != _REQUEST):
                 raise self._damaged(pos, "not a recorded call (each line starts with its key)")
             key = data[pos + len(_PREFIX):pos + _KEY_END].decode("ascii", errors="replace")
             if key in offsets:
@@ -151,13 +170,16 @@ class CallRecord:
         pos = self._offsets.get(key)
         if pos is None:
             return None
-        try:
-            call = RecordedCall.model_validate_json(self._line(pos))
-        except ValidationError as exc:
-            raise config_error_from_validation(self.path, exc, prefix=self._where(pos)) from None
-        if cache_key(call.request) != key:
+        line = self._line(pos)
+        if _request_digest(line) != key:
             raise self._damaged(pos, "its key is not the hash of its request (the line was edited)")
-        return call.response.model_dump()
+        if not line.endswith(b"}"):
+            raise self._damaged(pos, "the line is cut short")
+        try:
+            response = RecordedResponse.model_validate_json(line[line.rfind(_RESPONSE) + len(_RESPONSE):-1])
+        except ValidationError as exc:
+            raise config_error_from_validation(self.path, exc, prefix=f"{self._where(pos)}.response") from None
+        return response.model_dump()
 
     def keep_replayed(self, key: str) -> None:
         """Note that this run used the recorded reply for `key`."""

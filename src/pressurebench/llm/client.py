@@ -338,7 +338,8 @@ class ModelClient:
     async def _complete(
         self, model_id, state, messages, schema, sample, max_tokens, allow_truncated
     ) -> tuple[ProviderResponse, bool]:
-        """One reply, from the cache when it holds a good one for this request.
+        """One reply, from the stage's record or else the cache when either holds a good one for
+        this request (the record first: it is the study's versioned data, `llm.call_record`).
 
         Only replies that are answers are cached: a failed one (empty, cut off where a
         cut-off is not accepted, refused, filtered) is asked again on the next run, so a
