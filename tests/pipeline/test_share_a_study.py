@@ -74,7 +74,8 @@ def test_a_pushed_study_reproduces_on_a_clone_and_extends_paying_only_for_new_tu
     # A colleague clones, pulls and reproduces: up to date, no model call, the same bytes.
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
-    assert not (clone / ".pbcache").exists() and not (clone / "data" / "pressure-core").exists()
+    assert not (clone / ".pbcache").exists() and not (clone / RESULTS).exists()
+    assert not list((clone / "data").rglob("*.calls.jsonl"))
     run(["dvc", "pull"], clone)
     pipeline_server.reset()
     assert "up to date" in run(["dvc", "status"], clone).stdout
