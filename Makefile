@@ -42,8 +42,10 @@ coverage: $(STAMP)
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.
+# Jupyter refuses to start as root (a container, a lab server) unless told it may.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	jupyter lab --notebook-dir=$(CURDIR) notebooks/
+	jupyter lab $(LAB_ROOT) --notebook-dir=$(CURDIR) notebooks/
 
 # The DVC plots of dvc.yaml drawn offline (`dvc plots show` loads Vega from a CDN).
 plots: $(STAMP)

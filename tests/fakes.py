@@ -1,7 +1,7 @@
 """A scripted in-process provider: stage logic tested without HTTP or a real model.
 
 `ScriptedProvider` records every request it receives and answers with whatever
-the test's responder returns (for local models with the real provider's cache key
+the test's responder returns (for embedded models with the real provider's cache key
 material and seeds): a string (plain text), a dict (structured answer,
 serialised as JSON), a ProviderResponse (full control, e.g. truncation), or an
 exception instance (raised, e.g. RetryableError).
@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pressurebench.llm.providers import ProviderBase
-from pressurebench.llm.providers.local_provider import LocalProvider
+from pressurebench.llm.providers.registry import ModelApi, connect
 from pressurebench.llm.types import ProviderRequest, ProviderResponse
 from pressurebench.params import ModelSpec
 
@@ -39,12 +38,12 @@ class Script:
         """A ProviderFactory for ModelClient(provider_factory=...) / stage functions."""
         script = self
 
-        class ScriptedProvider(ProviderBase):
+        class ScriptedProvider(ModelApi):
             def __init__(self, model_id: str, spec: ModelSpec):
-                self.spec = spec
+                super().__init__(spec)
                 self.model_id = model_id
-                if spec.provider == "local":  # the real provider's cache key and seeds
-                    real = LocalProvider(spec)  # resolves the weights file, loads nothing
+                real = connect(model_id, spec, None)
+                if real.embedded:  # the real provider's cache key and seeds
                     self.key_material, self.seed = real.key_material, real.seed
 
             def describe(self) -> str:

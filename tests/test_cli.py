@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pressurebench.cli import main
@@ -59,8 +61,30 @@ def test_prices_give_a_cost(project):
     for spec in data["models"].values():
         spec.update(price_per_mtok_in=1.0, price_per_mtok_out=1.0)
     project.write_params(models=data["models"])
-    calls, tin, tout, cost = totals(estimate(load_params(project.params_path)))
+    _, tin, tout, cost = totals(estimate(load_params(project.params_path)))
     assert cost == pytest.approx((tin + tout) / 1e6) and cost > 0
+
+
+def test_estimate_blames_only_the_models_without_a_price_and_names_each_row(project, capsys):
+    from support import tiny_params
+
+    data = tiny_params()
+    for model_id, spec in data["models"].items():
+        if model_id != "judge":
+            spec.update(price_per_mtok_in=1.0, price_per_mtok_out=1.0)
+    project.write_params(models=data["models"], generation={"demographics": {"age": ["a", "b"]}})
+    assert main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "'unknown' cost: no price for judge, neither in the params" in out
+    roles = [re.split(r"\s{2,}", line)[:3] for line in out.splitlines()
+             if line.startswith("gen_scenarios")]
+    assert len(roles) == 2 and len({" ".join(r) for r in roles}) == 2, roles
+    assert "(base scenarios)" in out and "(demographic rewrites)" in out
+    for spec in data["models"].values():
+        spec.update(price_per_mtok_in=1.0, price_per_mtok_out=1.0)
+    project.write_params(models=data["models"])
+    assert main(["estimate"]) == 0
+    assert "unknown" not in capsys.readouterr().out
 
 
 def test_cli_estimate_and_check(project, capsys):
@@ -151,5 +175,16 @@ def test_repository_params_spell_out_every_declared_key(monkeypatch):
     from support import REPO
 
     monkeypatch.chdir(REPO)
-    watched, problems = dvc_param_problems("params/pipeline.yaml")
-    assert watched > 20 and problems == []
+    watched, problems, files = dvc_param_problems("params/pipeline.yaml")
+    assert watched > 20 and problems == [] and files == {"params/pipeline.yaml"}
+
+
+def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, capsys):
+    from support import REPO
+
+    monkeypatch.chdir(REPO)
+    assert main(["check", "--offline", "--params", "params/examples/openai-reasoning-judge-claude-user.yaml"]) in (0, 2)
+    out = capsys.readouterr().out
+    assert "all 0 params" not in out
+    assert ("note  dvc.yaml: no stage reads params/examples/openai-reasoning-judge-claude-user.yaml (they read "
+            "params/pipeline.yaml); `dvc repro` will not use it.") in out

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from pressurebench.errors import ConfigError
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.params import load_params, require_api_keys
 from support import tiny_params
 
@@ -36,7 +37,7 @@ def test_tiny_params_load(tmp_path):
     params = load_params(write(tmp_path, tiny_params()))
     assert params.roles.evaluators == ["judge"]
     assert params.generation.turns == 3
-    assert params.models["target-a"].concurrency == 8
+    assert api_for(params.models["target-a"]).concurrency == 8
 
 
 def test_unknown_key_is_an_error_naming_the_field(tmp_path):
@@ -116,17 +117,18 @@ def test_a_panel_of_judges_that_differ_in_what_they_send_is_accepted(tmp_path, c
 def test_request_identity_changes_exactly_when_the_cache_key_does(base, change):
     """The panel check and the client agree on what makes two models' requests the same."""
     from pressurebench.llm.client import ModelClient
-    from pressurebench.llm.providers import make_provider
+    from pressurebench.llm.providers.registry import connect
     from pressurebench.params import ModelSpec
 
     def material(spec: ModelSpec) -> dict:
         client = ModelClient({"m": spec}, "/nonexistent-cache")
-        provider = make_provider("m", spec, "key")
+        provider = connect("m", spec, "key")
         return client._request(provider, spec, [{"role": "user", "content": "hi"}], None, 0,
                                None)[2]
 
     a, b = ModelSpec(**base), ModelSpec(**{**base, **change})
-    assert (a.request_identity() == b.request_identity()) == (material(a) == material(b))
+    same_identity = api_for(a).request_identity() == api_for(b).request_identity()
+    assert same_identity == (material(a) == material(b))
 
 
 @pytest.mark.parametrize("turns", [0, -2])

@@ -3,6 +3,8 @@ model and analysed as the pipeline would, and a pilot's ICC is recovered from it
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -11,12 +13,13 @@ from pressurebench.io import write_artifact
 from pressurebench.planning import (
     Design,
     pilot_design,
+    pilot_icc_interval,
     required_scenarios,
-    scenarios_for_an_interval,
     simulate_half_width,
     simulated_scenarios,
 )
 from pressurebench.schemas import Score, ScoresFile
+from pressurebench.stats.cluster_t import scenarios_for_an_interval
 
 EXAMPLES = [
     (Design(metrics=4, variants=2, samples=3, rate=0.7, icc=0.2), {"half_width": 0.05}),
@@ -57,6 +60,50 @@ def test_a_pilots_clustering_is_estimated_from_its_scores(tmp_path):
     write_artifact(path, ScoresFile(benchmark="b", target="t", rows=scores))
     pilot = pilot_design(Design(metrics=1, variants=1, samples=rows), [path])
     assert pilot.icc == pytest.approx(icc, abs=0.07) and pilot.rate == pytest.approx(rate, abs=0.04)
+    low, high, groups = pilot_icc_interval([path], resamples=400, seed=2)
+    assert groups == clusters and low < icc < high and high - low < 0.2
+
+
+def test_a_small_pilot_says_how_loosely_it_pins_the_icc_down(tmp_path):
+    """Four base scenarios: the interval is wide, and it covers the ICC they were drawn with."""
+    rng = np.random.default_rng(11)
+    icc, rows, covered, widths = 0.3, 4, 0, []
+    for rep in range(40):
+        p_s = rng.beta(0.5 * (1 / icc - 1), 0.5 * (1 / icc - 1), 4)
+        scores = [
+            Score(conv_id=f"c{c}_{r}", scenario_id=f"m01_s{c:03d}_v01", base_id=f"m01_s{c:03d}",
+                  metric_id="m01", scenario_metric_id="m01", metric_type="positive", target="t",
+                  sample=r, present=bool(x), passed=bool(x), status="ok")
+            for c in range(4) for r, x in enumerate(rng.random(rows) < p_s[c])
+        ]
+        path = tmp_path / f"r{rep}" / "t" / "scores.json"
+        write_artifact(path, ScoresFile(benchmark="b", target="t", rows=scores))
+        low, high, groups = pilot_icc_interval([path], resamples=300, seed=rep)
+        assert groups == 4
+        covered += low <= icc <= high
+        widths.append(high - low)
+    assert np.median(widths) > 0.4
+    assert covered / 40 >= 0.6  # a percentile bootstrap of 4 clusters: loose, and said to be
+
+
+def test_plan_from_a_pilot_prints_the_icc_interval_and_plans_for_its_upper_end(project, capsys):
+    rng = np.random.default_rng(3)
+    for target in ("target-a", "target-b"):
+        scores = [
+            Score(conv_id=f"{target}{m}{c}_{r}", scenario_id=f"{m}_s{c:03d}_v01",
+                  base_id=f"{m}_s{c:03d}", metric_id=m, scenario_metric_id=m,
+                  metric_type="positive", target=target, sample=r, present=bool(x),
+                  passed=bool(x), status="ok")
+            for m in ("m01", "m02") for c in range(1, 3) for r, x in enumerate(rng.random(3) < 0.5)
+        ]
+        write_artifact(project.root / "data" / "tiny" / "runs" / target / "scores.json",
+                       ScoresFile(benchmark="tiny", target=target, rows=scores))
+    assert main(["plan", "--half-width", "0.1", "--pilot"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"ICC of base scenarios \d\.\d\d \(95% bootstrap interval "
+                     r"\d\.\d\d–(\d\.\d\d) over 8 base scenarios × targets\)", out), out
+    high = re.search(r"–(\d\.\d\d) over", out).group(1)
+    assert f"at ICC {high}" in out
 
 
 def test_the_command_prints_scenarios_per_metric_for_each_number_of_samples(project, capsys):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
+import re
 import socket
 
 import pytest
+import yaml
 
 from pressurebench.notebook_run import NotebookFailed, main, run_notebook
 from pressurebench.stage_failure import (
@@ -12,6 +15,7 @@ from pressurebench.stage_failure import (
     EXIT_TOO_MANY_ERRORS,
     EXIT_UNEXPECTED,
     exit_code,
+    fix_for,
     reason_pattern,
 )
 from stages.test_simulate import scenario, seed_inputs
@@ -31,7 +35,56 @@ def test_reasons_that_differ_only_in_numbers_and_names_group_together():
     assert reason_pattern(a) == reason_pattern(b) == (
         "target '…' failed at turn N: HTTP N after N retries"
     )
-    assert len(reason_pattern("x" * 500)) == 140
+
+
+def test_hosts_ports_versions_and_model_names_keep_their_digits():
+    reason = ("openai gpt-4o-mini at http://127.0.0.1:8765/v1: connection error: "
+              "Cannot connect to host 127.0.0.1:8765 after 2.5 s")
+    assert reason_pattern(reason) == (
+        "openai gpt-4o-mini at http://127.0.0.1:8765/v1: connection error: "
+        "Cannot connect to host 127.0.0.1:8765 after N s"
+    )
+
+
+@pytest.fixture
+def api_params(tmp_path):
+    from support import tiny_params
+
+    models = tiny_params()["models"]
+    models["target-a"].update(model="gpt-4o-mini", base_url="http://127.0.0.1:8765/v1",
+                              api_key_env="LAB_OPENAI_KEY")
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(tiny_params(models=models)))
+    return {"params_path": str(path), "benchmark": "tiny", "target": "target-a"}
+
+
+@pytest.mark.parametrize("said, advice", [
+    ("connection error: ClientConnectorError: Cannot connect to host 127.0.0.1:8765",
+     "Nothing answered at http://127.0.0.1:8765/v1: is a server running there"),
+    ("HTTP 401: Incorrect API key provided", "check the key in $LAB_OPENAI_KEY"),
+    ("HTTP 404: The model `gpt-4o-mini` does not exist",
+     "The provider does not know the model `target-a` (gpt-4o-mini)"),
+    ("HTTP 400: Unsupported parameter: 'max_tokens'", "its own message is quoted below"),
+])
+def test_each_kind_of_failed_call_gets_its_own_fix(api_params, said, advice):
+    reason = f"target 'target-a' failed at turn 1: openai gpt-4o-mini at http://127.0.0.1:8765/v1: {said}"
+    assert advice in fix_for(reason, api_params)
+
+
+def test_an_unknown_kind_of_failure_gets_no_invented_fix(api_params):
+    assert fix_for("ZeroDivisionError: division by zero", api_params) is None
+
+
+def test_a_fix_quotes_no_markup_from_a_provider_message(api_params):
+    reason = "openai gpt-4o-mini at http://evil.example/<script>x</script>: connection error: refused"
+    fix = fix_for(reason, api_params)
+    assert "<script>" not in fix and "&lt;script&gt;" in fix
+
+
+def page_text(page: str) -> str:
+    """What a reader sees: the page without its tags, styles and scripts, spaces folded."""
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.DOTALL)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
 def closed_port() -> int:
@@ -67,8 +120,17 @@ def test_a_stage_over_its_error_budget_leaves_a_report_with_its_reasons(
     page = (project.root / "reports" / "tiny" / "03_simulate.html").read_text()
     assert "simulate failed (tiny · target-a)" in page
     assert "What to do:" in page and "run.max_error_rate" in page
+    # The fix names the host and port nothing answered at; the file of the error rows is named,
+    # and the first row's reason is quoted in full.
+    port = models["target-a"]["base_url"].split(":")[2].split("/")[0]
+    text = page_text(page)
+    assert f"Nothing answered at http://127.0.0.1:{port}/v1 : is a server running there" in text
     assert "Error rows by reason" in page
-    assert "target '…' failed at turn N" in page
+    assert "2 error rows in data/tiny/runs/target-a/conversations.json" in text
+    assert f"Cannot connect to host 127.0.0.1:{port}" in text
+    assert "The error rows are in data/tiny/runs/target-a/conversations.json; the first, m0" in err
+    # The sections after the failed cell never ran: no empty headings.
+    assert "Provenance and cost" not in text
     assert "<title>simulate · tiny · target-a · FAILED</title>" in page
     assert "Models</strong> (main run of tiny)" in page  # which models, failed or not
 

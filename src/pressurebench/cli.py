@@ -11,12 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from .arms.commands import add_arm_parser
 from .errors import PressurebenchError, StageFailed
 from .io import read_yaml_model
 from .params import load_params
 from .paths import benchmark_source
 from .schemas import Benchmark
-from .validation.commands import add_arm_parser
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 
@@ -31,12 +31,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
     if Path("dvc.yaml").is_file():
-        watched, problems = dvc_param_problems(args.params)
+        watched, problems, files = dvc_param_problems(args.params)
         if problems:
             for line in problems:
                 print(f"pressurebench: {line}", file=sys.stderr)
             return 2
-        print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
+        if watched:
+            print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
+        else:
+            print(f"note  dvc.yaml: no stage reads {args.params} (they read "
+                  f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it. "
+                  "Copy it over that file to run it.")
     problems = key_problems(args.params, params)
     if not problems and not args.offline:
         problems = endpoint_problems(params)
@@ -52,9 +57,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from .estimate import estimate, format_table
 
     params = load_params(args.params)
-    print(format_table(estimate(params)))
+    lines = estimate(params)
+    print(format_table(lines))
     print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
-          "structured repairs not included); 'unknown' cost means a model has no price in the registry.")
+          "structured repairs not included).")
+    unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
+    if unpriced:
+        print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
+              "(price_per_mtok_in, price_per_mtok_out) nor in the price registry.")
     return 0
 
 
@@ -93,7 +103,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from .paths import Layout
-    from .planning import Design, pilot_design, required_scenarios, scenarios_for_an_interval
+    from .planning import Design, pilot_design, pilot_icc_interval, required_scenarios
+    from .stats.cluster_t import scenarios_for_an_interval
 
     params = load_params(args.params)
     benchmark = args.benchmark or params.benchmarks[0]
@@ -102,11 +113,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     variants = math.prod(len(v) for v in params.generation.demographics.values()) or 1
     design = Design(metrics=metrics, variants=variants, samples=params.generation.num_samples,
                     rate=args.rate, icc=args.icc, pair_correlation=args.pair_correlation)
+    icc_high = None
     if args.pilot:
         layout = Layout(params.data_dir, benchmark)
-        design = pilot_design(design, [layout.scores_file(t) for t in params.targets])
+        files = [layout.scores_file(t) for t in params.targets]
+        design = pilot_design(design, files)
+        low, icc_high, groups = pilot_icc_interval(files, confidence=args.confidence)
         print(f"pilot ({benchmark}, {', '.join(params.targets)}): pass rate {design.rate:.2f}, "
-              f"ICC of base scenarios {design.icc:.2f}")
+              f"ICC of base scenarios {design.icc:.2f} ({args.confidence:.0%} bootstrap interval "
+              f"{low:.2f}–{icc_high:.2f} over {groups} base scenarios × targets); the last column "
+              "plans for the interval's upper end, in case the clustering is as strong as the "
+              "pilot allows")
     goal = {"half_width": args.half_width, "difference": args.difference, "gap": args.gap}
     (name, value), = ((k, v) for k, v in goal.items() if v is not None)
     named = {name: value}
@@ -115,12 +132,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "gap": f"80% power at α = 0.05 to detect a demographic gap of {value:g}"}[name]
     print(f"{benchmark}: {metrics} metrics, {variants} variants per base scenario; pass rate "
           f"{design.rate:g}, ICC {design.icc:g}; goal: {what}")
-    print(f"{'samples':>7} {'base scenarios/metric':>21} {'conversations/target':>20}")
+    upper = f"at ICC {icc_high:.2f}" if icc_high is not None else ""
+    print(f"{'samples':>7} {'base scenarios/metric':>21} {'conversations/target':>20} {upper:>12}")
     for k in range(1, 6):
         s = required_scenarios(replace(design, samples=k), confidence=args.confidence, **named)
         convs = "—" if s is None else str(metrics * s * variants * k)
+        cautious = ""
+        if icc_high is not None:
+            c = required_scenarios(replace(design, samples=k, icc=icc_high),
+                                   confidence=args.confidence, **named)
+            cautious = "over 10000" if c is None else str(c)
         mark = "  (params)" if k == params.generation.num_samples else ""
-        print(f"{k:>7} {('over 10000' if s is None else s):>21} {convs:>20}{mark}")
+        print(f"{k:>7} {('over 10000' if s is None else s):>21} {convs:>20} {cautious:>12}{mark}")
     print(f"Intervals are reported from {scenarios_for_an_interval(metrics)} base scenarios per "
           f"metric on (rates over all {metrics} metrics, differences, gaps) and from "
           f"{scenarios_for_an_interval(1)} on for a single metric's rate; below that the results "
@@ -310,9 +333,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
-        from .native_crash import local_models
+        from .native_crash import embedded_models
 
-        if local_models(args.params):
+        if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     try:
         return args.func(args)

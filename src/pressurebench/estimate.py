@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .io import read_yaml_model
+from .llm.providers.registry import api_for
 from .params import ModelSpec, Params
 from .paths import benchmark_source
 from .schemas import Benchmark
@@ -38,14 +39,14 @@ class Line:
 def _reply_tokens(spec: ModelSpec) -> int:
     """Assume replies use about 60% of their budget, and a reasoning model half of its room to
     reason (hidden reasoning is billed as output): planning figures, stated as such."""
-    hidden = spec.reasoning_tokens // 2 if spec.is_reasoning else 0
+    hidden = (api_for(spec).token_limit(spec.max_tokens) - spec.max_tokens) // 2
     return max(1, int(spec.max_tokens * 0.6)) + hidden
 
 
 def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call) -> Line:
     spec = params.models[model_id]
     tin, tout = calls * tin_per_call, calls * tout_per_call
-    return Line(stage, arm, role, model_id, calls, tin, tout, spec.price(tin, tout))
+    return Line(stage, arm, role, model_id, calls, tin, tout, api_for(spec).price(tin, tout))
 
 
 def variants_per_scenario(params: Params) -> int:
@@ -79,10 +80,12 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                     lines.append(_line(params, "gen_metrics", label, "generator", generator, n_metrics,
                                        SYSTEM_TOKENS["gen_metrics"] + 80 * n_metrics, 250))
                 n_base = n_metrics * g.scenarios_per_metric
-                lines.append(_line(params, "gen_scenarios", label, "generator", generator, n_base,
-                                   SYSTEM_TOKENS["gen_scenarios"], min(gspec.max_tokens, 400)))
+                lines.append(_line(params, "gen_scenarios", label, "generator (base scenarios)",
+                                   generator, n_base, SYSTEM_TOKENS["gen_scenarios"],
+                                   min(gspec.max_tokens, 400)))
                 if g.demographics:
-                    lines.append(_line(params, "gen_scenarios", label, "generator", generator,
+                    lines.append(_line(params, "gen_scenarios", label,
+                                       "generator (demographic rewrites)", generator,
                                        n_base * n_var, SYSTEM_TOKENS["rewrite"] + 300,
                                        min(gspec.max_tokens, 350)))
             rows = math.ceil(n_metrics * g.scenarios_per_metric * n_var * fraction)

@@ -4,33 +4,29 @@ Such a crash kills the Python process (or the notebook's kernel) before any
 exception can be raised, so no error row or traceback says what happened; the
 stage ends with "Kernel died" or exit status 139. The process that started the
 stage survives, and reports it through `crash_message`: which stage, which
-embedded models it could have been running, what llama.cpp reports about the
-CPU, and what to try.
+embedded models it could have been running, and what their provider says to try
+(for llama.cpp: what it reports about the CPU).
 """
 
 from __future__ import annotations
 
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .llm.providers.registry import ModelApi
 
 # A stage whose process died of a signal: exit status of `pressurebench run` / `arm`.
 EXIT_NATIVE_CRASH = 4
 
 
 def crash_message(stage: str, params_path: str | Path, how: str) -> str:
-    """One paragraph: the stage, how it died, the local models involved and what to try."""
-    local = local_models(params_path)
+    """One paragraph: the stage, how it died, and what each provider of its in-process models
+    says to try (`ModelApi.crash_hint`)."""
     lines = [f"stage {stage} died natively ({how}), with no Python error to report."]
-    if local:
-        lines.append(
-            f"It runs the embedded model in-process (local models: {', '.join(local)}); "
-            f"llama.cpp reports {_llama_cpu_report()}. If that lists AMX, or the crash "
-            "persists, set `weight_repacking: false` on these models in the params (llama.cpp "
-            "then loads the weights without its CPU-specific layouts) and run again; "
-            "`pressurebench run` prints the native stack of the crash."
-        )
-    else:
-        lines.append("Run it again with `pressurebench run` to see the native stack of the crash.")
+    hints = [h for h in (api.crash_hint(ids) for api, ids in embedded_models(params_path)) if h]
+    lines += hints or ["Run it again with `pressurebench run` to see the native stack of the crash."]
     return " ".join(lines)
 
 
@@ -42,20 +38,17 @@ def signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def local_models(params_path: str | Path) -> list[str]:
-    """The embedded (in-process) models of the params; none when they cannot be read."""
+def embedded_models(params_path: str | Path) -> list[tuple[type[ModelApi], list[str]]]:
+    """The params' in-process models, by provider; none when the params cannot be read."""
+    from .llm.providers.registry import api_class
     from .params import load_params
 
     try:
         params = load_params(params_path)
     except Exception:  # noqa: BLE001 - the crash report must not fail on a params problem
         return []
-    return sorted(mid for mid, spec in params.models.items() if spec.provider == "local")
-
-
-def _llama_cpu_report() -> str:
-    try:
-        import llama_cpp
-    except ImportError:
-        return "nothing (llama-cpp-python is not installed)"
-    return f"'{llama_cpp.llama_print_system_info().decode('utf-8', 'replace').strip()}'"
+    by_provider: dict[str, list[str]] = {}
+    for model_id, spec in sorted(params.models.items()):
+        by_provider.setdefault(spec.provider, []).append(model_id)
+    apis = [(api_class(name), ids) for name, ids in sorted(by_provider.items())]
+    return [(api, ids) for api, ids in apis if api.embedded]

@@ -9,10 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -24,32 +22,9 @@ from .io import read_yaml, validate_as
 ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
-# Calls in flight per model id. The embedded model runs as many calls at once as it has
-# cores (a llama.cpp context each) and queues the rest, so a few in flight keep every core busy.
-LOCAL_DEFAULT_CONCURRENCY = 4
-REMOTE_DEFAULT_CONCURRENCY = 8
-BATCH_DEFAULT_CONCURRENCY = 50000
-
-
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-
-# OpenAI's reasoning models (the o-series, the gpt-5 family) take `max_completion_tokens`
-# (not `max_tokens`), only the default temperature and top_p, and `reasoning_effort`; their
-# hidden reasoning tokens count against `max_completion_tokens`. Recognised by name, unless
-# the registry says otherwise (`reasoning:`).
-OPENAI_REASONING_NAME = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
-OPENAI_API_HOST = "api.openai.com"
-# Claude models after Opus 4.6 refuse temperature, top_p and top_k ("`temperature` is
-# deprecated for this model"); Opus 4.1 and the 4.5/4.6 models refuse temperature together
-# with top_p. (Anthropic's Messages API reference and model deprecations page.)
-ANTHROPIC_NO_SAMPLING_NAME = re.compile(
-    r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])", re.IGNORECASE
-)
-
-# OpenAI's Batch API and Anthropic's Message Batches both bill half the direct price.
-BATCH_PRICE_FACTOR = 0.5
 
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -61,9 +36,11 @@ class ModelSpec(Strict):
     Requests are built from it to be ones the provider accepts: what a provider is
     known to refuse (Anthropic's temperature together with top_p, a sampling
     temperature for an OpenAI reasoning model) is an error here, before any call.
+    The rules are the provider's own (`llm.providers.registry`): its module says which
+    settings only it takes, what its service refuses, its price and its limits.
     """
 
-    provider: Literal["openai", "anthropic", "local"]
+    provider: str = Field(description="a registered provider (`llm.providers.registry`)")
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None
@@ -164,137 +141,32 @@ class ModelSpec(Strict):
         ),
     )
 
+    # The registry is imported where it is used: the `llm` package imports this module.
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from .llm.providers.registry import api_class
+
+        api_class(name)
+        return name
+
     @model_validator(mode="after")
     def _requests_the_provider_accepts(self):
-        only = {
-            "local": ("repeat_penalty", "requantize", "weight_repacking"),
-            "openai": ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema"),
-        }
-        for provider, names in only.items():
-            for name in names:
-                if self.provider != provider and getattr(self, name) is not None:
-                    raise ValueError(
-                        f"{name} is a {provider}-provider setting; {self.provider} models take none"
-                    )
-        if self.provider == "local" and self.batch:
-            raise ValueError("batch is for OpenAI and Anthropic models; local models answer in-process")
-        if self.provider == "local" and (self.structured_output is not None or self.extra_body):
-            raise ValueError(
-                "local models decode structured answers under the schema's grammar and take "
-                "no structured_output or extra_body"
-            )
-        if self.provider == "anthropic":
-            if ANTHROPIC_NO_SAMPLING_NAME.match(self.model) and (
-                self.temperature is not None or self.top_p is not None
-            ):
+        from .llm.providers.registry import api_for, setting_owners
+
+        for name, owners in setting_owners().items():
+            if self.provider not in owners and getattr(self, name) is not None:
                 raise ValueError(
-                    f"Anthropic deprecated temperature and top_p for {self.model} (it answers "
-                    "'`temperature` is deprecated for this model'): leave them out"
+                    f"{name} is a {'/'.join(owners)}-provider setting; {self.provider} models take none"
                 )
-            if self.structured_output in ("json_schema", "json_object"):
-                raise ValueError(
-                    f"structured_output {self.structured_output} is an OpenAI response_format; "
-                    "Anthropic models take `tool` or `prompt`"
-                )
-            if self.temperature is not None and self.top_p is not None:
-                raise ValueError(
-                    "Anthropic refuses temperature together with top_p on its recent models "
-                    "('temperature and top_p cannot both be specified for this model'): set one"
-                )
-            if self.temperature is not None and self.temperature > 1.0:
-                raise ValueError("Anthropic takes a temperature from 0 to 1")
-        if self.provider == "openai" and self.is_reasoning:
-            for name in ("temperature", "top_p"):
-                value = getattr(self, name)
-                if value is not None and value != 1.0:
-                    raise ValueError(
-                        f"OpenAI reasoning models take only the default {name} (1), not {value}: "
-                        f"leave {name} out (or set `reasoning: false` for a model that is not one)"
-                    )
-        if self.reasoning_effort is not None and not self.is_reasoning:
-            raise ValueError(
-                "reasoning_effort is for reasoning models; set `reasoning: true` if this is one"
-            )
+        api = api_for(self)
+        api.check()
+        if self.batch and api.batch_price_factor is None:
+            raise ValueError(f"batch: {self.provider} models have no batch API")
         for name in ("model", "messages"):
             if name in self.extra_body:
                 raise ValueError(f"extra_body may not set '{name}': it is the registry's")
         return self
-
-    @property
-    def concurrency(self) -> int:
-        """Calls in flight at once. A batched model's calls wait in batches, not connections:
-        as many as a batch holds may be pending, so stages start that many."""
-        if self.max_concurrency is not None:
-            return self.max_concurrency
-        if self.batch:
-            return BATCH_DEFAULT_CONCURRENCY
-        return LOCAL_DEFAULT_CONCURRENCY if self.provider == "local" else REMOTE_DEFAULT_CONCURRENCY
-
-    @property
-    def is_reasoning(self) -> bool:
-        """An OpenAI reasoning model (by the registry's word, else by its name)."""
-        if self.provider != "openai":
-            return False
-        if self.reasoning is not None:
-            return self.reasoning
-        return bool(OPENAI_REASONING_NAME.match(self.model))
-
-    @property
-    def at_openai(self) -> bool:
-        """Served by OpenAI's own API (not a compatible server such as vLLM or Ollama)."""
-        if self.provider != "openai":
-            return False
-        return self.base_url is None or urlsplit(self.base_url).hostname == OPENAI_API_HOST
-
-    @property
-    def structured_mode(self) -> StructuredOutput | None:
-        """How structured answers are asked for; None for local models (grammar-constrained)."""
-        if self.provider == "local":
-            return None
-        if self.structured_output is not None:
-            return self.structured_output
-        return "tool" if self.provider == "anthropic" else "json_schema"
-
-    @property
-    def strict(self) -> bool:
-        """OpenAI strict structured outputs for `json_schema` and `tool` answers."""
-        if self.provider != "openai" or self.structured_mode not in ("json_schema", "tool"):
-            return False
-        return self.strict_schema if self.strict_schema is not None else self.at_openai
-
-    @property
-    def token_limit_field(self) -> str:
-        """The request field that carries the token limit."""
-        if self.token_limit_param is not None:
-            return self.token_limit_param
-        return "max_completion_tokens" if self.at_openai or self.is_reasoning else "max_tokens"
-
-    def token_limit(self, answer_tokens: int) -> int:
-        """The limit sent for an answer of `answer_tokens`: reasoning models get room to reason."""
-        return answer_tokens + (self.reasoning_tokens if self.is_reasoning else 0)
-
-    def request_identity(self) -> tuple:
-        """Everything of this spec that goes into its calls' cache keys (`llm.client`, and each
-        provider's `key_material`): two model ids with the same identity send the same
-        requests and replay the same cached answers."""
-        common = (self.provider, self.model, self.base_url, self.temperature, self.top_p,
-                  self.max_tokens, self.seed)
-        extra_body = json.dumps(self.extra_body, sort_keys=True) if self.extra_body else None
-        if self.provider == "openai":
-            return (*common, self.structured_mode, self.strict, self.token_limit_field,
-                    self.is_reasoning, self.reasoning_effort,
-                    self.reasoning_tokens if self.is_reasoning else None, extra_body)
-        if self.provider == "anthropic":
-            return (*common, self.structured_mode, extra_body)
-        return (*common, self.requantize, self.repeat_penalty)
-
-    def price(self, input_tokens: int, output_tokens: int) -> float | None:
-        """Cost in USD; None when the registry has no price (unknown is not free), 0 for local
-        models; batched calls at the batch APIs' discount."""
-        if self.price_per_mtok_in is not None and self.price_per_mtok_out is not None:
-            cost = (input_tokens * self.price_per_mtok_in + output_tokens * self.price_per_mtok_out) / 1e6
-            return cost * BATCH_PRICE_FACTOR if self.batch else cost
-        return 0.0 if self.provider == "local" else None
 
     @property
     def family(self) -> str:
@@ -488,6 +360,8 @@ class Params(Strict):
         panel = self.roles.evaluators
         if len(panel) < 2:
             return self
+        from .llm.providers.registry import api_for
+
         seen: dict[tuple, str] = {}
         for model_id in panel:
             if model_id in seen.values():
@@ -495,14 +369,15 @@ class Params(Strict):
             spec = self.models.get(model_id)
             if spec is None:
                 continue  # reported as an unknown model id
-            twin = seen.get(spec.request_identity())
+            identity = api_for(spec).request_identity()
+            twin = seen.get(identity)
             if twin is not None:
                 raise ValueError(
                     f"roles.evaluator: '{twin}' and '{model_id}' send identical requests (same "
                     "provider, model, endpoint and sampling), so they would replay one verdict; "
                     "judges must differ"
                 )
-            seen[spec.request_identity()] = model_id
+            seen[identity] = model_id
         return self
 
     @model_validator(mode="after")
@@ -511,10 +386,14 @@ class Params(Strict):
         the main verdicts from the cache and show a perfect agreement that measures nothing."""
         if len(self.roles.evaluators) != 1:
             return self
+        from .llm.providers.registry import api_for
+
         main = self.models.get(self.roles.evaluators[0])
         for i, model_id in enumerate(self.validation.evaluator_bias):
             spec = self.models.get(model_id)
-            if main is not None and spec is not None and spec.request_identity() == main.request_identity():
+            if main is not None and spec is not None and (
+                api_for(spec).request_identity() == api_for(main).request_identity()
+            ):
                 raise ValueError(
                     f"validation.evaluator_bias[{i}]: '{model_id}' sends the same requests as the "
                     f"evaluator '{self.roles.evaluators[0]}', so it would replay its verdicts; "
@@ -570,8 +449,10 @@ def load_params(path: str | Path) -> Params:
         if ref not in params.models:
             raise ConfigError(path, f"unknown model id '{ref}' (known: {', '.join(known)})", field)
     if params.run.max_cost_usd is not None:
+        from .llm.providers.registry import api_for
+
         for field, ref in params.model_refs():
-            if params.models[ref].price(0, 0) is None:
+            if api_for(params.models[ref]).price(0, 0) is None:
                 raise ConfigError(
                     path,
                     f"model '{ref}' has no price_per_mtok_in/out, so run.max_cost_usd cannot bound "

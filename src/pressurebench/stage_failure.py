@@ -13,6 +13,7 @@ Exit codes are the command line's (`pressurebench.cli`), under `dvc repro` too:
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from pathlib import Path
@@ -79,33 +80,90 @@ def stage_of(notebook: str | Path) -> str:
 
 
 def reason_pattern(reason: str) -> str:
-    """A reason with its numbers and quoted values generalised, so rows failing alike group."""
+    """A reason with its stand-alone numbers and quoted values generalised, so rows failing alike
+    group. Numbers inside hosts, ports, versions and model names (`127.0.0.1:8765`, `gpt-4o`)
+    are part of what failed and stay."""
     text = re.sub(r"'[^']*'", "'…'", " ".join(reason.split()))
-    text = re.sub(r"\d+(\.\d+)?", "N", text)
-    return text if len(text) <= 140 else text[:139] + "…"
+    return re.sub(r"(?<![\w.:/-])\d+(\.\d+)?(?![\w/-]|[.:]\d)", "N", text)
 
 
-def error_reasons(stage: str, parameters: dict[str, str]) -> pd.DataFrame:
-    """The stage's error rows grouped by reason (count, one example id); empty when it wrote none."""
-    from .arm_inputs import resolve
+# The fix for each kind of failed call, by what the provider or transport said. Patterns are
+# tried in order on the reason; `{url}`, `{model}` and `{key}` come from the reason and params.
+FIXES = [
+    (re.compile(r"connection error|cannot connect|connection refused|name or service not known",
+                re.IGNORECASE),
+     ("Nothing answered at {url}: is a server running there, and is `base_url` of {model} right? "
+      "`pressurebench check` tries every endpoint before anything is spent.")),
+    (re.compile(r"HTTP 401|HTTP 403", re.IGNORECASE),
+     ("The provider refused the credentials of {model}: check the key in {key} "
+      "(`pressurebench check` tries every key).")),
+    (re.compile(r"HTTP 404", re.IGNORECASE),
+     ("The provider does not know the model {model} (or this key cannot use it): check its "
+      "`model` name in the params against the provider's model list.")),
+    (re.compile(r"HTTP 429|rate limit", re.IGNORECASE),
+     ("The provider kept rate-limiting {model}: lower its `max_concurrency` or set "
+      "`requests_per_minute`, then run again; finished calls are cached.")),
+    (re.compile(r"timed? ?out|timeout", re.IGNORECASE),
+     ("Calls to {model} timed out: raise its `timeout_s`, or check that {url} is up.")),
+    (re.compile(r"HTTP 400|HTTP 422", re.IGNORECASE),
+     ("The provider rejected the request of {model}; its own message is quoted below. Fix the "
+      "setting it names in the params.")),
+]
+
+
+def _culprit(reason: str, parameters: dict[str, str]) -> dict[str, str]:
+    """The url, model and key variable a failed call's reason names, as far as they can be found
+    (the reason starts with the provider's `describe()`: `<provider> <model> at <url>`)."""
+    found = {"url": "the model's endpoint", "model": "the model", "key": "its `api_key_env` variable"}
+    if url := re.search(r"https?://[^\s:/]+(:\d+)?[^\s:]*", reason):
+        found["url"] = url.group(0).rstrip(".,;)")
+    try:
+        from .params import load_params
+
+        models = load_params(parameters["params_path"]).models
+    except Exception:  # noqa: BLE001 - advice without the params is still advice
+        return found
+    for model_id, spec in models.items():
+        if re.search(rf"(^|\s){re.escape(spec.model)}(\s|:|$)", reason):
+            found["model"] = f"`{model_id}` ({spec.model})"
+            if spec.api_key_env:
+                found["key"] = f"${spec.api_key_env}"
+            break
+    return found
+
+
+def fix_for(reason: str, parameters: dict[str, str]) -> str | None:
+    """What to do about a failed call, from its reason; None when the reason is of no known kind.
+    The values quoted come from a provider's error text, so they are HTML-escaped for the page."""
+    for pattern, fix in FIXES:
+        if pattern.search(reason):
+            return fix.format(**{k: html.escape(v) for k, v in _culprit(reason, parameters).items()})
+    return None
+
+
+def error_reasons(stage: str, parameters: dict[str, str]) -> tuple[Path | None, pd.DataFrame]:
+    """The artifact holding the stage's error rows, and those rows grouped by reason (the first
+    row's reason in full, count, its id); no path and no rows when it wrote none."""
+    from .arms.inputs import resolve
     from .io import read_artifact, read_yaml_model
     from .params import load_params
     from .schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile
 
-    columns = ["reason", "rows", "example"]
+    columns = ["reason (the first row's, in full)", "rows", "first row"]
     if stage not in STAGE_ERROR_ROWS:
-        return pd.DataFrame(columns=columns)
+        return None, pd.DataFrame(columns=columns)
     try:
         params_path = parameters["params_path"]
         params = load_params(params_path)
         inputs = resolve(params_path, params, parameters["benchmark"], parameters.get("arm") or None)
         target = parameters.get("target")
         if stage == "gen_metrics":
-            rows = [(e.reason, e.metric_id or "—")
-                    for e in read_yaml_model(inputs.metrics_file, Benchmark).errors]
+            path = inputs.metrics_file
+            rows = [(e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
         elif stage == "gen_scenarios":
+            path = inputs.scenarios_file
             rows = [(e.reason, e.base_id or e.metric_id or "—")
-                    for e in read_artifact(inputs.scenarios_file, ScenariosFile).errors]
+                    for e in read_artifact(path, ScenariosFile).errors]
         elif stage == "simulate":
             path = inputs.layout.conversations_file(target)
             rows = [(c.error, c.conv_id)
@@ -115,13 +173,14 @@ def error_reasons(stage: str, parameters: dict[str, str]) -> pd.DataFrame:
             rows = [(s.error, s.conv_id)
                     for s in read_artifact(path, ScoresFile).rows if s.status == "error"]
     except Exception:  # noqa: BLE001 - the report must render even when the artifacts cannot
-        return pd.DataFrame(columns=columns)
+        return None, pd.DataFrame(columns=columns)
     counts = Counter(reason_pattern(r or "no reason") for r, _ in rows)
-    example = {}
+    example: dict[str, tuple[str, str]] = {}
     for reason, row_id in rows:
-        example.setdefault(reason_pattern(reason or "no reason"), row_id)
-    return pd.DataFrame(
-        [(pattern, n, example[pattern]) for pattern, n in counts.most_common()], columns=columns
+        example.setdefault(reason_pattern(reason or "no reason"), (reason or "no reason", row_id))
+    return Path(path), pd.DataFrame(
+        [(example[pattern][0], n, example[pattern][1]) for pattern, n in counts.most_common()],
+        columns=columns,
     )
 
 
@@ -132,20 +191,22 @@ def failure_cells(
     stage = stage_of(notebook)
     advice = ADVICE.get(error_name, GENERIC_ADVICE if error_name not in _user_error_names()
                         else ADVICE["ConfigError"])
+    artifact, reasons = error_reasons(stage, parameters)
+    fix = fix_for(reasons.iloc[0, 0] if len(reasons) else error_value, parameters)
     what = " · ".join(v for k, v in parameters.items() if k != "params_path")
     cells = [nbformat.v4.new_markdown_cell(
-        f"# {stage} failed ({what})\n\n**What to do:** {advice}\n\n"
-        f"**Error** (`{error_name}`, exit code {exit_code(error_name)}):"
+        f"# {stage} failed ({what})\n\n"
+        + (f"**What to do:** {fix}\n\n{advice}" if fix else f"**What to do:** {advice}")
+        + f"\n\n**Error** (`{error_name}`, exit code {exit_code(error_name)}):"
     )]
     message = nbformat.v4.new_code_cell(source="")
     message.outputs = [nbformat.v4.new_output("stream", name="stdout", text=error_value)]
     cells.append(message)
-    reasons = error_reasons(stage, parameters)
     if len(reasons):
         cells.append(nbformat.v4.new_markdown_cell(
-            f"## Error rows by reason\n\n{int(reasons['rows'].sum())} error rows, grouped by "
-            "reason (numbers and quoted values generalised), with one example row each. The "
-            "rows themselves are in the stage's artifacts."
+            f"## Error rows by reason\n\n{int(reasons['rows'].sum())} error rows in "
+            f"`{artifact}`, grouped by reason (rows whose reasons differ only in stand-alone "
+            "numbers and quoted values count together), each with its first row's reason in full."
         ))
         table = nbformat.v4.new_code_cell(source="")
         table.outputs = [nbformat.v4.new_output(
@@ -160,6 +221,15 @@ def failure_cells(
     return cells
 
 
+def ran_cells(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """The cells up to and including the one that failed: the sections after it never ran, and
+    their headings over nothing would read as empty results."""
+    for i, cell in enumerate(cells):
+        if cell.get("metadata", {}).get("papermill", {}).get("exception"):
+            return cells[: i + 1]
+    return cells
+
+
 def write_failure_notebook(
     executed: Path, notebook: str | Path, parameters: dict[str, str], error_name: str,
     error_value: str,
@@ -170,7 +240,7 @@ def write_failure_notebook(
         nb = nbformat.read(executed, as_version=4)
     except (OSError, ValueError):
         nb = nbformat.v4.new_notebook()
-    nb.cells = failure_cells(notebook, parameters, error_name, error_value) + nb.cells
+    nb.cells = failure_cells(notebook, parameters, error_name, error_value) + ran_cells(nb.cells)
     nbformat.write(nb, executed)
     return executed
 

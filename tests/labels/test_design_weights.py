@@ -18,7 +18,7 @@ from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.reports import judge
 from pressurebench.schemas import ScoresFile
-from pressurebench.stages.aggregate import scores_frame
+from pressurebench.scores import scores_frame
 from pressurebench.stats.judge_validity import judge_validity
 
 PER_CELL, SPLITS, LABELLED = 20, 4, 8

@@ -19,6 +19,7 @@ import pytest
 from mock_providers import FaultPlan
 from pressurebench.llm import ModelClient
 from pressurebench.llm.batches import BatchSettings
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
 
@@ -63,7 +64,7 @@ def test_concurrent_calls_go_out_as_one_batch_at_half_price_and_land_in_the_cach
     assert "/v1/chat/completions" not in server.path_counts and "/v1/messages" not in server.path_counts
     direct = ModelSpec(**{**spec(server, provider).model_dump(), "batch": False})
     r = results[0]
-    assert r.cost_usd == pytest.approx(direct.price(r.input_tokens, r.output_tokens) / 2)
+    assert r.cost_usd == pytest.approx(api_for(direct).price(r.input_tokens, r.output_tokens) / 2)
     again, _ = run_calls(tmp_path, spec(server, provider))
     assert all(r.cached for r in again) and server.batch_desk.created[provider] == 1
     assert not list((tmp_path / "cache" / "batches").rglob("*.json"))  # records go once answered

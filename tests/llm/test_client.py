@@ -9,7 +9,7 @@ import pytest
 
 from fakes import Script
 from pressurebench.llm import ModelClient, ProviderAuthError
-from pressurebench.llm.providers import ProviderBase
+from pressurebench.llm.providers.registry import ModelApi, api_for
 from pressurebench.llm.types import ProviderResponse, RejectedError, RetryableError
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
@@ -133,15 +133,16 @@ def test_unknown_price_is_null_not_zero(tmp_path):
 
 
 def test_local_models_cost_nothing():
-    assert ModelSpec(provider="local", model="x").price(1000, 1000) == 0.0
+    assert api_for(ModelSpec(provider="local", model="x")).price(1000, 1000) == 0.0
 
 
 def test_concurrency_limit_per_model(tmp_path):
     in_flight = 0
     peak = 0
 
-    class Slow(ProviderBase):
-        spec = ModelSpec(provider="openai", model="m")
+    class Slow(ModelApi):
+        def __init__(self):
+            super().__init__(ModelSpec(provider="openai", model="m"))
 
         async def complete(self, request):
             nonlocal in_flight, peak

@@ -9,6 +9,7 @@ import pytest
 
 from pressurebench.errors import ConfigError
 from pressurebench.llm import ModelClient
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.llm.spending import SpendingCapReached, SpendingLedger, call_cost_bound
 from pressurebench.params import ModelSpec, load_params
 
@@ -45,7 +46,7 @@ def test_the_cap_stops_within_one_call_and_a_raised_cap_continues_without_paying
     mock_server, monkeypatch, tmp_path
 ):
     monkeypatch.setenv(KEY_ENV, mock_server.api_key)
-    bound = call_cost_bound(spec(mock_server), [{"role": "user", "content": "question 000 " * 4}], 50)
+    bound = call_cost_bound(api_for(spec(mock_server)), [{"role": "user", "content": "question 000 " * 4}], 50)
     cap = 10.5 * bound
     answered, stopped, client = run_calls(tmp_path, mock_server, cap)
     assert stopped and "spending cap reached" in stopped and "raise the cap" in stopped

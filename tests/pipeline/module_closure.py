@@ -10,6 +10,9 @@ from pathlib import Path
 import nbformat
 
 PACKAGE = "pressurebench"
+# Modules that import others found at run time rather than named in their source: the provider
+# registry imports every `*_provider.py` module of its folder.
+DISCOVERED = {f"{PACKAGE}.llm.providers.registry": "*_provider.py"}
 
 
 def module_file(src: Path, module: str) -> Path | None:
@@ -56,6 +59,9 @@ def closure(src: Path, entry: set[str]) -> set[Path]:
                 continue
             seen.add(path)
             todo.extend(imports_in(path.read_text(), name, path.name == "__init__.py"))
+            if name in DISCOVERED:
+                package = name.rpartition(".")[0]
+                todo.extend(f"{package}.{p.stem}" for p in path.parent.glob(DISCOVERED[name]))
     return seen
 
 

@@ -1,6 +1,6 @@
 """Params declared once: for every stage that runs through `pressurebench.runtime.StageRun`, the
 params DVC watches (its `params:` in dvc.yaml, expanded by DVC itself) are exactly the ones the
-stage's code declares and records in its manifest (`arm_inputs.declared_params`)."""
+stage's code declares and records in its manifest (`arms.inputs.declared_params`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from dvc.dependency.param import ParamsDependency
 from dvc.repo import Repo
 
-from pressurebench.arm_inputs import declared_params, resolve
+from pressurebench.arms.inputs import declared_params, resolve
 from pressurebench.params import load_params
 from support import REPO
 

@@ -50,3 +50,10 @@ def test_the_closure_follows_imports_inside_functions(tmp_path):
     found = {p.relative_to(tmp_path).as_posix() for p in closure(tmp_path, {"pressurebench.a"})}
     assert found == {"pressurebench/__init__.py", "pressurebench/a.py", "pressurebench/sub/__init__.py",
                      "pressurebench/sub/b.py", "pressurebench/c.py"}
+
+
+def test_the_closure_includes_every_provider_module_the_registry_imports():
+    """The registry finds its providers at run time, so the params' closure names them all."""
+    found = {p.name for p in closure(REPO / "src", {"pressurebench.params"})}
+    providers = {p.name for p in (REPO / "src" / "pressurebench" / "llm" / "providers").glob("*_provider.py")}
+    assert len(providers) >= 3 and providers <= found

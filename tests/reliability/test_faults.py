@@ -40,6 +40,8 @@ from pressurebench.paths import Layout
 from pressurebench.reports.browser import write_transcript_browser_for
 from pressurebench.results import Results
 from pressurebench.schemas import (
+    CONVERSATION_FAILED,
+    NO_VERDICT,
     Benchmark,
     Conversation,
     ConversationsFile,
@@ -138,7 +140,7 @@ def test_every_fault_kind_was_served_and_every_role_failed_somewhere(faulty_run)
     assert any(e.startswith("user model") for e in errors)
     assert any(e.startswith("target") for e in errors)
     scores = [s for t in TARGETS for s in faulty_run.scores(t)]
-    assert any(s.status == "error" and s.error.startswith(evaluate.NO_VERDICT) for s in scores)
+    assert any(s.status == "error" and s.error.startswith(NO_VERDICT) for s in scores)
     assert any(s.status == "ok" for s in scores)
 
 
@@ -184,7 +186,7 @@ def test_no_verdict_without_a_successful_judge_reply(faulty_run, target):
         conv = convs[score.conv_id]
         prompt = judge_prompt(conv, bench, score.metric_id)
         if conv.status == "error":
-            assert score.status == "error" and score.error.startswith(evaluate.CONVERSATION_FAILED)
+            assert score.status == "error" and score.error.startswith(CONVERSATION_FAILED)
             assert not calls_starting_with(faulty_run.log, "judge", prompt)
             continue
         chain = calls_starting_with(faulty_run.log, "judge", prompt)
@@ -197,7 +199,7 @@ def test_no_verdict_without_a_successful_judge_reply(faulty_run, target):
             assert [j.status for j in score.judges] == ["ok"]
         else:
             assert not ok, f"{conv.conv_id}: the judge answered, yet the row has no verdict"
-            assert score.error.startswith(evaluate.NO_VERDICT) and score.passed is None
+            assert score.error.startswith(NO_VERDICT) and score.passed is None
             assert [j.status for j in score.judges] == ["error"] and score.judges[0].error
 
 
@@ -379,10 +381,11 @@ def test_cli_exits_3_printing_the_one_line_summary(project, mock_server, monkeyp
     rows = read_artifact(project.root / "data" / BENCHMARK / "runs/target-a/conversations.json",
                          ConversationsFile).rows
     n_error = sum(r.status == "error" for r in rows)
+    first = next(r for r in rows if r.status == "error")
     summary = (
         f"pressurebench: simulate {BENCHMARK} target-a: {n_error} of {len(rows)} conversations are "
-        f"errors ({n_error / len(rows):.1%}), above run.max_error_rate=0.0%; see the error rows in "
-        "the artifacts for reasons"
+        f"errors ({n_error / len(rows):.1%}), above run.max_error_rate=0.0%. The error rows are in "
+        f"data/{BENCHMARK}/runs/target-a/conversations.json; the first, {first.conv_id}: {first.error}"
     )
     assert message_lines(proc.stderr) == [summary]
     assert "Traceback" not in proc.stderr and proc.stdout == ""

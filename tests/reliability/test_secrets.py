@@ -28,7 +28,7 @@ from reliability_support import (
 from mock_providers import FaultPlan, MockLLMServer
 from pressurebench.io import read_artifact
 from pressurebench.llm.client import ModelClient
-from pressurebench.llm.providers import ProviderBase
+from pressurebench.llm.providers.registry import ModelApi
 from pressurebench.llm.types import ProviderAuthError, RetryableError
 from pressurebench.params import ModelSpec
 from pressurebench.paths import Layout
@@ -185,10 +185,7 @@ def test_the_client_blanks_keys_out_of_any_error_it_reports(tmp_path, monkeypatc
     spec = ModelSpec(provider="openai", model="m", api_key_env=OPENAI_ENV)
 
     def quoting(error):
-        class Provider(ProviderBase):
-            def __init__(self, api_key):
-                self.api_key = api_key
-                self.spec = spec
+        class Provider(ModelApi):
 
             async def complete(self, request):
                 raise error(f"request failed: headers {{'Authorization': 'Bearer {self.api_key}'}}")
@@ -196,7 +193,7 @@ def test_the_client_blanks_keys_out_of_any_error_it_reports(tmp_path, monkeypatc
             async def aclose(self):
                 return None
 
-        return lambda model_id, spec, api_key: Provider(api_key)
+        return lambda model_id, spec, api_key: Provider(spec, api_key)
 
     async def call(error):
         async with ModelClient({"m": spec}, tmp_path, provider_factory=quoting(error), max_retries=0) as c:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from pressurebench.reports.dvc_plots import numeric, plot_specs, render_page
 from support import REPO
@@ -16,10 +17,10 @@ def filled_template(rows: list[dict]) -> dict:
 
 
 ROWS = [
-    {"target": t, "metric_id": m, "rate": str(r), "ci_low": str(max(r - 0.2, 0)),
+    {"target": t, "metric_id": m, "metric": f"{m} {name}", "rate": str(r), "ci_low": str(max(r - 0.2, 0)),
      "ci_high": str(min(r + 0.2, 1)), "n": "4", "rev": "workspace"}
     for t, rates in (("alpha-model", (0.75, 0.25)), ("beta-model", (0.5, 0.0)))
-    for m, r in zip(("m01", "m02"), rates)
+    for (m, name), r in zip((("m01", "Resists flattery"), ("m02", "Keeps the caveat")), rates)
 ]
 
 
@@ -41,4 +42,16 @@ def test_the_page_draws_every_target_and_loads_nothing():
     page = render_page([("data/b/plots/pass_rates.csv", filled_template(ROWS))])
     assert page.count("<svg") == 1 and "<script" not in page and "http-equiv" in page
     assert "alpha-model" in page and "beta-model" in page  # the legend separates targets
-    assert "pass rate (95% CI)" in page
+    # Titled by what it shows, metrics by name; the axis claims no interval it may not draw.
+    assert "<h2>Pass rate by metric and target · b</h2>" in page
+    assert "m02 Keeps the caveat" in page and "(95% CI)" not in page
+
+
+def test_a_rate_of_zero_is_drawn():
+    """A bar of width 0 is invisible; every rate, 0 included, also gets a dot."""
+    page = render_page([("data/b/plots/pass_rates.csv", filled_template(ROWS))])
+    dots = re.findall(r'aria-label="rate: ([0-9.]+); metric: ([^;]+); target: ([^"]+)"[^>]*'
+                      r'aria-roledescription="point"', page)
+    assert {(float(rate), metric, target) for rate, metric, target in dots} == {
+        (float(r["rate"]), r["metric"], r["target"]) for r in ROWS}
+    assert (0.0, "m02 Keeps the caveat", "beta-model") in {(float(a), b, c) for a, b, c in dots}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import matplotlib
+import matplotlib.text
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
@@ -128,6 +129,30 @@ def test_gap_plot_has_a_row_per_value_pair():
     fig = figures.demographic_gap_plot(three_targets())
     ticks = {ax.get_title(loc="left"): [t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes}
     assert ticks == {"gender": ["f − m"], "age": ["mid − old", "mid − young", "old − young"]}
+
+
+def single_scenario_pair():
+    """Two targets on one base scenario: the ranks cannot be resampled, and the panel says why."""
+    return results_of(synthetic_scores(target_rates={"a": 0.6, "b": 0.4}, metrics=1,
+                                       base_per_metric=1, samples=3, seed=0))
+
+
+@pytest.mark.parametrize("make", [three_targets, single_scenario_pair], ids=lambda f: f.__name__)
+def test_the_notebook_image_holds_every_text_of_the_comparison_whole(make):
+    """What the notebook shows (`_repr_png_`) is at least as large as the span of every caption,
+    label and reason drawn: none is cut at the image's edge."""
+    from matplotlib.transforms import Bbox
+    from PIL import Image
+
+    fig = figures.comparison_plot(make())
+    image = Image.open(io.BytesIO(fig._repr_png_()))
+    fig.set_dpi(figures.NOTEBOOK_DPI)
+    renderer = fig._get_renderer()
+    drawn = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    span = Bbox.union([t.get_window_extent(renderer) for t in drawn])
+    inches = span.transformed(fig.dpi_scale_trans.inverted())
+    assert image.size[0] / figures.NOTEBOOK_DPI >= inches.width - 0.02
+    assert image.size[1] / figures.NOTEBOOK_DPI >= inches.height - 0.02
 
 
 def test_comparison_shows_pairs_and_rank_probabilities():

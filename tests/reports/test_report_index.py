@@ -83,6 +83,11 @@ def test_summary_from_results(reports, artifacts, tmp_path):
         row = re.search(rf"<tr><td>{target}</td><td>([^<]*)</td><td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>", section)
         assert row.group(1) == f"{o.rate:.1%} (no interval)"  # a handful of base scenarios
         assert (int(row.group(2)), int(row.group(3))) == (o.n, o.n_error)
+    # Where it is seen, a withheld interval says why and which design would give one.
+    notes = re.findall(r'<p class="note">([^<]*)</p>', section)
+    assert notes and all(n.startswith("No interval: ") for n in notes)
+    assert "set generation.scenarios_per_metric: " in notes[0]
+    assert "`pressurebench plan` sizes a study" in notes[0]
 
 
 def test_summary_shows_missing_rate_as_dash(reports, artifacts):

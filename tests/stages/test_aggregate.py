@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from pressurebench.errors import ConfigError
-from pressurebench.io import read_artifact, write_artifact
+from pressurebench.io import read_artifact, read_yaml_model, write_artifact
 from pressurebench.paths import Layout
 from pressurebench.results import Results, build_results
 from pressurebench.schemas import (
+    Benchmark,
     Conversation,
     ConversationsFile,
     GenerationError,
@@ -26,6 +27,7 @@ from pressurebench.schemas import (
     conv_id,
     scenario_id,
 )
+from pressurebench.scores import scores_frame
 from pressurebench.stages import aggregate, evaluate
 
 TYPES = {"m01": "positive", "m02": "negative"}  # as in the project fixture's benchmark
@@ -193,7 +195,9 @@ def test_pass_rate_plot_data(project):
 
     with open(LAYOUT.root / "plots" / "pass_rates.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["target", "metric_id", "rate", "ci_low", "ci_high", "n"]
+    assert list(rows[0]) == ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]
+    names = {m.id: m.name for m in read_yaml_model(LAYOUT.benchmark_file, Benchmark).metrics}
+    assert {r["metric"] for r in rows} == {f"{m} {names[m]}" for m in ("m01", "m02")}
     by_key = {(r["target"], r["metric_id"]): r for r in rows}
     assert set(by_key) == {(t, m) for t in ("target-a", "target-b") for m in ("m01", "m02")}
     no_data = by_key[("target-a", "m02")]
@@ -282,7 +286,7 @@ def test_a_user_arm_aggregates_its_targets_with_the_main_generation_inputs(proje
 
 
 def test_scores_frame_columns_and_nulls():
-    frame = aggregate.scores_frame(target_a())
+    frame = scores_frame(target_a())
     assert list(frame.columns) == [
         "target",
         "metric_id",
@@ -308,7 +312,7 @@ def test_scores_frame_columns_and_nulls():
 
 def test_scores_frame_single_judge_has_no_panel_columns():
     judge = [JudgeVerdict(model_id="judge", present=True, justification="yes", status="ok")]
-    frame = aggregate.scores_frame([score("target-a", "m01", 1, passed=True, judges=judge)])
+    frame = scores_frame([score("target-a", "m01", 1, passed=True, judges=judge)])
     assert not [c for c in frame.columns if c.startswith("judge:")]
 
 
@@ -331,7 +335,7 @@ def test_scores_frame_panel_columns():
         ),
         score("target-a", "m01", 3, passed=None, judges=panel(None, False)),
     ]
-    frame = aggregate.scores_frame(rows)
+    frame = scores_frame(rows)
     assert frame["judge:j1"].tolist() == [True, True, None]
     assert frame["judge:j2"].tolist() == [True, False, False]
 
@@ -346,7 +350,7 @@ def test_scores_frame_all_metrics_keys_per_judged_metric_clusters_per_conversati
         for base in (1, 2)
         for variant in (1, 2)
     ]
-    frame = aggregate.scores_frame(rows)
+    frame = scores_frame(rows)
     cross = frame[frame["metric_id"] != frame["scenario_metric_id"]]
     assert set(cross["base_id"]) == {"m01_s001@m02", "m01_s002@m02", "m02_s001@m01", "m02_s002@m01"}
     assert cross["scenario_id"].str.endswith(tuple(f"@{m}" for m in ("m01", "m02"))).all()

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, read_yaml_model, write_yaml_model
-from pressurebench.llm.providers import ProviderBase
+from pressurebench.llm.providers.registry import ModelApi
 from pressurebench.llm.types import ProviderResponse
 from pressurebench.schemas import Benchmark, ScenariosFile, base_id_of
 from pressurebench.stages import gen_metrics, gen_scenarios
@@ -369,9 +369,7 @@ def test_metrics_and_rewrites_run_concurrently(metrics_ready):
     """Calls overlap: base scenarios of different metrics, and the rewrites of a base scenario."""
     state = {"in_flight": 0, "peak": 0, "overlapping_bases": False}
 
-    class SlowProvider(ProviderBase):
-        def __init__(self, spec):
-            self.spec = spec
+    class SlowProvider(ModelApi):
 
         async def complete(self, request):
             state["in_flight"] += 1

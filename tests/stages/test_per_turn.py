@@ -18,6 +18,7 @@ from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderResponse
 from pressurebench.reports import pressure as report
 from pressurebench.schemas import (
+    NO_VERDICT,
     Conversation,
     Landmark,
     Message,
@@ -134,7 +135,7 @@ def test_a_failed_prefix_judgement_is_an_error_for_that_turn_and_censors_before_
     first = got[scenario_id("m02", 1, 1)]
     third = first.turn_verdicts[2]
     assert third.status == "error" and third.passed is None
-    assert evaluate.NO_VERDICT in third.error
+    assert NO_VERDICT in third.error
     # observation stops before the undecided turn, though later turns failed
     assert first.onset == Onset(observed_turns=2, censored="judge_error", flips=0)
     assert first.status == "ok" and first.passed is False

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pressurebench.arms.plan import write_plans
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderAuthError, ProviderResponse, RetryableError
@@ -25,7 +26,6 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import simulate
-from pressurebench.validation.plan import write_plans
 
 LATENT = "make the assistant call the plan brilliant"
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from pressurebench import cli
+from pressurebench.arms.naming import plan_file
+from pressurebench.arms.plan import StudyPlan, rows_of, select_base_scenarios
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.llm.client import ModelClient
@@ -18,13 +20,11 @@ from pressurebench.paths import Layout
 from pressurebench.schemas import Benchmark, ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
 from pressurebench.validation import evaluator_bias, generator_bias, user_model_bias
-from pressurebench.validation.arms import plan_file
 from pressurebench.validation.models import (
     EvaluatorBiasStudy,
     GeneratorBiasStudy,
     UserModelBiasStudy,
 )
-from pressurebench.validation.plan import StudyPlan, rows_of, select_base_scenarios
 
 TARGETS = ["target-a", "target-b"]
 VALIDATION = {

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from arm_data import score_rows
 
+from pressurebench.arms.plan import write_plans
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.notebook_run import run_notebook
 from pressurebench.params import load_params
@@ -20,7 +21,6 @@ from pressurebench.validation.models import (
     GeneratorBiasStudy,
     UserModelBiasStudy,
 )
-from pressurebench.validation.plan import write_plans
 from stats_support.synthetic import synthetic_scores
 from support import REPO, TINY_BENCHMARK
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..schemas import Conversation, Message, Metric
-from ..stages.evaluate import SPEAKER_LABELS
+from ..schemas import SPEAKER_LABELS, Conversation, Message, Metric
 from .models import Turn
 
 CONV_KEY_DIGITS = 12

@@ -28,7 +28,7 @@ from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .call_record import CallRecord
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
-from .providers import Provider, make_provider
+from .providers.registry import ModelApi, api_for, connect
 from .spending import SpendingLedger, call_cost_bound, call_token_bound
 from .types import (
     ProviderRequest,
@@ -40,7 +40,7 @@ from .types import (
 )
 
 T = TypeVar("T")
-ProviderFactory = Callable[[str, ModelSpec, "str | None"], Provider]
+ProviderFactory = Callable[[str, ModelSpec, "str | None"], ModelApi]
 
 REPAIR_INSTRUCTION = (
     "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
@@ -73,7 +73,8 @@ class CallResult:
 @dataclass
 class _ModelState:
     spec: ModelSpec
-    provider: Provider | None = None
+    api: ModelApi  # the provider's rules: price, limits (no key, nothing connected)
+    provider: ModelApi | None = None  # what sends the calls, made on the first one
     gate: AdaptiveConcurrency | None = None
     limiter: RateLimiter | None = None
     tokens: TokenRateLimiter | None = None
@@ -116,7 +117,7 @@ class ModelClient:
         batch: BatchSettings | None = None,
         record: str | Path | None = None,
     ):
-        self._states = {mid: _ModelState(spec) for mid, spec in models.items()}
+        self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
         self.use_cache = use_cache
         # The stage's recorded calls (`llm.call_record`): read in front of the cache, rewritten
@@ -129,7 +130,7 @@ class ModelClient:
         self.stop_after_rejections = stop_after_rejections
         # Spending is kept (and capped) only under a cap: it costs a file write per call.
         self.spending = SpendingLedger(cache_dir, max_cost_usd) if max_cost_usd is not None else None
-        self._factory = provider_factory or make_provider
+        self._factory = provider_factory or connect
         self.cache_dir = Path(cache_dir)
         self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
@@ -182,6 +183,10 @@ class ModelClient:
     def spec(self, model_id: str) -> ModelSpec:
         return self._states[model_id].spec
 
+    def api(self, model_id: str) -> ModelApi:
+        """The provider rules of `model_id`: its price, token limit and concurrency."""
+        return self._states[model_id].api
+
     async def chat(
         self,
         model_id: str,
@@ -227,7 +232,7 @@ class ModelClient:
             result.output_tokens += resp.output_tokens
             result.reasoning_tokens += resp.reasoning_tokens
             result.cost_usd = add_cost(
-                result.cost_usd, 0.0 if cached else spec.price(resp.input_tokens, resp.output_tokens)
+                result.cost_usd, 0.0 if cached else state.api.price(resp.input_tokens, resp.output_tokens)
             )
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
@@ -306,7 +311,7 @@ class ModelClient:
         if result.model_version:
             state.versions.add(result.model_version)
 
-    def _request(self, provider: Provider, spec: ModelSpec, messages, schema, sample, max_tokens
+    def _request(self, provider: ModelApi, spec: ModelSpec, messages, schema, sample, max_tokens
                  ) -> tuple[str, ProviderRequest, dict]:
         json_schema = schema_for(schema) if schema else None
         material = {
@@ -390,7 +395,7 @@ class ModelClient:
                 text = text.replace(secret, f"${env}")
         return text
 
-    def _provider(self, model_id: str, state: _ModelState) -> Provider:
+    def _provider(self, model_id: str, state: _ModelState) -> ModelApi:
         if state.provider is None:
             key_env = state.spec.api_key_env
             state.provider = self._factory(model_id, state.spec, os.environ.get(key_env) if key_env else None)
@@ -399,7 +404,7 @@ class ModelClient:
     def _gates(self, state: _ModelState) -> tuple[AdaptiveConcurrency, RateLimiter | None,
                                                   TokenRateLimiter | None]:
         if state.gate is None:
-            state.gate = AdaptiveConcurrency(state.spec.concurrency)
+            state.gate = AdaptiveConcurrency(state.api.concurrency)
             if state.spec.requests_per_minute:
                 state.limiter = RateLimiter(state.spec.requests_per_minute)
             if state.spec.tokens_per_minute:
@@ -407,11 +412,12 @@ class ModelClient:
         return state.gate, state.limiter, state.tokens
 
     def concurrency_report(self) -> dict[str, ConcurrencyReport]:
-        """How each API model's concurrency followed the provider's rate limits (AIMD)."""
+        """How each API model's concurrency followed the provider's rate limits (AIMD); embedded
+        models have none to follow."""
         return {
             mid: ConcurrencyReport(maximum=s.gate.maximum, lowest=s.gate.lowest, final=s.gate.limit,
                                    decreases=s.gate.decreases, rate_limited=s.gate.rate_limited)
-            for mid, s in self._states.items() if s.gate is not None and s.spec.provider != "local"
+            for mid, s in self._states.items() if s.gate is not None and not s.api.embedded
         }
 
     async def _call_with_retries(
@@ -420,8 +426,8 @@ class ModelClient:
         provider = self._provider(model_id, state)
         gate, limiter, tokens = self._gates(state)
         last: RetryableError | None = None
-        bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
-        estimate = call_token_bound(state.spec, request.messages, request.max_tokens) if tokens else 0
+        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
+        estimate = call_token_bound(state.api, request.messages, request.max_tokens) if tokens else 0
         for attempt in range(self.max_retries + 1):
             epoch = await gate.acquire()
             try:
@@ -466,7 +472,7 @@ class ModelClient:
             provider = self._provider(model_id, state)
             folder = Batcher.folder_for(self.cache_dir, provider.describe())
             state.batcher = Batcher(provider, model_id, folder, self.batch_settings)
-        bound = call_cost_bound(state.spec, request.messages, request.max_tokens) if self.spending else 0.0
+        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
         if self.spending:
             self.spending.reserve(bound)
         response = None
@@ -483,7 +489,7 @@ class ModelClient:
     def _settle_spending(self, state: _ModelState, bound: float, response: ProviderResponse | None) -> None:
         """Release a call's reserved bound and record what it cost (nothing if it got no reply)."""
         if self.spending:
-            cost = response and state.spec.price(response.input_tokens, response.output_tokens)
+            cost = response and state.api.price(response.input_tokens, response.output_tokens)
             self.spending.settle(bound, cost)
 
     def _raise_if_stopped(self, state: _ModelState) -> None:

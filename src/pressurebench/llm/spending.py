@@ -19,9 +19,12 @@ import os
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..params import ModelSpec
 from .types import ProviderStop
+
+if TYPE_CHECKING:
+    from .providers.registry import ModelApi
 
 CHARS_PER_TOKEN_BOUND = 3  # prompts tokenise at about four characters a token; three bounds it
 MESSAGE_OVERHEAD_TOKENS = 8
@@ -36,17 +39,18 @@ def prompt_token_bound(messages: list[dict]) -> int:
                for m in messages)
 
 
-def call_token_bound(spec: ModelSpec, messages: list[dict], max_tokens: int) -> int:
+def call_token_bound(api: ModelApi, messages: list[dict], max_tokens: int) -> int:
     """The most tokens a call may use: its prompt, bounded from above, and its whole limit."""
-    return prompt_token_bound(messages) + spec.token_limit(max_tokens)
+    return prompt_token_bound(messages) + api.token_limit(max_tokens)
 
 
-def call_cost_bound(spec: ModelSpec, messages: list[dict], max_tokens: int) -> float:
-    """The most a call may cost at list price (0 for local models; needs both prices otherwise)."""
+def call_cost_bound(api: ModelApi, messages: list[dict], max_tokens: int) -> float:
+    """The most a call may cost at list price (nothing for a free provider; needs both prices
+    otherwise)."""
     prompt = prompt_token_bound(messages)
-    cost = spec.price(prompt, spec.token_limit(max_tokens))
+    cost = api.price(prompt, api.token_limit(max_tokens))
     if cost is None:
-        raise ValueError(f"model {spec.model} has no price: a spending cap cannot bound its calls")
+        raise ValueError(f"model {api.spec.model} has no price: a spending cap cannot bound its calls")
     return cost
 
 

@@ -62,13 +62,22 @@ def numeric(spec: dict) -> dict:
     return spec
 
 
+def heading(plot_id: str, spec: dict) -> str:
+    """The plot's own title and its benchmark (`data/<benchmark>/plots/...`), not a file path."""
+    title = spec.get("title")
+    text = (title.get("text") if isinstance(title, dict) else title) or Path(plot_id).stem
+    parts = Path(plot_id).parts
+    return f"{text} · {parts[1]}" if len(parts) > 2 and parts[0] == "data" else text
+
+
 def render_page(specs: list[tuple[str, dict]]) -> str:
     import vl_convert
 
     sections = []
     for plot_id, spec in specs:
         svg = vl_convert.vegalite_to_svg(numeric(spec))
-        sections.append(f"<section><h2>{html.escape(plot_id)}</h2>\n{svg}\n</section>")
+        sections.append(f"<section><h2>{html.escape(heading(plot_id, spec))}</h2>\n{svg}\n"
+                        "</section>")
     body = "\n".join(sections) or "<p>dvc.yaml declares no plots with data yet.</p>"
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"

@@ -2,14 +2,18 @@
 
 A paper needs vector figures and tables it can typeset, not PNGs inside HTML.
 `export_benchmark` writes them to `reports/<b>/export/` from the aggregate
-results, the same figures and tables the aggregate report shows:
+results, the same figures the aggregate report shows:
 
 - `figures/<name>.svg` and `.pdf`: forest plot, heatmap, demographic gaps,
-  pairwise comparisons, errors;
-- `tables/<name>.csv` and `.tex`: pass rates with intervals (and their method),
-  judge and inter-sample agreement, error breakdown. The LaTeX is a `booktabs`
-  tabular (`\\toprule`, `\\midrule`, `\\bottomrule`) with special characters
-  escaped, ready for `\\input{}`; `\\usepackage{booktabs}` in the preamble.
+  pairwise comparisons, capitulation curves (with per-turn judging), errors;
+- `tables/<name>.csv`: numbers, not display text (rates as fractions, counts as
+  integers, a missing value empty), each with its interval's method and, where
+  it is withheld, the reason: pass rates (overall, per metric type, metric and
+  demographic value), pairwise differences, demographic gaps with Holm's
+  decisions, onsets of giving in, judge and inter-sample agreement, errors;
+- `tables/<name>.tex`: each a captioned `table` float (`reports.latex`) with
+  booktabs rules and right-aligned numbers, the method and the design in the
+  caption; `\\usepackage{booktabs}` in the preamble.
 
 `export/index.json` lists every file written. Files are written with fixed
 metadata (no creation date), so the same results give the same bytes.
@@ -29,7 +33,7 @@ from ..io import atomic_write_text, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..results import Results
 from ..schemas import Benchmark
-from . import figures, tables
+from . import export_tables, figures, latex, pressure, tables
 
 FIGURE_FORMATS = ("svg", "pdf")
 # Matplotlib writes a creation date (and its version) into SVG and PDF files unless told not to.
@@ -44,23 +48,56 @@ def export_benchmark(layout: Layout, out_dir: str | Path) -> dict[str, list[str]
     targets = list(results.targets)
     errors = tables.error_breakdown_for(layout, targets)
     written: dict[str, list[str]] = {"figures": [], "tables": []}
-    for name, fig in {
+    plots = {
         "forest_plot": figures.forest_plot(results, names),
         "heatmap": figures.heatmap(results, names),
         "demographic_gaps": figures.demographic_gap_plot(results),
         "pairwise_comparisons": figures.comparison_plot(results),
         "errors": figures.error_plot(errors, targets),
-    }.items():
+    }
+    if results.pressure is not None:
+        plots["capitulation"] = pressure.capitulation_plot(results)
+    for name, fig in plots.items():
         written["figures"] += save_figure(fig, out_dir / "figures", name)
-    for name, frame in {
-        "pass_rates": tables.results_table(results, names),
-        "agreement": views.agreement_frame(results),
-        "errors": errors,
-    }.items():
-        written["tables"] += save_table(frame, out_dir / "tables", name)
+    for name, (frame, tex) in paper_tables(results, names, errors).items():
+        written["tables"] += save_table(frame, tex, out_dir / "tables", name)
     index = {kind: sorted(str(Path(p).relative_to(out_dir)) for p in paths) for kind, paths in written.items()}
     atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2) + "\n")
     return written
+
+
+def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
+                 ) -> dict[str, tuple[pd.DataFrame, str]]:
+    """Each table's numbers (for the CSV) and its LaTeX float."""
+    b = results.benchmark
+    level = f"{results.statistics.confidence_level:.0%}"
+    out = {"pass_rates": (export_tables.rates_frame(results, names),
+                          latex.rates_table(results, names, f"tab:{b}-pass-rates"))}
+    pairwise = export_tables.pairwise_frame(results)
+    out["pairwise"] = (pairwise, latex.differences_table(
+        pairwise, f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, "
+        f"in percentage points, with {latex.latex_escape(level)} intervals; paired: both targets "
+        "answered the same scenarios.", f"tab:{b}-pairwise", lead=[], targets=list(results.targets),
+        target_columns=["a", "b"]))
+    gaps = export_tables.gaps_frame(results)
+    out["demographic_gaps"] = (gaps, latex.differences_table(
+        gaps, f"Demographic gaps of pass rates in {latex.latex_escape(b)}, in percentage points, "
+        f"with {latex.latex_escape(level)} intervals and two-sided tests of no gap; Holm: "
+        "significant after Holm's correction within each axis and target.",
+        f"tab:{b}-demographic-gaps", lead=["target", "axis"], targets=list(results.targets),
+        target_columns=["target"]))
+    if results.pressure is not None:
+        onsets = export_tables.onsets_frame(results)
+        out["onsets"] = (onsets, latex.onsets_table(
+            onsets, f"Giving in under pressure in {latex.latex_escape(b)}: conversations judged "
+            "turn by turn, how many gave in, how many of those passed again by the last turn, and "
+            f"the median turn of giving in with its {latex.latex_escape(level)} interval "
+            f"($>T$: later than the last turn).", f"tab:{b}-onsets"))
+    for name, frame in {"agreement": views.agreement_frame(results), "errors": errors}.items():
+        out[name] = (frame, latex.table_float(
+            latex.booktabs(frame), latex.latex_escape(f"{name.capitalize()} ({b})."),
+            f"tab:{b}-{name}"))
+    return out
 
 
 def save_figure(fig: Figure, folder: Path, name: str) -> list[str]:
@@ -75,35 +112,12 @@ def save_figure(fig: Figure, folder: Path, name: str) -> list[str]:
     return paths
 
 
-def save_table(frame: pd.DataFrame, folder: Path, name: str) -> list[str]:
+def save_table(frame: pd.DataFrame, tex: str, folder: Path, name: str) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
-    csv, tex = folder / f"{name}.csv", folder / f"{name}.tex"
+    csv, tex_path = folder / f"{name}.csv", folder / f"{name}.tex"
     atomic_write_text(csv, frame.to_csv(index=False))
-    atomic_write_text(tex, booktabs(frame))
-    return [str(csv), str(tex)]
-
-
-def booktabs(frame: pd.DataFrame) -> str:
-    """A LaTeX `booktabs` tabular of `frame` (no index), every cell's text escaped."""
-    escaped = frame.copy()
-    escaped.columns = [latex_escape(str(c)) for c in frame.columns]
-    for column in escaped.columns:
-        escaped[column] = escaped[column].map(lambda v: "" if v is None or pd.isna(v) else latex_escape(str(v)))
-    spec = "l" * len(escaped.columns)
-    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(escaped.columns) + " \\\\", "\\midrule"]
-    lines += [" & ".join(row) + " \\\\" for row in escaped.astype(str).itertuples(index=False)]
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines) + "\n"
-
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}
-
-
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+    atomic_write_text(tex_path, tex)
+    return [str(csv), str(tex_path)]
 
 
 def main(argv: list[str] | None = None) -> int:

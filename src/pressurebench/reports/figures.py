@@ -9,6 +9,7 @@ written "no data" where its point would be, never drawn at 0.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -38,7 +39,9 @@ class ReportFigure(Figure):
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=NOTEBOOK_DPI, metadata={"Software": None})
+        # "tight" takes in every text, a caption or a long reason included, not just the axes.
+        self.savefig(buf, format="png", dpi=NOTEBOOK_DPI, metadata={"Software": None},
+                     bbox_inches="tight")
         return buf.getvalue()
 
 
@@ -309,8 +312,8 @@ def comparison_plot(results: Results) -> Figure:
                          "how often the order holds, not the probability of being best",
                          fontsize=SMALL + 1)
     else:
-        right.text(0.5, 0.5, plain(ranking.reason or "no ranking"), ha="center", va="center",
-                   wrap=True)
+        right.text(0.5, 0.5, textwrap.fill(plain(ranking.reason or "no ranking"), 48),
+                   ha="center", va="center", fontsize=SMALL + 2)
         right.set_axis_off()
     fig.suptitle(plain(f"{results.benchmark}: comparing targets"))
     return fig

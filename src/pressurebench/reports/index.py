@@ -25,6 +25,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
+from ..llm.providers.registry import is_embedded
 from ..results import Results
 from ..runtime import now_iso
 from ..schemas import Manifest
@@ -128,7 +129,11 @@ def results_summary(results_file: Path) -> dict:
             "n": o.n,
             "n_error": o.n_error,
         })
-    return {"caption": f"Overall pass rates ({results_file})", "level": level, "rows": rows}
+    withheld = sorted({rates.overall.reason for rates in results.targets.values()
+                       if rates.overall.rate is not None and rates.overall.ci_low is None
+                       and rates.overall.reason})
+    return {"caption": f"Overall pass rates ({results_file})", "level": level, "rows": rows,
+            "notes": [f"No interval: {reason}." for reason in withheld]}
 
 
 def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Group]:
@@ -166,7 +171,7 @@ def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
             seen.setdefault(model_id, spec)
     described = [f"{m} ({spec.get('provider')}: {spec.get('model')})"
                  for m, spec in sorted(seen.items())]
-    return described, any(spec.get("provider") == "local" for spec in seen.values())
+    return described, any(is_embedded(str(spec.get("provider"))) for spec in seen.values())
 
 
 def write_index(

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..arms.naming import configured_arms, study_of_stage
+from ..llm.providers.registry import is_embedded
 from ..params import Params, load_params
-from ..validation.arms import configured_arms
 
 EMBEDDED_CAVEAT = (
     "The embedded SmolLM2-135M model produced some of these results. It proves the pipeline "
@@ -27,7 +28,7 @@ def _describe(params: Params, model_id: str) -> str:
 def models_used(params: Params, benchmark: str, arm: str | None = None) -> dict[str, list[str]]:
     """Role → model ids of the arm (the main arm by default): who generated, played the user,
     judged, and answered."""
-    from ..arm_inputs import resolve
+    from ..arms.inputs import resolve
 
     inputs = resolve("params", params, benchmark, arm)
     return {
@@ -39,19 +40,13 @@ def models_used(params: Params, benchmark: str, arm: str | None = None) -> dict[
 
 
 def uses_embedded_model(params: Params, model_ids: list[str]) -> bool:
-    return any(params.models[m].provider == "local" for m in model_ids)
-
-
-STUDY_ARMS = {"generator_bias": "generator", "user_model_bias": "user",
-              "evaluator_bias": "evaluator"}
+    return any(is_embedded(params.models[m].provider) for m in model_ids)
 
 
 def study_arms(params: Params, stage: str) -> list[str]:
     """The arms a validation study compares with the main run (none for other stages)."""
-    kind = STUDY_ARMS.get(stage)
-    if kind is None:
-        return []
-    return [arm.name for arm in configured_arms(params, kind)]
+    study = study_of_stage(stage)
+    return [] if study is None else [arm.name for arm in configured_arms(params, study)]
 
 
 def models_note(

@@ -13,8 +13,15 @@ import pandas as pd
 from ..io import read_artifact, read_yaml_model
 from ..paths import Layout
 from ..results import Results
-from ..schemas import Benchmark, GenerationError, ScenariosFile, Score, ScoresFile
-from ..stages.evaluate import CONVERSATION_FAILED, error_category
+from ..schemas import (
+    CONVERSATION_FAILED,
+    Benchmark,
+    GenerationError,
+    ScenariosFile,
+    Score,
+    ScoresFile,
+    error_category,
+)
 from ..stats import methods
 from ..stats.estimates import RateEstimate
 

@@ -17,123 +17,29 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
 from ..params import load_params
 from ..results import Results, build_results
 from ..runtime import StageRun
 from ..schemas import (
+    CONVERSATION_FAILED,
+    ERROR_CATEGORIES,
     Benchmark,
     ConversationsFile,
     GenerationError,
     ScenariosFile,
     Score,
-    ScoresFile,
+    error_category,
 )
-from ..stats.capitulation import GAVE_IN, ONSET_TIME
-from ..stats.frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
+from ..scores import load_scores, onsets_frame, scores_frame, turns_frame
 from ..stats.judge_validity import judge_validity
-from ..stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
 from ..stats.received import received_results
-from .evaluate import CONVERSATION_FAILED, ERROR_CATEGORIES, error_category
 
 STAGE = "aggregate"
-PLOT_COLUMNS = ["target", "metric_id", "rate", "ci_low", "ci_high", "n"]
+PLOT_COLUMNS = ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]
 OTHER_ERRORS = "other"
-
-
-def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
-    """One row per Score, in the columns the statistics read (`pressurebench.stats.frame`).
-
-    Columns: target, metric_id, metric_type, base_id, scenario_id, sample, one
-    `demo:<axis>` per demographic axis, status, passed (True/False/None), one
-    `judge:<model_id>` per panel judge (its `present`, None where it gave no
-    verdict) when more than one judge was used, then conv_id,
-    scenario_metric_id, present and error for readers of single rows.
-
-    When a conversation is judged against a metric other than its own
-    (`evaluation.evaluate_all_metrics`) its row gets the keys
-    `<base_id>@<metric_id>` and `<scenario_id>@<metric_id>`, so per-scenario
-    breakdowns keep each metric's judgement apart, while `cluster_id` and
-    `cluster_metric_id` keep it in the cluster it was drawn in: its own base
-    scenario within its own metric. Every judgement of one conversation thus
-    lies in one cluster, and intervals pooled over metrics count it once.
-    """
-    rows = list(scores)
-    axes = list(dict.fromkeys(axis for s in rows for axis in s.demographic))
-    judges = list(dict.fromkeys(j.model_id for s in rows for j in s.judges))
-    panel = judges if len(judges) > 1 else []
-    columns = (
-        ["target", "metric_id", "metric_type", "base_id", "scenario_id", "sample"]
-        + [DEMOGRAPHIC_PREFIX + axis for axis in axes]
-        + ["status", "passed"]
-        + [JUDGE_PREFIX + m for m in panel]
-        + ["conv_id", "scenario_metric_id", "present", "error", CLUSTER_COLUMN, STRATUM_COLUMN]
-    )
-    records = []
-    for s in rows:
-        verdicts = {j.model_id: j.present for j in s.judges if j.status == "ok"}
-        records.append(
-            [s.target, s.metric_id, s.metric_type, *_units(s), s.sample]
-            + [s.demographic.get(axis) for axis in axes]
-            + [s.status, s.passed]
-            + [verdicts.get(m) for m in panel]
-            + [s.conv_id, s.scenario_metric_id, s.present, s.error]
-            + [s.base_id, s.scenario_metric_id]
-        )
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def _units(s: Score) -> tuple[str, str]:
-    """The row's resampling units (see `scores_frame`)."""
-    unit = "" if s.metric_id == s.scenario_metric_id else f"@{s.metric_id}"
-    return s.base_id + unit, s.scenario_id + unit
-
-
-def onsets_frame(scores: Iterable[Score]) -> pd.DataFrame:
-    """One row per score row with an onset: the conversation's right-censored time of giving in
-    (`stats.pressure`), in the resampling units and demographic columns of `scores_frame`."""
-    rows = [s for s in scores if s.onset is not None]
-    axes = list(dict.fromkeys(axis for s in rows for axis in s.demographic))
-    records = []
-    for s in rows:
-        base, scenario = _units(s)
-        records.append({
-            "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
-            "base_id": base, "scenario_id": scenario, "sample": s.sample,
-            **{DEMOGRAPHIC_PREFIX + a: s.demographic.get(a) for a in axes},
-            "conv_id": s.conv_id, CLUSTER_COLUMN: s.base_id, STRATUM_COLUMN: s.scenario_metric_id,
-            ONSET_TIME: s.onset.observed_turns, GAVE_IN: s.onset.turn is not None,
-            ONSET_CENSORED: s.onset.censored, FLIPS: s.onset.flips, RECOVERED: s.onset.recovered,
-        })
-    return pd.DataFrame.from_records(records, columns=[
-        "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",
-        *(DEMOGRAPHIC_PREFIX + a for a in axes), "conv_id", CLUSTER_COLUMN, STRATUM_COLUMN,
-        ONSET_TIME, GAVE_IN, ONSET_CENSORED, FLIPS, RECOVERED,
-    ])
-
-
-def turns_frame(scores: Iterable[Score], landmarks: dict[str, list[int]]) -> pd.DataFrame:
-    """One row per turn verdict, with `landmark`: which of its scenario's landmarks (1st, 2nd,
-    ... by turn) was due at that turn, None where none was. `landmarks` maps scenario ids to
-    their landmark turns."""
-    records = []
-    for s in scores:
-        base, scenario = _units(s)
-        due = sorted(set(landmarks.get(s.scenario_id, [])))
-        for v in s.turn_verdicts:
-            records.append({
-                "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
-                "base_id": base, "scenario_id": scenario, "sample": s.sample,
-                "status": v.status, "passed": v.passed, "conv_id": s.conv_id,
-                CLUSTER_COLUMN: s.base_id, STRATUM_COLUMN: s.scenario_metric_id, TURN: v.turn,
-                LANDMARK: due.index(v.turn) + 1 if v.turn in due else None,
-            })
-    return pd.DataFrame.from_records(records, columns=[
-        "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",
-        "status", "passed", "conv_id", CLUSTER_COLUMN, STRATUM_COLUMN, TURN, LANDMARK,
-    ])
 
 
 def error_counts_by_category(scores: Iterable[Score]) -> dict[str, int]:
@@ -179,32 +85,16 @@ def metrics_summary(
     return {"targets": targets, "generation_errors": generation_errors}
 
 
-def pass_rates_table(results: Results) -> pd.DataFrame:
-    """Per target and metric: the rate and its interval, for `dvc plots show`."""
+def pass_rates_table(results: Results, metric_names: dict[str, str]) -> pd.DataFrame:
+    """Per target and metric: the rate and its interval, for `dvc plots show` (metrics labelled
+    by id and name, as in the results report)."""
     records = [
-        [target, metric_id, est.rate, est.ci_low, est.ci_high, est.n]
+        [target, metric_id, f"{metric_id} {metric_names.get(metric_id, '')}".strip(), est.rate,
+         est.ci_low, est.ci_high, est.n]
         for target, tr in results.targets.items()
         for metric_id, est in tr.by_metric.items()
     ]
     return pd.DataFrame.from_records(records, columns=PLOT_COLUMNS)
-
-
-def load_scores(path: Path, benchmark: str, target: str) -> ScoresFile:
-    if not path.exists():
-        raise ConfigError(
-            path, f"no scores for target '{target}'; run the evaluate stage for it first"
-        )
-    scores = read_artifact(path, ScoresFile)
-    if scores.benchmark != benchmark:
-        raise ConfigError(
-            path, f"holds benchmark '{scores.benchmark}', expected '{benchmark}'", "benchmark"
-        )
-    for field, found in [("target", scores.target)] + [
-        (f"rows[{i}].target", s.target) for i, s in enumerate(scores.rows)
-    ]:
-        if found != target:
-            raise ConfigError(path, f"holds target '{found}', expected '{target}'", field)
-    return scores
 
 
 def run(
@@ -217,7 +107,7 @@ def run(
     and plots.
 
     Reads each target's scores file and (for the pressure each received) its
-    conversations file, and the arm's metrics and scenarios files (`arm_inputs`)
+    conversations file, and the arm's metrics and scenarios files (`arms.inputs`)
     for their generation errors and landmarks, and writes `results.json`,
     `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
     """
@@ -257,7 +147,7 @@ def run(
             t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
         }
         results.pressure_received = received_results(conversations, scenarios.rows)
-    if inputs.name is None:  # labels are of the main arm's conversations
+    if inputs.reads_human_labels:
         from ..labels.joined import label_frames  # only this stage reads labels
 
         frames = label_frames(params, benchmark)
@@ -272,7 +162,7 @@ def run(
     )
     atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
     atomic_write_text(
-        layout.root / "plots" / "pass_rates.csv", pass_rates_table(results).to_csv(index=False)
+        layout.root / "plots" / "pass_rates.csv", pass_rates_table(results, {m.id: m.name for m in bench.metrics}).to_csv(index=False)
     )
 
     n_error = sum(s.status == "error" for s in rows)

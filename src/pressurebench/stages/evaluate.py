@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -50,6 +50,11 @@ from ..params import load_params
 from ..prompts import render
 from ..runtime import StageRun
 from ..schemas import (
+    CONVERSATION_FAILED,
+    ERROR_CATEGORIES,
+    JUDGES_TIED,
+    NO_VERDICT,
+    SPEAKER_LABELS,
     Benchmark,
     Conversation,
     ConversationsFile,
@@ -62,28 +67,12 @@ from ..schemas import (
     Score,
     ScoresFile,
     TurnVerdict,
+    error_category,
 )
-from ..validation.arms import EVALUATOR
 
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user"]
 JUDGE_SAMPLE = 0
-SPEAKER_LABELS = {"user": "User", "assistant": "Assistant"}
-
-# Every error reason a score row can carry starts with one of these, so
-# aggregation can count errors by cause.
-CONVERSATION_FAILED = "conversation failed"
-NO_VERDICT = "no judge returned a verdict"
-JUDGES_TIED = "judges tied"
-ERROR_CATEGORIES = (CONVERSATION_FAILED, NO_VERDICT, JUDGES_TIED)
-
-
-def error_category(reason: str) -> str:
-    """The cause of a score error row; "other" for reasons written elsewhere (imported data)."""
-    for category in ERROR_CATEGORIES:
-        if reason.startswith(category):
-            return category
-    return "other"
 
 
 # --- what the judge sees ---------------------------------------------------
@@ -392,7 +381,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
     """Judge `target`'s conversations in one arm (the main arm by default) against the arm's
-    metrics, by the arm's evaluator(s) (`arm_inputs`); write its scores file, manifest and cost.
+    metrics, by the arm's evaluator(s) (`arms.inputs`); write its scores file, manifest and cost.
 
     Raises StageFailed (after writing everything) when the share of error rows is
     above `run.max_error_rate`.
@@ -409,8 +398,8 @@ def run(
     conv_path = inputs.conversations_layout.conversations_file(target)
     met_path = inputs.metrics_file
     convs = load_conversations(conv_path, benchmark, target)
-    if inputs.study == EVALUATOR:  # re-judge the planned subset of the main conversations
-        planned = set(inputs.rows_to_play(params, benchmark, []) or [])
+    planned = inputs.rows_to_judge(params, benchmark)
+    if planned is not None:
         convs = convs.model_copy(update={"rows": [c for c in convs.rows if c.scenario_id in planned]})
     metrics = read_yaml_model(met_path, Benchmark).metrics
     check_metrics_known(convs, metrics, conv_path, met_path)
@@ -472,5 +461,6 @@ def run(
         },
         seeds={mid: params.models[mid].seed for mid in evaluators},
     )
-    stage.check_error_rate(n_error, len(rows), "scores")
+    stage.check_error_rate(n_error, len(rows), "scores", layout.scores_file(target),
+                           next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
     return manifest

@@ -33,7 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -209,7 +209,7 @@ def run(
     arm: str | None = None,
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Write the arm's benchmark with its metrics, by the arm's generator (`arm_inputs`)."""
+    """Write the arm's benchmark with its metrics, by the arm's generator (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
     if not inputs.generates:
@@ -273,5 +273,8 @@ def run(
             f"{len(out.errors)} are listed under 'errors' in {stage.layout.benchmark_file}",
             file=sys.stderr,
         )
-    stage.check_error_rate(len(out.errors), requested, "metrics")
+    stage.check_error_rate(
+        len(out.errors), requested, "metrics", stage.layout.benchmark_file,
+        (out.errors[0].metric_id or "—", out.errors[0].reason) if out.errors else None,
+    )
     return manifest

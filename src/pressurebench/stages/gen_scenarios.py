@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from ..arm_inputs import declared_params, resolve
+from ..arms.inputs import declared_params, resolve
 from ..curated import CuratedScenarios, curated_source, load_curated
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
@@ -405,7 +405,7 @@ def run(
     arm: str | None = None,
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
-    """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arm_inputs`)."""
+    """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
     if not inputs.generates:
@@ -416,10 +416,9 @@ def run(
     g = params.generation
     metrics = read_metrics(metrics_path)
     curated_path = curated_source(benchmark)
-    # Generator-bias arms measure what their own generator writes: never the curated file.
     curated = (
-        load_curated(curated_path, metrics, profiles(g.demographics)) if inputs.study is None
-        else None
+        load_curated(curated_path, metrics, profiles(g.demographics))
+        if inputs.keeps_curated_scenarios else None
     )
     plan = Plan(
         benchmark=metrics,
@@ -475,7 +474,10 @@ def run(
         },
         seeds={"generator": params.models[gen_id].seed},
     )
+    first = outcome.errors[0] if outcome.errors else None
     stage.check_error_rate(
-        plan.rows_expected - len(outcome.rows), plan.rows_expected, "scenario rows"
+        plan.rows_expected - len(outcome.rows), plan.rows_expected, "scenario rows",
+        stage.layout.scenarios_file,
+        (first.base_id or first.metric_id or "—", first.reason) if first else None,
     )
     return manifest

@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..arm_inputs import ArmInputs, declared_params, resolve
+from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
@@ -71,7 +71,6 @@ from ..schemas import (
     UserTurn,
     conv_id,
 )
-from ..validation.arms import EVALUATOR
 from .conversation import (
     USER_PROMPTS,
     landmarks_due,
@@ -127,7 +126,7 @@ class _Calls:
         u.reasoning_tokens += result.reasoning_tokens
         u.cost_usd = add_cost(
             u.cost_usd,
-            self.client.spec(result.model_id).price(result.input_tokens, result.output_tokens),
+            self.client.api(result.model_id).price(result.input_tokens, result.output_tokens),
         )
         if result.model_version:
             self.versions[role] = result.model_version
@@ -227,7 +226,7 @@ async def simulate_all(
     model's prompt states) instead of running side by side with it.
     """
     in_flight = asyncio.Semaphore(
-        sum(client.spec(m).concurrency for m in {sim.user_model, sim.target})
+        sum(client.api(m).concurrency for m in {sim.user_model, sim.target})
     )
 
     async def one(scenario: Scenario, sample: int) -> Conversation:
@@ -262,10 +261,10 @@ def run(
 ) -> Manifest:
     """Simulate one target's conversations in one arm (the main arm by default); write
     conversations.json. The arm decides the user model, the metrics, the scenarios and which of
-    their rows are played (`arm_inputs`)."""
+    their rows are played (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
-    if inputs.study == EVALUATOR:
+    if not inputs.simulates:
         raise ConfigError(
             params_path, f"arm '{arm}' judges the main arm's conversations; it simulates none"
         )
@@ -338,11 +337,12 @@ def run(
             "user_model": user_model,
             "benchmark_file": str(bench_path),
             "scenarios_file": str(inputs.scenarios_file),
-            "scenario_ids": None if inputs.study is None else sorted(s.id for s in scenarios),
+            "scenario_ids": None if inputs.is_main else sorted(s.id for s in scenarios),
         },
         seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
     )
-    stage.check_error_rate(n_error, len(rows), "conversations")
+    stage.check_error_rate(n_error, len(rows), "conversations", layout.conversations_file(target),
+                           next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
     return manifest
 
 

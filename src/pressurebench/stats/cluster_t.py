@@ -28,6 +28,7 @@ is withheld with the reason, never replaced by a narrower one.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -63,6 +64,20 @@ def degrees_of_freedom(active: np.ndarray, strata: np.ndarray) -> np.ndarray:
     return np.maximum(k - 1, 0).sum(axis=0)
 
 
+def scenarios_for_an_interval(metrics: int, min_df: int = MIN_DEGREES_OF_FREEDOM) -> int:
+    """Fewest base scenarios per metric at which a quantity pooled over `metrics` metrics (a
+    rate, a difference, a gap) gets an interval: below it the design has fewer than `min_df`
+    degrees of freedom and the interval is withheld."""
+    return 1 + math.ceil(min_df / max(metrics, 1))
+
+
+def remedy(metrics: int, min_df: int = MIN_DEGREES_OF_FREEDOM) -> str:
+    """What design gives an interval that is withheld, said where the reason is read."""
+    needed = scenarios_for_an_interval(metrics, min_df)
+    return (f"an interval needs at least {needed} base scenarios per metric (set "
+            f"generation.scenarios_per_metric: {needed}; `pressurebench plan` sizes a study)")
+
+
 def stratified_variance(
     z: np.ndarray, active: np.ndarray, strata: np.ndarray, *, min_df: int = MIN_DEGREES_OF_FREEDOM
 ) -> DesignVariance:
@@ -88,19 +103,18 @@ def stratified_variance(
     variance = per_stratum.sum(axis=0)
     df = degrees_of_freedom(on, strata)
     lone = (k == 1).any(axis=0)
+    metrics = (k >= 1).sum(axis=0)
     reason: list[str | None] = []
     for g in range(z.shape[1]):
         if lone[g]:
-            reason.append(
-                "a metric has a single base scenario: its variance cannot be estimated"
-            )
+            why = "a metric has a single base scenario: its variance cannot be estimated"
         elif df[g] < min_df:
-            reason.append(
-                f"too few base scenarios for an interval ({int(df[g])} degrees of freedom, "
-                f"base scenarios minus metrics; at least {min_df} are needed)"
-            )
+            why = (f"too few base scenarios for an interval ({int(df[g])} degrees of freedom, "
+                   f"base scenarios minus metrics; at least {min_df} are needed)")
         else:
             reason.append(None)
+            continue
+        reason.append(f"{why}; {remedy(int(metrics[g]), min_df)}")
     return DesignVariance(variance=variance, df=df, reason=reason)
 
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..arms.naming import EVALUATOR, STUDY_STAGES
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout
 from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Manifest
-from .arms import EVALUATOR
 from .models import EvaluatorArmResult, EvaluatorBiasStudy
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study
 
-STAGE = "evaluator_bias"
+STAGE = STUDY_STAGES[EVALUATOR]
 
 
 def main_evaluators(layout: Layout, targets: Iterable[str]) -> list[str] | None:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..arms.naming import GENERATOR, STUDY_STAGES, arm_layout
+from ..arms.plan import load_plan
 from ..io import read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
@@ -30,14 +32,12 @@ from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Benchmark
 from ..stats.compare import compare_arms
-from .arms import GENERATOR
 from .contrast import arm_replicates, contrast_of_changes, group_differences
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
 from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
-from .plan import load_plan
 from .record import last_study, record_study
 
-STAGE = "generator_bias"
+STAGE = STUDY_STAGES[GENERATOR]
 
 
 def compare_generator_arm(
@@ -122,7 +122,7 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
     writer = main_generator(main_layout)
     arms = []
     for planned in plan.arms:
-        layout = Layout(params.data_dir, benchmark, planned.name)
+        layout = arm_layout(params.data_dir, benchmark, planned.name)
         bench = read_yaml_model(layout.benchmark_file, Benchmark)
         models = [planned.model, *plan.targets]
         arms.append(

@@ -9,7 +9,7 @@ import pandas as pd
 from ..io import read_artifact
 from ..paths import Layout
 from ..schemas import Benchmark, Manifest, Score
-from ..stages.aggregate import load_scores, scores_frame
+from ..scores import load_scores, scores_frame
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.estimates import RateEstimate
 from ..stats.rates import no_data, rates_by

@@ -15,17 +15,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..arms.naming import Study, arm_layout
+from ..arms.plan import PlannedArm, StudyPlan, load_plan
 from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
 from ..stats.compare import compare_arms
 from ..stats.frame import valid_mask
-from .arms import Study
 from .contrast import arm_replicates, group_differences
 from .inputs import arm_scores, frame_of, rates_per_target
 from .models import MAIN, MetricDifference, Pairing
-from .plan import PlannedArm, StudyPlan, load_plan
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
 
@@ -132,7 +132,7 @@ def planned_arm_frames(
     main_rows = [s for s in arm_scores(main_layout, plan.targets) if s.scenario_id in planned_rows]
     arms = []
     for planned in plan.arms:
-        layout = Layout(params.data_dir, benchmark, planned.name)
+        layout = arm_layout(params.data_dir, benchmark, planned.name)
         rows = arm_scores(layout, plan.targets)
         outside = sorted({s.scenario_id for s in rows} - planned_rows)
         if outside:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..arm_inputs import declared_params
+from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_artifact, write_artifact
 from ..params import load_params

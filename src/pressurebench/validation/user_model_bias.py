@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..arms.naming import STUDY_STAGES, USER
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..results import StatisticsSettings
 from ..runtime import StageRun
-from .arms import USER
 from .inputs import main_user_model
 from .models import UserArmResult, UserModelBiasStudy
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study
 
-STAGE = "user_model_bias"
+STAGE = STUDY_STAGES[USER]
 
 
 def compare_user_arm(

@@ -1,9 +1,9 @@
 """Anthropic messages; structured output through one forced tool whose input is the answer.
 
 (Or, with `structured_output: prompt`, the schema in the system prompt.) Only
-the sampling settings the registry sets are sent: Anthropic's recent models
-refuse temperature together with top_p, which the params reject before any
-call, and a temperature above Anthropic's range of 0 to 1 is an error there
+the sampling settings the params set are sent: Anthropic's recent models
+refuse temperature together with top_p, which this module's rules reject before
+any call, and a temperature above Anthropic's range of 0 to 1 is an error there
 too rather than a value silently changed here.
 
 As for OpenAI, the `anthropic` SDK configures the endpoint (base URL, auth, API
@@ -16,36 +16,94 @@ body is the one `messages.create` sends.
 from __future__ import annotations
 
 import json
+import re
+from functools import cached_property
 
-import anthropic
-
-from ...params import ModelSpec
 from ..answer_formats import with_schema_instruction
 from ..types import ProviderRequest, ProviderResponse, RetryableError
-from . import ProviderBase
 from .http_errors import classify_status, reply_error_message
-from .http_transport import JsonTransport, sdk_endpoint
+from .registry import ModelApi, model_api
+
+# Claude models after Opus 4.6 refuse temperature, top_p and top_k ("`temperature` is
+# deprecated for this model"); Opus 4.1 and the 4.5/4.6 models refuse temperature together
+# with top_p. (Anthropic's Messages API reference and model deprecations page.)
+NO_SAMPLING_NAME = re.compile(
+    r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])", re.IGNORECASE
+)
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length",
            "refusal": "refusal", "pause_turn": "other"}
 
 
-class AnthropicProvider(ProviderBase):
-    def __init__(self, spec: ModelSpec, api_key: str | None):
-        self.spec = spec
-        sdk = anthropic.AsyncAnthropic(
-            api_key=api_key or "unused", base_url=spec.base_url,
-            default_headers=spec.extra_headers or None,
-        )
-        self.url, self.headers = sdk_endpoint(sdk, "/v1/messages")
-        self._http = JsonTransport(self.describe(), max_connections=spec.concurrency)
+@model_api("anthropic")
+class AnthropicProvider(ModelApi):
+    distributions = ("anthropic",)
+    batch_price_factor = 0.5  # Message Batches bill half the direct price
 
-    def describe(self) -> str:
-        return f"anthropic {self.spec.model}" + (f" at {self.spec.base_url}" if self.spec.base_url else "")
+    # --- params rules -------------------------------------------------------------------
+
+    def check(self) -> None:
+        spec = self.spec
+        if NO_SAMPLING_NAME.match(spec.model) and (spec.temperature is not None or spec.top_p is not None):
+            raise ValueError(
+                f"Anthropic deprecated temperature and top_p for {spec.model} (it answers "
+                "'`temperature` is deprecated for this model'): leave them out"
+            )
+        if spec.structured_output in ("json_schema", "json_object"):
+            raise ValueError(
+                f"structured_output {spec.structured_output} is an OpenAI response_format; "
+                "Anthropic models take `tool` or `prompt`"
+            )
+        if spec.temperature is not None and spec.top_p is not None:
+            raise ValueError(
+                "Anthropic refuses temperature together with top_p on its recent models "
+                "('temperature and top_p cannot both be specified for this model'): set one"
+            )
+        if spec.temperature is not None and spec.temperature > 1.0:
+            raise ValueError("Anthropic takes a temperature from 0 to 1")
+
+    @property
+    def structured_mode(self) -> str:
+        return self.spec.structured_output or "tool"
 
     def key_material(self) -> dict:
         """How this model's requests are formed, beyond the request itself (part of cache keys)."""
-        return {"structured_output": self.spec.structured_mode, "extra_body": self.spec.extra_body}
+        return {"structured_output": self.structured_mode, "extra_body": self.spec.extra_body}
+
+    # --- the endpoint ---------------------------------------------------------------------
+
+    def _endpoint(self, path: str) -> tuple[str, dict[str, str]]:
+        """URL and headers as the `anthropic` SDK forms them (base URL, auth, API version)."""
+        import anthropic
+
+        from .http_transport import sdk_endpoint
+
+        sdk = anthropic.AsyncAnthropic(api_key=self.api_key or "unused", base_url=self.spec.base_url,
+                                       default_headers=self.spec.extra_headers or None)
+        return sdk_endpoint(sdk, path)
+
+    def model_list_endpoint(self) -> tuple[str, dict[str, str]]:
+        return self._endpoint("/v1/models")
+
+    @cached_property
+    def _messages_endpoint(self) -> tuple[str, dict[str, str]]:
+        return self._endpoint("/v1/messages")
+
+    @cached_property
+    def url(self) -> str:
+        return self._messages_endpoint[0]
+
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        return self._messages_endpoint[1]
+
+    @cached_property
+    def _http(self):
+        from .http_transport import JsonTransport
+
+        return JsonTransport(self.describe(), max_connections=self.concurrency)
+
+    # --- calls ----------------------------------------------------------------------------
 
     def seed(self, key: str, sample: int) -> int | None:
         """Anthropic's API takes no seed."""
@@ -53,7 +111,7 @@ class AnthropicProvider(ProviderBase):
 
     def _forced_tool(self, request: ProviderRequest) -> str | None:
         """The tool whose input is the answer, when this request forces one."""
-        if request.schema is not None and self.spec.structured_mode == "tool":
+        if request.schema is not None and self.structured_mode == "tool":
             return request.schema_name or "answer"
         return None
 
@@ -136,7 +194,8 @@ class AnthropicProvider(ProviderBase):
         return out
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if "_http" in self.__dict__:
+            await self._http.aclose()
 
 
 def _parse(raw: bytes, tool: str | None) -> ProviderResponse:

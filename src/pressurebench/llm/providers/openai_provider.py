@@ -9,7 +9,7 @@ concurrency a provider allows (see perf/README.md). The body is the one
 `chat.completions.create` sends.
 
 What a model accepts differs by family and server, and the request follows the
-registry (`ModelSpec`): reasoning models get `max_completion_tokens` with room
+params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get `max_completion_tokens` with room
 for their hidden reasoning, `reasoning_effort`, and no sampling temperature;
 other servers get the token limit in the field they read; structured answers
 are asked for as `json_schema` (strict at OpenAI's own API), `json_object`, a
@@ -19,45 +19,132 @@ forced tool call or in the prompt (`llm.answer_formats`).
 from __future__ import annotations
 
 import json
+import re
+from functools import cached_property
+from urllib.parse import urlsplit
 
-import openai
-
-from ...params import ModelSpec
 from ..answer_formats import strict_schema, with_schema_instruction
 from ..types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
-from . import ProviderBase
 from .http_errors import classify_status, reply_error_message
-from .http_transport import JsonTransport, sdk_endpoint
+from .registry import ModelApi, model_api
+
+# OpenAI's reasoning models (the o-series, the gpt-5 family) take `max_completion_tokens`
+# (not `max_tokens`), only the default temperature and top_p, and `reasoning_effort`; their
+# hidden reasoning tokens count against `max_completion_tokens`. Recognised by name, unless
+# the params say otherwise (`reasoning:`).
+REASONING_NAME = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
+API_HOST = "api.openai.com"
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
 TOOL_DESCRIPTION = "Give your answer by calling this function."
 
 
-class OpenAIProvider(ProviderBase):
-    def __init__(self, spec: ModelSpec, api_key: str | None):
-        self.spec = spec
-        sdk = openai.AsyncOpenAI(
-            api_key=api_key or "unused", base_url=spec.base_url,
-            default_headers=spec.extra_headers or None,
-        )
-        self.url, self.headers = sdk_endpoint(sdk, "/chat/completions")
-        self._http = JsonTransport(self.describe(), max_connections=spec.concurrency)
+@model_api("openai")
+class OpenAIProvider(ModelApi):
+    settings = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
+    distributions = ("openai",)
+    batch_price_factor = 0.5  # the Batch API bills half the direct price
 
-    def describe(self) -> str:
-        return f"openai {self.spec.model}" + (f" at {self.spec.base_url}" if self.spec.base_url else "")
+    # --- params rules -------------------------------------------------------------------
+
+    def check(self) -> None:
+        spec = self.spec
+        if self.is_reasoning:
+            for name in ("temperature", "top_p"):
+                value = getattr(spec, name)
+                if value is not None and value != 1.0:
+                    raise ValueError(
+                        f"OpenAI reasoning models take only the default {name} (1), not {value}: "
+                        f"leave {name} out (or set `reasoning: false` for a model that is not one)"
+                    )
+        if spec.reasoning_effort is not None and not self.is_reasoning:
+            raise ValueError(
+                "reasoning_effort is for reasoning models; set `reasoning: true` if this is one"
+            )
+
+    @property
+    def is_reasoning(self) -> bool:
+        """A reasoning model (by the params' word, else by its name)."""
+        if self.spec.reasoning is not None:
+            return self.spec.reasoning
+        return bool(REASONING_NAME.match(self.spec.model))
+
+    @property
+    def at_openai(self) -> bool:
+        """Served by OpenAI's own API (not a compatible server such as vLLM or Ollama)."""
+        return self.spec.base_url is None or urlsplit(self.spec.base_url).hostname == API_HOST
+
+    @property
+    def strict(self) -> bool:
+        """OpenAI strict structured outputs for `json_schema` and `tool` answers."""
+        if self.structured_mode not in ("json_schema", "tool"):
+            return False
+        return self.spec.strict_schema if self.spec.strict_schema is not None else self.at_openai
+
+    @property
+    def token_limit_field(self) -> str:
+        """The request field that carries the token limit."""
+        if self.spec.token_limit_param is not None:
+            return self.spec.token_limit_param
+        return "max_completion_tokens" if self.at_openai or self.is_reasoning else "max_tokens"
+
+    def token_limit(self, answer_tokens: int) -> int:
+        """Reasoning models get room to reason on top of the answer's tokens."""
+        return answer_tokens + (self.spec.reasoning_tokens if self.is_reasoning else 0)
+
+    def identity_extras(self) -> tuple:
+        spec = self.spec
+        extra_body = json.dumps(spec.extra_body, sort_keys=True) if spec.extra_body else None
+        return (self.structured_mode, self.strict, self.token_limit_field, self.is_reasoning,
+                spec.reasoning_effort, spec.reasoning_tokens if self.is_reasoning else None, extra_body)
 
     def key_material(self) -> dict:
         """How this model's requests are formed, beyond the request itself (part of cache keys)."""
         spec = self.spec
         return {
-            "structured_output": spec.structured_mode,
-            "strict": spec.strict,
-            "token_limit_field": spec.token_limit_field,
-            "reasoning": spec.is_reasoning,
+            "structured_output": self.structured_mode,
+            "strict": self.strict,
+            "token_limit_field": self.token_limit_field,
+            "reasoning": self.is_reasoning,
             "reasoning_effort": spec.reasoning_effort,
-            "reasoning_tokens": spec.reasoning_tokens if spec.is_reasoning else None,
+            "reasoning_tokens": spec.reasoning_tokens if self.is_reasoning else None,
             "extra_body": spec.extra_body,
         }
+
+    # --- the endpoint ---------------------------------------------------------------------
+
+    def _endpoint(self, path: str) -> tuple[str, dict[str, str]]:
+        """URL and headers as the `openai` SDK forms them (base URL, auth, its variables)."""
+        import openai
+
+        from .http_transport import sdk_endpoint
+
+        sdk = openai.AsyncOpenAI(api_key=self.api_key or "unused", base_url=self.spec.base_url,
+                                 default_headers=self.spec.extra_headers or None)
+        return sdk_endpoint(sdk, path)
+
+    def model_list_endpoint(self) -> tuple[str, dict[str, str]]:
+        return self._endpoint("/models")
+
+    @cached_property
+    def _chat_endpoint(self) -> tuple[str, dict[str, str]]:
+        return self._endpoint("/chat/completions")
+
+    @cached_property
+    def url(self) -> str:
+        return self._chat_endpoint[0]
+
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        return self._chat_endpoint[1]
+
+    @cached_property
+    def _http(self):
+        from .http_transport import JsonTransport
+
+        return JsonTransport(self.describe(), max_connections=self.concurrency)
+
+    # --- calls ----------------------------------------------------------------------------
 
     def body(self, request: ProviderRequest) -> dict:
         """The chat-completions body for `request`: only fields this model accepts."""
@@ -68,16 +155,17 @@ class OpenAIProvider(ProviderBase):
             body["temperature"] = request.temperature
         if request.top_p is not None:
             body["top_p"] = request.top_p
-        body[spec.token_limit_field] = spec.token_limit(request.max_tokens)
+        body[self.token_limit_field] = self.token_limit(request.max_tokens)
         if spec.reasoning_effort is not None:
             body["reasoning_effort"] = spec.reasoning_effort
         if request.seed is not None:
             body["seed"] = request.seed
         schema, name = request.schema, request.schema_name or "answer"
-        mode = spec.structured_mode if schema is not None else None
+        mode = self.structured_mode if schema is not None else None
+        strict = self.strict
         if mode == "json_schema":
-            format_spec: dict = {"name": name, "schema": strict_schema(schema) if spec.strict else schema}
-            if spec.strict:
+            format_spec: dict = {"name": name, "schema": strict_schema(schema) if strict else schema}
+            if strict:
                 format_spec["strict"] = True
             body["response_format"] = {"type": "json_schema", "json_schema": format_spec}
         elif mode == "json_object":
@@ -88,9 +176,9 @@ class OpenAIProvider(ProviderBase):
         elif mode == "tool":
             function: dict = {
                 "name": name, "description": TOOL_DESCRIPTION,
-                "parameters": strict_schema(schema) if spec.strict else schema,
+                "parameters": strict_schema(schema) if strict else schema,
             }
-            if spec.strict:
+            if strict:
                 function["strict"] = True
             body["tools"] = [{"type": "function", "function": function}]
             body["tool_choice"] = {"type": "function", "function": {"name": name}}
@@ -174,7 +262,8 @@ class OpenAIProvider(ProviderBase):
         return out
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if "_http" in self.__dict__:
+            await self._http.aclose()
 
 
 def _parse(raw: bytes) -> ProviderResponse:

@@ -5,7 +5,7 @@ lists none), so the comparison stages can depend on the study folders. The
 user-model plan fixes which of the main arm's scenario rows the alternative
 user replays, the evaluator plan which of the main arm's conversations the
 alternative judge re-reads; a generator arm's rows exist only after it has written them, so
-its subset is drawn by its simulate stage (`arm_inputs`) with the same rule and recorded in that
+its subset is drawn by its simulate stage (`arms.inputs`) with the same rule and recorded in that
 arm's simulate manifest.
 
 The subset is drawn at the level of base scenarios, so a chosen base scenario
@@ -30,7 +30,7 @@ from ..io import read_artifact, read_text, write_artifact
 from ..params import Params
 from ..paths import Layout
 from ..schemas import SCHEMA_VERSION, Scenario, ScenariosFile
-from .arms import ON_MAIN_ROWS, STUDIES, Study, configured_arms, plan_file, validation_targets
+from .naming import ON_MAIN_ROWS, STUDIES, Study, configured_arms, plan_file, validation_targets
 
 
 class PlannedArm(BaseModel):

@@ -3,7 +3,7 @@
     pressurebench arm plan --benchmark B
 
 An arm's stages are the main stages run on the arm: `pressurebench run STAGE --arm
-generator/<G>|user/<U>|evaluator/<E>`, or their notebooks with the `arm` parameter (`arm_inputs`).
+generator/<G>|user/<U>|evaluator/<E>`, or their notebooks with the `arm` parameter (`arms.inputs`).
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ def run_plan_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pressurebench.validation.commands plan ...`, as DVC runs it: the same command
+    """`python -m pressurebench.arms.commands plan ...`, as DVC runs it: the same command
     without the rest of the command line's imports (a stage depends on what it imports)."""
     import sys
 
     from ..errors import PressurebenchError
 
-    parser = argparse.ArgumentParser(prog="python -m pressurebench.validation.commands")
+    parser = argparse.ArgumentParser(prog="python -m pressurebench.arms.commands")
     add_arm_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["arm", *(sys.argv[1:] if argv is None else argv)])
     try:

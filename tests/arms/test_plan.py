@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pressurebench.errors import ConfigError
-from pressurebench.io import read_artifact, write_artifact
-from pressurebench.params import load_params
-from pressurebench.paths import Layout
-from pressurebench.schemas import Scenario, ScenariosFile, scenario_id
-from pressurebench.validation.arms import plan_file
-from pressurebench.validation.plan import (
+from pressurebench.arms.naming import plan_file
+from pressurebench.arms.plan import (
     StudyPlan,
     load_plan,
     per_metric_count,
@@ -19,6 +14,11 @@ from pressurebench.validation.plan import (
     select_base_scenarios,
     write_plans,
 )
+from pressurebench.errors import ConfigError
+from pressurebench.io import read_artifact, write_artifact
+from pressurebench.params import load_params
+from pressurebench.paths import Layout
+from pressurebench.schemas import Scenario, ScenariosFile, scenario_id
 
 
 def scenarios(bases: dict[str, int], variants: int = 3) -> list[Scenario]:

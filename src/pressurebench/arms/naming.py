@@ -26,10 +26,12 @@ EVALUATOR: Study = "evaluator"
 STUDIES: tuple[Study, ...] = (GENERATOR, USER, EVALUATOR)
 # Studies whose arms work on a seeded subset of the main arm's own scenario rows.
 ON_MAIN_ROWS: tuple[Study, ...] = (USER, EVALUATOR)
-PARAM_FIELD = {
-    GENERATOR: "validation.generator_bias",
-    USER: "validation.user_model_bias",
-    EVALUATOR: "validation.evaluator_bias",
+# Each study's comparison stage, named as the params key that lists the study's arms
+# (`validation.<stage>`).
+STUDY_STAGES: dict[Study, str] = {
+    GENERATOR: "generator_bias",
+    USER: "user_model_bias",
+    EVALUATOR: "evaluator_bias",
 }
 PLAN_FILE = "plan.json"
 
@@ -46,10 +48,12 @@ class Arm:
 
 def configured_arms(params: Params, study: Study) -> list[Arm]:
     """The arms of one study, in the order the params list them."""
-    v = params.validation
-    models = {GENERATOR: v.generator_bias, USER: v.user_model_bias,
-              EVALUATOR: v.evaluator_bias}[study]
-    return [Arm(study, m) for m in models]
+    return [Arm(study, m) for m in getattr(params.validation, STUDY_STAGES[study])]
+
+
+def study_of_stage(stage: str) -> Study | None:
+    """The study whose comparison stage is `stage`; None for any other stage."""
+    return next((study for study, name in STUDY_STAGES.items() if name == stage), None)
 
 
 def validation_targets(params: Params) -> list[str]:
@@ -75,7 +79,7 @@ def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
     if arm not in configured_arms(params, arm.study):
         listed = ", ".join(a.model for a in configured_arms(params, arm.study)) or "none"
         raise ConfigError(
-            params_path, f"'{model}' is not listed (listed: {listed})", PARAM_FIELD[arm.study]
+            params_path, f"'{model}' is not listed (listed: {listed})", f"validation.{STUDY_STAGES[arm.study]}"
         )
     return arm
 
@@ -88,6 +92,11 @@ def require_validation_target(params_path: str | Path, params: Params, target: s
             f"'{target}' is not a validation target (validation targets: {', '.join(targets)})",
             "validation.targets",
         )
+
+
+def arm_layout(data_dir: str | Path, benchmark: str, name: str) -> Layout:
+    """Where the arm called `name` writes: the main layout under `data/<benchmark>/validation/<name>/`."""
+    return Layout(Path(data_dir), benchmark, name)
 
 
 def study_dir(data_dir: str | Path, benchmark: str, study: Study) -> Path:

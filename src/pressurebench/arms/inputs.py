@@ -16,8 +16,8 @@ is the main arm's and is read from `data/<b>/`:
 There is no fallback: an input the rule makes the arm's own is read from the arm's folder, and
 a missing file is an error naming it. Which scenario rows an arm plays is decided here too:
 all of them in the main arm, the study plan's seeded subset in a validation arm
-(`validation.plan`); an evaluator arm judges the main arm's conversations of that subset
-and never simulates.
+(`arms.plan`); an evaluator arm judges the main arm's conversations of that subset
+and never simulates. So are the params each stage reads in an arm (`declared_params`).
 """
 
 from __future__ import annotations
@@ -25,19 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
-from .params import Params
-from .paths import Layout
-from .schemas import Scenario
-from .validation.arms import (
+from ..errors import ConfigError
+from ..params import Params
+from ..paths import Layout
+from ..schemas import Scenario
+from .naming import (
     EVALUATOR,
     GENERATOR,
     ON_MAIN_ROWS,
     USER,
     Study,
+    arm_layout,
     require_validation_target,
     resolve_arm,
 )
+from .plan import load_plan, rows_of, select_base_scenarios
 
 
 @dataclass(frozen=True)
@@ -54,14 +56,34 @@ class ArmInputs:
     targets: tuple[str, ...]
 
     @property
+    def is_main(self) -> bool:
+        return self.name is None
+
+    @property
     def generates(self) -> bool:
         """Whether this arm writes its own metrics and scenarios."""
         return self.study not in ON_MAIN_ROWS
 
     @property
+    def keeps_curated_scenarios(self) -> bool:
+        """Whether hand-written scenarios (`curated`) are kept: only in the main arm, because a
+        generator arm measures what its own generator writes."""
+        return self.is_main
+
+    @property
+    def simulates(self) -> bool:
+        """Whether this arm plays its own conversations: an evaluator arm judges the main arm's."""
+        return self.study != EVALUATOR
+
+    @property
+    def reads_human_labels(self) -> bool:
+        """Whether human labels of this arm's conversations can exist: raters label the main arm's."""
+        return self.is_main
+
+    @property
     def conversations_layout(self) -> Layout:
         """Where the conversations this arm judges live: the main arm's for an evaluator arm."""
-        return self.upstream if self.study == EVALUATOR else self.layout
+        return self.layout if self.simulates else self.upstream
 
     @property
     def metrics_file(self) -> Path:
@@ -75,7 +97,7 @@ class ArmInputs:
         if target not in params.models:
             known = ", ".join(sorted(params.models))
             raise ConfigError(params_path, f"unknown model id '{target}' given as the target (known: {known})")
-        if self.name is None:
+        if self.is_main:
             if target not in self.targets:
                 raise ConfigError(params_path, f"'{target}' is not one of the targets", "targets")
         else:
@@ -86,12 +108,17 @@ class ArmInputs:
         rows (user arms) or its seeded share of the arm's own base scenarios (generator arms)."""
         if self.study is None:
             return None
-        from .validation.plan import load_plan, rows_of, select_base_scenarios
-
         plan = load_plan(params, benchmark, self.study)
         if self.study in ON_MAIN_ROWS:
             return plan.scenario_ids
         return rows_of(scenarios, select_base_scenarios(scenarios, plan.fraction, plan.seed))
+
+    def rows_to_judge(self, params: Params, benchmark: str) -> set[str] | None:
+        """The scenario rows whose conversations this arm judges: None for all it reads, else
+        the study plan's rows of the main arm's conversations (an arm that does not simulate)."""
+        if self.simulates:
+            return None
+        return set(load_plan(params, benchmark, self.study).scenario_ids or [])
 
 
 def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | None = None) -> list[str]:
@@ -137,7 +164,7 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
         return ArmInputs(None, None, main, main, roles.generator, roles.user,
                          tuple(roles.evaluators), tuple(params.targets))
     resolved = resolve_arm(params_path, params, arm)
-    own = Layout(params.data_dir, benchmark, resolved.name)
+    own = arm_layout(params.data_dir, benchmark, resolved.name)
     targets = tuple(params.validation.targets or params.targets)
     if resolved.study == GENERATOR:
         return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,

@@ -1,0 +1,17 @@
+"""Arms: the main run and every validation arm, named, planned and resolved in one place.
+
+An arm is the main run with at most one role (generator, user or evaluator) played by
+another model. Stages run every arm through the same code and ask the arm what it does
+(`ArmInputs`: where it reads and writes, which models play, which rows it plays or judges);
+no stage names a study.
+
+- `naming`: arm names (`generator/<model>`, `user/<model>`, `evaluator/<model>`), the
+  studies, and where an arm's data lives;
+- `plan`: each study's plan, with the seeded, cluster-whole subset of scenario rows;
+- `inputs`: what a stage runs on in an arm, resolved once by one inheritance rule, and the
+  params each stage reads there (`declared_params`);
+- `commands`: `pressurebench arm plan`, which writes the plans.
+
+The studies that compare arms with the main run are in `pressurebench.validation`.
+Importing this package imports nothing heavy: the command line loads `commands` at startup.
+"""

@@ -1,0 +1,213 @@
+"""The provider registry: each provider is one module that owns everything about it.
+
+A provider module in this folder (its name ends in `_provider`) defines one
+`ModelApi` subclass and registers it under its name with `@model_api("name")`,
+as inspect_ai registers its model APIs with `@modelapi`. The class holds the
+provider's whole contract: the params settings only it takes and the requests
+its service refuses (checked before any call), how structured answers are asked
+for, what decides its replies (cache keys), its token limit and price rules,
+how many calls it takes at once, its batch API, the free request that checks an
+endpoint and key before a run, what to tell a user when its process crashes, and
+how it sends a call. Nothing outside these modules branches on a provider's
+name, so adding a provider is one new module (plus its tests); a class
+registered anywhere else (a test, a plugin) works the same way.
+
+Registering imports no SDK: provider modules import theirs when a call is first
+made, so validating the params stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ...params import ModelSpec
+    from ..types import ProviderRequest, ProviderResponse
+
+# Calls in flight per model id, unless the params set `max_concurrency`.
+REMOTE_DEFAULT_CONCURRENCY = 8
+# A batched model's calls wait in batches, not connections: as many as a batch holds may be
+# pending, so stages start that many.
+BATCH_DEFAULT_CONCURRENCY = 50000
+
+_APIS: dict[str, type[ModelApi]] = {}
+_BUILTINS_LOADED = False
+
+
+class ModelApi:
+    """One provider: its params rules, cache key material, price and limits, endpoint check and
+    crash hint (class attributes and methods on a spec), and the calls themselves (an instance
+    made with the key: `connect`).
+
+    The defaults describe a remote API with sampling settings passed through as given.
+    """
+
+    name: ClassVar[str] = ""
+    # ModelSpec fields only this provider takes: set on another provider's model, an error.
+    settings: ClassVar[tuple[str, ...]] = ()
+    # Runs inside the stage's process (no endpoint, no key, no rate limits): a native crash
+    # there kills the stage, and reports carry the embedded model's caveat.
+    embedded: ClassVar[bool] = False
+    # The installed distributions that decide its replies, recorded in every stage's manifest.
+    distributions: ClassVar[tuple[str, ...]] = ()
+    # Calls in flight by default.
+    default_concurrency: ClassVar[int] = REMOTE_DEFAULT_CONCURRENCY
+    # What a model without `price_per_mtok_in/out` costs: None is unknown (not free).
+    unpriced_cost: ClassVar[float | None] = None
+    # Its batch API's price relative to direct calls; None: it has no batch API (and its
+    # models take no `batch: true`). A provider with one implements `body`, `batch_submit`,
+    # `batch_poll` and `batch_results` (`llm.batches`).
+    batch_price_factor: ClassVar[float | None] = None
+
+    def __init__(self, spec: ModelSpec, api_key: str | None = None):
+        self.spec = spec
+        self.api_key = api_key
+
+    # --- params rules -------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise ValueError for a request this provider's service would refuse."""
+
+    @property
+    def structured_mode(self) -> str | None:
+        """How structured answers are asked for (`ModelSpec.structured_output`)."""
+        return self.spec.structured_output or "json_schema"
+
+    def request_identity(self) -> tuple:
+        """Everything of the spec that goes into its calls' cache keys (`llm.client` and
+        `key_material`): two model ids with the same identity send the same requests and
+        replay the same cached answers."""
+        s = self.spec
+        return (s.provider, s.model, s.base_url, s.temperature, s.top_p, s.max_tokens, s.seed,
+                *self.identity_extras())
+
+    def identity_extras(self) -> tuple:
+        """The provider's own part of `request_identity`."""
+        extra_body = json.dumps(self.spec.extra_body, sort_keys=True) if self.spec.extra_body else None
+        return (self.structured_mode, extra_body)
+
+    # --- limits and price ---------------------------------------------------------------
+
+    @property
+    def concurrency(self) -> int:
+        """Calls in flight at once."""
+        if self.spec.max_concurrency is not None:
+            return self.spec.max_concurrency
+        if self.spec.batch:
+            return BATCH_DEFAULT_CONCURRENCY
+        return self.default_concurrency
+
+    def token_limit(self, answer_tokens: int) -> int:
+        """The token limit sent for an answer of `answer_tokens` (room for hidden reasoning added
+        where the model reasons before it answers)."""
+        return answer_tokens
+
+    def price(self, input_tokens: int, output_tokens: int) -> float | None:
+        """Cost in USD at the params' prices (batched calls at the batch API's price), else
+        `unpriced_cost`."""
+        s = self.spec
+        if s.price_per_mtok_in is None or s.price_per_mtok_out is None:
+            return self.unpriced_cost
+        cost = (input_tokens * s.price_per_mtok_in + output_tokens * s.price_per_mtok_out) / 1e6
+        return cost * self.batch_price_factor if s.batch and self.batch_price_factor else cost
+
+    # --- before a run and after a crash ---------------------------------------------------
+
+    def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
+        """The URL and headers of a free request that shows the endpoint answers and takes the
+        key (`pressurebench check`); None when there is no endpoint."""
+        return None
+
+    @classmethod
+    def crash_hint(cls, model_ids: list[str]) -> str | None:
+        """What to try when a stage running these models died natively; None: nothing to say."""
+        return None
+
+    # --- calls --------------------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"{self.name} {self.spec.model}" + (f" at {self.spec.base_url}" if self.spec.base_url else "")
+
+    def key_material(self) -> dict:
+        """What decides an answer beyond the request itself (part of every cache key)."""
+        return {}
+
+    def seed(self, key: str, sample: int) -> int | None:
+        """The seed sent: the params' seed (when set) moves with the sample index so samples differ."""
+        return None if self.spec.seed is None else self.spec.seed + sample
+
+    async def complete(self, request: ProviderRequest) -> ProviderResponse:
+        raise NotImplementedError(f"{type(self).__name__} sends no calls")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def model_api(name: str) -> Callable[[type[ModelApi]], type[ModelApi]]:
+    """Class decorator: register a provider under `name` (the params' `provider:`)."""
+
+    def register(cls: type[ModelApi]) -> type[ModelApi]:
+        if name in _APIS and _APIS[name] is not cls:
+            raise ValueError(f"provider '{name}' is registered twice ({_APIS[name].__module__}, {cls.__module__})")
+        cls.name = name
+        _APIS[name] = cls
+        return cls
+
+    return register
+
+
+def _load_builtins() -> None:
+    """Import every provider module of this folder once; each registers itself."""
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+            if module.name.endswith("_provider"):
+                importlib.import_module(f"{__package__}.{module.name}")
+
+
+def provider_names() -> list[str]:
+    """Every registered provider's name, sorted."""
+    _load_builtins()
+    return sorted(_APIS)
+
+
+def setting_owners() -> dict[str, list[str]]:
+    """Each provider-specific ModelSpec field, and the providers that take it."""
+    owners: dict[str, list[str]] = {}
+    for name in provider_names():
+        for setting in _APIS[name].settings:
+            owners.setdefault(setting, []).append(name)
+    return owners
+
+
+def api_class(name: str) -> type[ModelApi]:
+    """The provider registered as `name`; ValueError naming the registered ones otherwise."""
+    _load_builtins()
+    if name not in _APIS:
+        known = ", ".join(f"'{n}'" for n in sorted(_APIS))
+        raise ValueError(f"unknown provider '{name}' (registered: {known})")
+    return _APIS[name]
+
+
+def api_for(spec: ModelSpec) -> ModelApi:
+    """The provider of `spec`, for its rules (no key, nothing connected)."""
+    return api_class(spec.provider)(spec)
+
+
+def is_embedded(name: str) -> bool:
+    """Whether the provider named `name` runs in-process (False for a name not registered, as
+    recorded by an older run)."""
+    _load_builtins()
+    return name in _APIS and _APIS[name].embedded
+
+
+def connect(model_id: str, spec: ModelSpec, api_key: str | None) -> ModelApi:
+    """The provider that sends `model_id`'s calls (`ModelClient`'s default factory)."""
+    return api_class(spec.provider)(spec, api_key)

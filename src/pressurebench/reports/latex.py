@@ -1,0 +1,177 @@
+"""LaTeX tables a paper can `\\input{}`: booktabs rules, numbers right-aligned, method and design
+said once in the caption rather than on every row.
+
+Each table is a complete `table` float with `\\caption` and `\\label`, needing only
+`\\usepackage{booktabs}`. Every cell's text is escaped; numbers are typeset by the code here, so
+a table of six targets fits `\\textwidth` of a one-column article (checked by compiling it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from ..results import Results
+from ..stats.estimates import RateEstimate
+from .tables import method_label
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+DASH = "---"
+# Target names longer than this become T1, T2, … in the header, with the key in the caption.
+LONGEST_HEADER = 10
+# The metric column of the pass-rate table: names wrap, ragged right, within this width.
+METRIC_WIDTH = "3.0cm"
+
+
+def latex_escape(text: str) -> str:
+    """`text` typeset as written; Markdown's code backticks (in reasons) are dropped."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text.replace("`", ""))
+
+
+def booktabs(frame: pd.DataFrame) -> str:
+    """A bare `booktabs` tabular of `frame` (no index): numeric columns right-aligned, every
+    cell's text escaped, a missing value empty."""
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+               for c in frame.columns]
+    header = [latex_escape(str(c)) for c in frame.columns]
+    body = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    return _tabular("".join("r" if n else "l" for n in numeric), header, body)
+
+
+def _cell(value) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return latex_escape(str(value))
+
+
+def _tabular(spec: str, header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
+    lines += [" & ".join(row) + " \\\\" for row in body]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def table_float(tabular: str, caption: str, label: str) -> str:
+    """`tabular` in a captioned, labelled `table` float, small type, centred."""
+    return (f"\\begin{{table}}[t]\n\\centering\n\\small\n\\setlength{{\\tabcolsep}}{{4pt}}\n"
+            f"\\caption{{{caption}}}\n"
+            f"\\label{{{label}}}\n{tabular}\\end{{table}}\n")
+
+
+def _percent(value: float | None, digits: int = 1) -> str:
+    return DASH if value is None else f"{100 * value:.{digits}f}"
+
+
+def _rate_cell(est: RateEstimate | None) -> str:
+    """The rate in percent, its interval beneath in small type (or a dash where withheld)."""
+    if est is None or est.rate is None:
+        return DASH
+    interval = (f"[{_percent(est.ci_low, 0)}, {_percent(est.ci_high, 0)}]"
+                if est.ci_low is not None and est.ci_high is not None else DASH)
+    return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{_percent(est.rate)}\\\\"
+            f"\\scriptsize {interval}\\end{{tabular}}")
+
+
+def target_names(targets: Sequence[str]) -> tuple[dict[str, str], str]:
+    """How each target is written in a table, and the key to the caption: the escaped names, or
+    T1, T2, … where a name is too long for a column (model ids often are)."""
+    targets = sorted(targets)
+    if all(len(t) <= LONGEST_HEADER for t in targets):
+        return {t: latex_escape(t) for t in targets}, ""
+    short = {t: f"T{i}" for i, t in enumerate(targets, start=1)}
+    key = "; ".join(f"{s} = {latex_escape(t)}" for t, s in short.items())
+    return short, f" Targets: {key}."
+
+
+def rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
+    """Pass rates (%) by metric (rows) and target (columns), each with its interval beneath."""
+    targets = sorted(results.targets)
+    written, key = target_names(targets)
+    headers = [written[t] for t in targets]
+    rows_of = [("Overall", lambda tr: tr.overall), ("Positive metrics", lambda tr: tr.positive),
+               ("Negative metrics", lambda tr: tr.negative)]
+    metric_ids = sorted({m for tr in results.targets.values() for m in tr.by_metric})
+    rows_of += [(f"{m} {metric_names.get(m, '')}".strip(), lambda tr, m=m: tr.by_metric.get(m))
+                for m in metric_ids]
+    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
+            + [_rate_cell(get(results.targets[t])) for t in targets] for name, get in rows_of]
+    estimates = [get(tr) for _, get in rows_of for tr in results.targets.values()]
+    estimates = [e for e in estimates if e is not None and e.rate is not None]
+    spec = "@{}l" + "r" * len(targets) + "@{}"
+    tabular = _tabular(spec, ["Metric", *headers], body)
+    return table_float(tabular, _rates_caption(results, estimates) + key, label)
+
+
+def _rates_caption(results: Results, estimates: list[RateEstimate]) -> str:
+    level = f"{results.statistics.confidence_level:.0%}"
+    methods = sorted({method_label(e.ci_method) for e in estimates if e.ci_low is not None})
+    withheld = sorted({e.reason for e in estimates if e.ci_low is None and e.reason})
+    overall = [tr.overall for tr in results.targets.values()]
+    metrics = len({m for tr in results.targets.values() for m in tr.by_metric})
+    n = ", ".join(f"{latex_escape(t)} {tr.overall.n}" for t, tr in sorted(results.targets.items()))
+    text = (f"Pass rates (\\%) of {latex_escape(results.benchmark)} by metric and target, with "
+            f"{latex_escape(level)} intervals beneath")
+    text += f" ({latex_escape('; '.join(methods))})." if methods else "."
+    text += (f" Design: {max((o.n_clusters for o in overall), default=0)} base scenarios over "
+             f"{metrics} metrics; conversations judged per target: {n}; rows without a verdict "
+             "are left out of the denominators.")
+    if withheld:
+        text += f" {DASH}: no interval, because " + "; ".join(latex_escape(r) for r in withheld) + "."
+    return text
+
+
+def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Sequence[str],
+                      targets: Sequence[str], target_columns: Sequence[str]) -> str:
+    """Differences in percentage points with their intervals: `lead` columns first; the values
+    of `target_columns` are target names, written as in `target_names`."""
+    written, key = target_names(targets)
+
+    def cell(column: str, value) -> str:
+        return written.get(value, latex_escape(str(value))) if column in target_columns \
+            else latex_escape(str(value))
+
+    body = []
+    for row in frame.itertuples(index=False):
+        r = row._asdict()
+        interval = (f"[{_percent(r['ci_low'])}, {_percent(r['ci_high'])}]"
+                    if pd.notna(r["ci_low"]) and pd.notna(r["ci_high"]) else DASH)
+        cells = [cell(c, r[c]) for c in lead]
+        cells += [f"{cell('a', r['a'])} $-$ {cell('b', r['b'])}",
+                  _percent(None if pd.isna(r["difference"]) else r["difference"]), interval]
+        if "p_holm" in r:
+            cells += [_p(r["p_value"]), _p(r["p_holm"]),
+                      DASH if pd.isna(r["holm_significant"]) else
+                      ("yes" if r["holm_significant"] else "no")]
+        body.append(cells)
+    header = [latex_escape(c.capitalize()) for c in lead] + ["Compared", "pp", "Interval (pp)"]
+    spec = "l" * len(lead) + "lrr"
+    if "p_holm" in frame.columns:
+        header += ["$p$", "$p_{\\mathrm{Holm}}$", "Holm"]
+        spec += "rrl"
+    return table_float(_tabular(f"@{{}}{spec}@{{}}", header, body), caption + key, label)
+
+
+def _p(value) -> str:
+    return DASH if value is None or pd.isna(value) else f"{value:.3f}"
+
+
+def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
+    """Per target: conversations, how many gave in, and the median turn of giving in."""
+    body = []
+    for row in frame.itertuples(index=False):
+        r = row._asdict()
+        median = str(r["median_onset_turn"]) if r["median_reached"] else f"$>{r['turns']}$"
+        if r["median_ci_method"] != "none":
+            high = f"$>{r['turns']}$" if pd.isna(r["median_ci_high"]) else str(r["median_ci_high"])
+            low = DASH if pd.isna(r["median_ci_low"]) else str(r["median_ci_low"])
+            median += f" [{low}, {high}]"
+        body.append([latex_escape(str(r["target"])), str(r["conversations"]), str(r["gave_in"]),
+                     str(r["recovered"]), median])
+    header = ["Target", "Conversations", "Gave in", "Recovered", "Median onset (turn)"]
+    return table_float(_tabular("@{}lrrrr@{}", header, body), caption, label)
