@@ -2,21 +2,24 @@
 import each other, directly or through others.
 
 A unit is a folder of `src/pressurebench` (a subpackage) or a module at the package's top.
-Every import counts, also one inside a function. The layers, lowest first:
+Every import counts, also one inside a function; one under `if TYPE_CHECKING:` (annotations
+only) never runs and does not. The layers, lowest first:
 
 1. vocabulary: what every layer speaks. `errors`, `schemas` (every artifact row, and the
    words stages, reports and labels share, such as `SPEAKER_LABELS` and the causes of score
-   errors), `params`, `paths`, `io`, `prompts` and the package's `__init__`.
-2. engines: the one model client (`llm/`) and the statistics (`stats/`). They know the
-   vocabulary and nothing of arms, stages or studies.
-3. run support: what a stage runs on. `arms/` (naming, planning and input resolution of
+   errors), `paths`, `io`, `prompts` and the package's `__init__`.
+2. engines: the one model client (`llm/`, its providers' rules included) and the statistics
+   (`stats/`). They know the vocabulary and nothing of params files, arms, stages or studies.
+3. configuration: `params`, which checks each model entry by its provider's own rules
+   (`llm/providers/`).
+4. run support: what a stage runs on. `arms/` (naming, planning and input resolution of
    every arm), `runtime` (a stage's run: client, manifest, cost), `results` (the results
    artifact), `scores`, `curated`, `views`, `planning` and `native_crash`.
-4. studies: `validation/`, the comparisons of arms, read from what the arms' stages wrote.
-5. reports: `reports/`, the tables, figures and pages of every artifact, studies included.
-6. labels: `labels/`, the human labels of judged conversations and the pages raters use.
-7. stages: `stages/`, the pipeline stages (the aggregate stage reads the human labels).
-8. entry points: what a person or DVC starts. `cli`, `notebook_run`, `notebook_session`,
+5. studies: `validation/`, the comparisons of arms, read from what the arms' stages wrote.
+6. reports: `reports/`, the tables, figures and pages of every artifact, studies included.
+7. labels: `labels/`, the human labels of judged conversations and the pages raters use.
+8. stages: `stages/`, the pipeline stages (the aggregate stage reads the human labels).
+9. entry points: what a person or DVC starts. `cli`, `notebook_run`, `notebook_session`,
    `stage_failure`, `estimate`, `preflight` and `impactbench`.
 
 A new folder or top-level module fails here until it is given a layer in `LAYERS`.
@@ -32,8 +35,9 @@ from support import REPO
 
 PACKAGE = "pressurebench"
 LAYERS: list[set[str]] = [
-    {"__init__", "errors", "schemas", "params", "paths", "io", "prompts"},
+    {"__init__", "errors", "schemas", "paths", "io", "prompts"},
     {"llm/", "stats/"},
+    {"params"},
     {"arms/", "runtime", "results", "scores", "curated", "views", "planning", "native_crash"},
     {"validation/"},
     {"reports/"},

@@ -196,3 +196,38 @@ def test_requantize_names_a_known_type(tmp_path):
     data = tiny_params()
     data["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct", "requantize": "q3"}
     assert "models.user.requantize" in error_of(tmp_path, data)
+
+
+@pytest.mark.parametrize(("section", "field", "text"), [
+    ("run", "max_cost_usd", ".inf"),
+    ("run", "max_cost_usd", ".nan"),
+    ("run", "max_cost_usd", '"20"'),
+    ("run", "max_error_rate", '"0.1"'),
+    ("generation", "turns", "true"),
+    ("generation", "turns", '"4"'),
+    ("generation", "turns", "4.0"),
+    ("statistics", "resamples", "false"),
+    ("statistics", "seed", "-1"),
+    ("statistics", "seed", str(2**64)),
+    ("labels", "per_cell", "1.0e+400"),
+    ("run", "backoff_base_s", "1.0e+400"),
+])
+def test_numbers_are_finite_numbers_of_their_own_type(tmp_path, section, field, text):
+    """Written in YAML as a user would: a string, a boolean, an infinite or out-of-range
+    number is refused, never coerced."""
+    params = tiny_params()
+    params.setdefault(section, {})[field] = "PLACEHOLDER"
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False).replace("PLACEHOLDER", text))
+    with pytest.raises(ConfigError) as err:
+        load_params(path)
+    assert f"{section}.{field}" in str(err.value)
+
+
+def test_numbers_as_written_are_taken(tmp_path):
+    params = tiny_params(run={"backoff_base_s": 2}, generation={"turns": 5, "perfunctory": 0})
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    loaded = load_params(path)
+    assert loaded.run.backoff_base_s == 2.0 and isinstance(loaded.run.backoff_base_s, float)
+    assert loaded.generation.turns == 5 and loaded.generation.perfunctory == 0.0

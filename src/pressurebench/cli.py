@@ -12,13 +12,23 @@ import sys
 from pathlib import Path
 
 from .arms.commands import add_arm_parser
-from .errors import PressurebenchError, StageFailed
+from .errors import ConfigError, PressurebenchError, StageFailed
 from .io import read_yaml_model
-from .params import load_params
+from .params import Params, load_params
 from .paths import benchmark_source
 from .schemas import Benchmark
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
+
+
+def benchmark_of(args: argparse.Namespace, params: Params) -> str:
+    """The benchmark a command names (`--benchmark`; default: the params' first), which must be
+    one of the params' benchmarks: the name becomes part of the paths the command writes."""
+    benchmark = args.benchmark or params.benchmarks[0]
+    if benchmark not in params.benchmarks:
+        raise ConfigError(args.params, f"'{benchmark}' is not one of the benchmarks "
+                                       f"({', '.join(params.benchmarks)})", "benchmarks")
+    return benchmark
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -89,8 +99,9 @@ def cmd_scenarios_export(args: argparse.Namespace) -> int:
     from .paths import Layout
 
     params = load_params(args.params)
-    source = Layout(params.data_dir, args.benchmark).scenarios_file
-    out = curated_source(args.benchmark)
+    benchmark = benchmark_of(args, params)
+    source = Layout(params.data_dir, benchmark).scenarios_file
+    out = curated_source(benchmark)
     n = export_curated(source, out, force=args.force)
     print(f"wrote {n} scenario rows to {out}: edit or drop them (move a base id to `dropped`), "
           "then `dvc repro` uses them as written and generates only what is missing")
@@ -107,7 +118,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .stats.cluster_t import scenarios_for_an_interval
 
     params = load_params(args.params)
-    benchmark = args.benchmark or params.benchmarks[0]
+    benchmark = benchmark_of(args, params)
     source = read_yaml_model(benchmark_source(benchmark), Benchmark)
     metrics = len(source.metrics) or params.generation.metrics_per_benchmark
     variants = math.prod(len(v) for v in params.generation.demographics.values()) or 1
@@ -156,7 +167,7 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
     from .labels.store import labels_folder
 
     params = load_params(args.params)
-    benchmark = args.benchmark or params.benchmarks[0]
+    benchmark = benchmark_of(args, params)
     written = write_export(params, benchmark)
     print(f"wrote {written.items} items on {len(written.pages)} page(s) to {written.folder}/ "
           f"(items and hidden fields: {written.manifest})")
@@ -175,7 +186,7 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     from .labels.store import import_labels
 
     params = load_params(args.params)
-    benchmark = args.benchmark or params.benchmarks[0]
+    benchmark = benchmark_of(args, params)
     report = import_labels(params, benchmark, args.files)
     raters: Counter = Counter()
     for dest, counts in report.imported:

@@ -2,6 +2,9 @@
 
 A reader must never mistake a half-written file for a complete one, so every
 write goes to a temporary file in the same directory and is renamed into place.
+The temporary file is created readable by its owner only; it is given the mode
+any other new file gets under the user's umask before it takes the final name,
+so a shared lab server or a web server reads artifacts as it reads the rest.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,11 +29,38 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def new_file_mode() -> int:
+    """The mode `open()` gives a new file under the process's umask (0o666 & ~umask).
+
+    The umask can only be read by setting it; the lock keeps this process's other
+    writers of temporary files from running in between.
+    """
+    with _UMASK_LOCK:
+        umask = os.umask(0o077)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
+def temp_file_beside(path: Path) -> tuple[int, str]:
+    """A temporary file in `path`'s folder, to be renamed to `path`, with a new file's mode."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, new_file_mode())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see either the old or the new file, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -39,6 +70,34 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (some after a tab or
+# a carriage return too), so a model-written metric name or a rater's name could compute, or
+# fetch a URL, on the reader's machine.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_formula(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, with a leading apostrophe (shown as
+    text, the OWASP advice on CSV injection); any other value as it is (numbers stay numbers)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def unescape_formula(text: str) -> str:
+    """The text `escape_formula` was given: the project's readers of CSV cells use it."""
+    if text.startswith("'") and text[1:].startswith(FORMULA_START):
+        return text[1:]
+    return text
+
+
+def frame_csv(frame) -> str:
+    """A pandas DataFrame as CSV text, every text cell escaped with `escape_formula`. Every
+    CSV file the project writes goes through here. Lines end in CRLF (RFC 4180), so a cell
+    holding a lone carriage return is quoted too."""
+    return frame.map(escape_formula).to_csv(index=False, lineterminator="\r\n")
 
 
 def read_text(path: str | Path) -> str:
@@ -56,14 +115,19 @@ def read_text(path: str | Path) -> str:
 MAX_YAML_BYTES = 2 * 1024 * 1024
 
 
-def read_yaml(path: str | Path) -> Any:
+def check_size(path: str | Path, limit: int, what: str) -> None:
+    """Refuse a hand-written input larger than `limit` bytes, saying the limit, before reading it."""
     try:
         size = Path(path).stat().st_size
     except OSError:
-        size = 0  # read_text reports what is wrong with the file
-    if size > MAX_YAML_BYTES:
-        raise ConfigError(path, f"file is {size / 1e6:.1f} MB; YAML inputs are limited to "
-                                f"{MAX_YAML_BYTES // (1024 * 1024)} MiB")
+        return  # the reader reports what is wrong with the file
+    if size > limit:
+        raise ConfigError(path, f"file is {size / 1e6:.1f} MB; {what} are limited to "
+                                f"{limit // (1024 * 1024)} MiB")
+
+
+def read_yaml(path: str | Path) -> Any:
+    check_size(path, MAX_YAML_BYTES, "YAML inputs")
     text = read_text(path)
     try:
         return yaml.safe_load(text)

@@ -23,7 +23,15 @@ ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Every params section: unknown keys refused, and values taken as written. A number
+    must be one (not the string "20"), finite (no `.inf` cap that caps nothing), and an
+    integer field takes no boolean (`turns: true` is no number of turns)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+# Seeds go to numpy and to providers: a non-negative 63-bit integer fits both.
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
@@ -53,7 +61,7 @@ class ModelSpec(Strict):
         default=512, ge=1, le=32768,
         description="tokens of a reply; a reasoning model gets `reasoning_tokens` more for its hidden reasoning",
     )
-    seed: int | None = None
+    seed: Seed | None = None
     max_concurrency: int | None = Field(default=None, ge=1, le=4096)
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(
@@ -115,7 +123,7 @@ class ModelSpec(Strict):
         default_factory=dict,
         description="fields added to every request body as they are (OpenAI and Anthropic providers)",
     )
-    n_ctx: int = Field(default=4096, ge=256, description="context window (local provider only)")
+    n_ctx: int = Field(default=4096, ge=256, le=1_048_576, description="context window (local provider only)")
     n_threads: int | None = Field(
         default=None, ge=1, le=256,
         description="CPU cores the model's calls share (local provider only; default: every core)",
@@ -248,7 +256,7 @@ class Evaluation(Strict):
 class Statistics(Strict):
     resamples: int = Field(default=2000, ge=100, le=100000)
     confidence_level: float = Field(default=0.95, gt=0.5, lt=1.0)
-    seed: int = 12345
+    seed: Seed = 12345
 
 
 class Validation(Strict):
@@ -261,7 +269,7 @@ class Validation(Strict):
     )
     targets: list[ModelId] | None = None
     fraction: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: int = 7
+    seed: Seed = 7
 
 
 class Labels(Strict):
@@ -284,7 +292,7 @@ class Labels(Strict):
         ),
     )
     batch_size: int = Field(default=40, ge=1, le=1000, description="items per rater page")
-    seed: int = Field(default=11, description="seeds the draw (each cell from it and its key)")
+    seed: Seed = Field(default=11, description="seeds the draw (each cell from it and its key)")
     dir: str = Field(
         default="labels", min_length=1,
         description="where labels files live, one folder per benchmark: <dir>/<benchmark>/",

@@ -64,6 +64,16 @@ class TargetResults(TargetRates):
     sample_agreement: SampleAgreement
 
 
+class LabelsSetAside(BaseModel):
+    """Stored human labels of one file left out of the judge-validity analysis, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    n: int = Field(ge=1)
+    reason: str
+
+
 class Results(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -84,6 +94,11 @@ class Results(BaseModel):
         default=None,
         description="the judge against human labels (`labels/<benchmark>/`), main arm only; "
         "status 'no labels' before any",
+    )
+    labels_set_aside: list[LabelsSetAside] = Field(
+        default_factory=list,
+        description="stored labels that no longer match the data (a transcript changed since, say), "
+        "per file and reason: left out of `judge_validity`",
     )
 
 

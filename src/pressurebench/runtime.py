@@ -133,7 +133,9 @@ class StageRun:
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
         recorded = client.write_record()
         usage = client.usage()
-        cost = cost_summary(usage).model_copy(update={"concurrency": client.concurrency_report()})
+        cost = cost_summary(usage).model_copy(update={
+            "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
+        })
         write_artifact(self.layout.cost_file(self.stage, self.target), cost)
         models = {
             mid: self.params.models[mid].model_dump(mode="json", exclude={"extra_headers"})

@@ -182,6 +182,10 @@ class Cost(Row):
     total_cost_usd: float | None = 0.0
     unknown_price_models: list[str] = Field(default_factory=list)
     concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
+    cache_repaired: int = Field(
+        default=0, ge=0,
+        description="damaged cache entries (unreadable, of another call, invalid) asked again and rewritten",
+    )
 
 
 # --- conversations ---------------------------------------------------------

@@ -87,7 +87,7 @@ def test_agreement_and_error_rates_describe_every_judged_row(labelled):
     table = pd.crosstab(items["judge_present"].astype(bool), items["human"],
                         values=items["weight"], aggfunc="sum").fillna(0.0).to_numpy()
     assert panel.cohen_kappa.value == pytest.approx(inter_rater.cohens_kappa(table).kappa)
-    note = judge.judge_note(SimpleNamespace(benchmark="tiny", judge_validity=validity))
+    note = judge.judge_note(SimpleNamespace(benchmark="tiny", judge_validity=validity, labels_set_aside=[]))
     assert judge.WEIGHTED in note
 
 
@@ -109,4 +109,4 @@ def test_without_over_sampling_every_weight_is_one(project):
     validity = judge_validity(scores_frame(rows), frames.labels, frames.judges, resamples=50)
     assert not validity.design_weighted
     assert judge.WEIGHTED not in judge.judge_note(
-        SimpleNamespace(benchmark="tiny", judge_validity=validity))
+        SimpleNamespace(benchmark="tiny", judge_validity=validity, labels_set_aside=[]))

@@ -151,7 +151,8 @@ def test_a_rater_labels_a_page_and_the_download_imports(judged, browser):
     # Downloading before entering a name is refused, with the reason.
     driver.click("#download-jsonl")
     assert "Enter your name" in driver.text("#message")
-    driver.type_into("#rater", "Ada Lovelace")
+    # A name a spreadsheet would run as a formula: the CSV download must keep it text.
+    driver.type_into("#rater", "=Ada Lovelace")
     # The first item with the mouse, the rest with the keyboard (j: next item, then one key each).
     driver.click("section.item:nth-of-type(1) input[value='absent']")
     keys = "".join("pau"[i % 3] for i in range(n - 1))
@@ -162,13 +163,15 @@ def test_a_rater_labels_a_page_and_the_download_imports(judged, browser):
     # A reload keeps the answers and the name.
     driver.call("POST", driver.s("/refresh"), {})
     assert driver.text("#progress") == f"{n} of {n} answered"
-    assert driver.script("return document.getElementById('rater').value") == "Ada Lovelace"
+    assert driver.script("return document.getElementById('rater').value") == "=Ada Lovelace"
 
     driver.click("#download-jsonl")
     jsonl = downloaded(downloads, ".jsonl")
     driver.click("#download-csv")
     csv_file = downloaded(downloads, ".csv")
-    assert jsonl.name == "labels_tiny_batch_01_Ada_Lovelace.jsonl"
+    assert jsonl.name == "labels_tiny_batch_01__Ada_Lovelace.jsonl"
+    cells = [line.split(",")[1] for line in csv_file.read_text().splitlines()[1:]]
+    assert cells == ["'=Ada Lovelace"] * n
 
     keys_on_page = driver.script(
         "return Array.from(document.querySelectorAll('section.item')).map(s => s.dataset.itemKey)")
@@ -177,10 +180,10 @@ def test_a_rater_labels_a_page_and_the_download_imports(judged, browser):
         assert all(isinstance(r, HumanLabel) for r in rows)
         assert [r.item_key for r in rows] == keys_on_page
         assert [r.label for r in rows] == expected
-        assert {r.rater for r in rows} == {"Ada Lovelace"}
+        assert {r.rater for r in rows} == {"=ada lovelace"}  # unescaped, then normalised
 
     report = import_labels(params, "tiny", [jsonl, csv_file])
-    assert [(p.name, dict(c)) for p, c in report.imported] == [(jsonl.name, {"Ada Lovelace": n})]
+    assert [(p.name, dict(c)) for p, c in report.imported] == [(jsonl.name, {"=ada lovelace": n})]
     # The CSV holds the same labels, so importing it too would count Ada twice.
     ((refused, reason),) = report.refused
     assert refused == csv_file and "labelled item" in reason

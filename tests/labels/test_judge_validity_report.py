@@ -71,3 +71,21 @@ def test_labels_flow_into_the_results_report(project, script, capsys):
     corrected = judge.corrected_table(results)
     assert set(corrected["target"]) == set(TARGETS) and "overall" in set(corrected["metric"])
     assert "labelled items" in judge.judge_note(results)
+
+    # A stored file of which two labels no longer match (their transcripts changed since): the
+    # stage still runs, uses the rest, and the report says which file, how many and why.
+    stale = [
+        {"item_key": i.item_key, "rater": "Lin", "batch": i.batch, "label": "absent",
+         "transcript_sha256": "0" * 64 if n < 2 else i.transcript_sha256}
+        for n, i in enumerate(export.items)
+    ]
+    Path("labels/tiny/lin.jsonl").write_text("".join(json.dumps(r) + "\n" for r in stale))
+    capsys.readouterr()
+    results = aggregate.run(project.params_path, "tiny")
+    assert results.judge_validity.human.n_raters == 3
+    ((aside,),) = [results.labels_set_aside]
+    assert (aside.file, aside.n, aside.reason) == (
+        "labels/tiny/lin.jsonl", 2, "the transcript has changed since it was labelled")
+    assert "Warning: 2 stored labels were set aside" in judge.judge_note(results)
+    assert "`labels/tiny/lin.jsonl`: 2 (the transcript has changed" in judge.judge_note(results)
+    assert "2 labels of labels/tiny/lin.jsonl set aside" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from label_data import JUDGES, write_judged
@@ -14,7 +15,13 @@ from pressurebench.errors import ConfigError
 from pressurebench.labels.export import build_export
 from pressurebench.labels.joined import JUDGE_COLUMNS, LABEL_COLUMNS, label_frames
 from pressurebench.labels.models import LABEL_FIELDS, HumanLabel
-from pressurebench.labels.store import import_labels, load_labels, read_labels_file
+from pressurebench.labels.store import (
+    SetAside,
+    import_labels,
+    load_checked,
+    load_labels,
+    read_labels_file,
+)
 from pressurebench.params import load_params
 
 
@@ -53,7 +60,7 @@ def test_jsonl_and_csv_load_and_join(judged, params):
               [{**r, "rater": "Bo, the second", "label": "absent"} for r in rows[:3]])
     labels = load_labels(params, "tiny")
     assert len(labels) == 7 and all(isinstance(lab, HumanLabel) for lab in labels)
-    assert {lab.rater for lab in labels} == {"Ada", "Bo, the second"}
+    assert {lab.rater for lab in labels} == {"ada", "bo, the second"}  # names as normalised
 
     export = {i.item_key: i for i in build_export(params, "tiny").items}
     frames = label_frames(params, "tiny")
@@ -99,25 +106,42 @@ CASES = {
 }
 
 
+# Rows that do not match the current data: refused on import, set aside once stored.
+STALE = {
+    "unknown conversation": "its conversation no longer exists",
+    "unknown metric": "its conversation was not judged on its metric",
+    "transcript changed": "the transcript has changed since it was labelled",
+    "labelled twice": "its rater labelled the item before",
+}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_an_invalid_row_names_the_file_and_row(judged, params, case, fmt):
-    path = judged.root / "labels" / "tiny" / f"bad.{fmt}"
-    (write_jsonl if fmt == "jsonl" else write_csv)(path, bad(params, case))
-    with pytest.raises(ConfigError) as err:
-        load_labels(params, "tiny")
-    message = str(err.value)
-    assert message.startswith(f"labels/tiny/bad.{fmt}: row 2")
+def test_an_invalid_row_names_the_file_and_row(judged, params, case, fmt, tmp_path):
+    source = (write_jsonl if fmt == "jsonl" else write_csv)(tmp_path / f"bad.{fmt}", bad(params, case))
+    report = import_labels(params, "tiny", [source])
+    assert not report.imported
+    ((refused, message),) = report.refused
+    assert refused == source and message.startswith(f"{source}: row 2")
     assert CASES[case] in message
+
+
+@pytest.mark.parametrize("case", sorted(STALE))
+def test_stored_rows_that_no_longer_match_are_set_aside_and_the_rest_used(judged, params, case):
+    path = write_jsonl(judged.root / "labels" / "tiny" / "bad.jsonl", bad(params, case))
+    labels, _, aside = load_checked(params, "tiny")
+    assert len(labels) == 2
+    assert aside == [SetAside(Path("labels/tiny/bad.jsonl"), 1, STALE[case])]
+    assert path.exists()  # set aside for the analysis, never deleted
 
 
 def test_the_same_rater_twice_across_files(judged, params):
     rows = label_rows(params, n=3)
     write_jsonl(judged.root / "labels" / "tiny" / "a.jsonl", rows[:2])
     write_csv(judged.root / "labels" / "tiny" / "b.csv", rows[1:])
-    with pytest.raises(ConfigError, match=r"labels/tiny/b.csv: row 1: rater 'Ada' labelled item "
-                       r".* twice \(first in labels/tiny/a.jsonl, row 2\)"):
-        load_labels(params, "tiny")
+    labels, _, aside = load_checked(params, "tiny")
+    assert len(labels) == 3
+    assert aside == [SetAside(Path("labels/tiny/b.csv"), 1, STALE["labelled twice"])]
     # Another rater on the same item is what agreement between people is made of.
     write_csv(judged.root / "labels" / "tiny" / "b.csv", [{**r, "rater": "Bo"} for r in rows[1:]])
     assert len(load_labels(params, "tiny")) == 4
@@ -131,9 +155,8 @@ def test_a_label_on_a_transcript_changed_since(judged, params):
     write_jsonl(judged.root / "labels" / "tiny" / "a.jsonl", rows)
     assert len(load_labels(params, "tiny")) == 1
     write_judged(judged.root, hostile=False)  # that conversation's reply is now another text
-    with pytest.raises(ConfigError, match=r"a.jsonl: row 1: the transcript of conversation "
-                       rf"{item.item_key.split(':')[0]} has since changed"):
-        load_labels(params, "tiny")
+    labels, _, aside = load_checked(params, "tiny")
+    assert labels == [] and aside == [SetAside(Path("labels/tiny/a.jsonl"), 1, STALE["transcript changed"])]
 
 
 def test_malformed_files(judged, params):
@@ -157,7 +180,7 @@ def test_import_round_trip(judged, params, tmp_path, capsys):
     bo = write_csv(tmp_path / "in" / "bo.csv", [{**r, "rater": "Bo"} for r in rows[:2]])
     assert main(["labels", "import", str(ada), str(bo), "--benchmark", "tiny"]) == 0
     out = capsys.readouterr().out
-    assert "Ada: 5 labels imported" in out and "Bo: 2 labels imported" in out
+    assert "ada: 5 labels imported" in out and "bo: 2 labels imported" in out
     stored = judged.root / "labels" / "tiny"
     assert (stored / "ada.jsonl").read_bytes() == ada.read_bytes()
     assert (stored / "bo.csv").read_bytes() == bo.read_bytes()
@@ -181,7 +204,7 @@ def test_import_refuses_an_invalid_file_and_keeps_the_valid_ones(judged, params,
     report = import_labels(params, "tiny", [good, twice, broken])
     assert [p.name for p, _ in report.imported] == ["good.jsonl"]
     reasons = dict(report.refused)
-    assert f"{twice}: row 1: rater 'Ada' labelled item" in reasons[twice]
+    assert f"{twice}: row 1: rater 'ada' labelled item" in reasons[twice]
     assert f"{broken}: row 2: the transcript of conversation" in reasons[broken]
     assert sorted(p.name for p in (judged.root / "labels" / "tiny").iterdir()) == ["good.jsonl"]
     assert main(["labels", "import", str(broken)]) == 2

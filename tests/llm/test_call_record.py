@@ -69,7 +69,7 @@ def test_a_record_replays_every_call_on_an_empty_cache_and_is_rewritten_byte_ide
     again = ask(replay, ["b", "a", "c", "a"])
     assert len(script.calls) == sent
     assert [r.text for r in again] == [r.text for r in first] and all(r.cached for r in again)
-    assert replay.cache_stats() == {"hits": 4, "misses": 0, "replayed_from_record": 4}
+    assert replay.cache_stats() == {"hits": 4, "misses": 0, "repaired": 0, "replayed_from_record": 4}
     before = record.read_bytes()
     replay.write_record()
     assert record.read_bytes() == before

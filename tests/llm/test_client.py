@@ -113,7 +113,7 @@ def test_cache_hit_is_free_and_exact(tmp_path):
     assert again.parsed == first.parsed and again.cost_usd == 0.0
     assert first.cost_usd == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
     assert len(script.calls) == 3
-    assert client.cache.stats() == {"hits": 1, "misses": 3}
+    assert client.cache.stats() == {"hits": 1, "misses": 3, "repaired": 0}
 
 
 def test_cache_misses_on_sampling_change(tmp_path):

@@ -18,7 +18,7 @@ def test_an_entry_in_a_new_shard_is_written_whole_and_read_back(tmp_path):
     assert cache.get(key) == RESPONSE
     files = [p.name for p in (tmp_path / "fresh" / "cache").rglob("*") if p.is_file()]
     assert files == [f"{key}.json"]  # no temporary file left behind
-    assert cache.stats() == {"hits": 1, "misses": 1}
+    assert cache.stats() == {"hits": 1, "misses": 1, "repaired": 0}
 
 
 def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path):
@@ -30,6 +30,7 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path):
     assert cache.get(key) is None
     cache.put(key, MATERIAL, RESPONSE)
     assert cache.get(key) == RESPONSE
+    assert cache.stats() == {"hits": 1, "misses": 1, "repaired": 1}
 
 
 def test_an_entry_survives_its_shard_being_removed_mid_run(tmp_path):

@@ -27,10 +27,15 @@ def module_file(src: Path, module: str) -> Path | None:
 
 
 def imports_in(source: str, module: str, is_package: bool) -> set[str]:
-    """Dotted names `source` imports (absolute, relative resolved), names of submodules included."""
+    """Dotted names `source` imports (absolute, relative resolved), names of submodules included.
+    Imports under `if TYPE_CHECKING:` never run, so they are not counted."""
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -43,6 +48,11 @@ def imports_in(source: str, module: str, is_package: bool) -> set[str]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def closure(src: Path, entry: set[str]) -> set[Path]:

@@ -44,9 +44,10 @@ def test_the_closure_follows_imports_inside_functions(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "a.py").write_text("def f():\n    from .sub import b\n")
-    (pkg / "sub" / "b.py").write_text("from ..c import x\n")
+    (pkg / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom ..c import x\nif TYPE_CHECKING:\n    from .. import d\n")
     (pkg / "c.py").write_text("x = 1\n")
-    (pkg / "d.py").write_text("")
+    (pkg / "d.py").write_text("")  # imported for annotations only: never run
     found = {p.relative_to(tmp_path).as_posix() for p in closure(tmp_path, {"pressurebench.a"})}
     assert found == {"pressurebench/__init__.py", "pressurebench/a.py", "pressurebench/sub/__init__.py",
                      "pressurebench/sub/b.py", "pressurebench/c.py"}

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from mock_providers import LoggedRequest
 from pressurebench.io import read_artifact, read_yaml_model
+from pressurebench.llm.in_flight import FOLDER
 from pressurebench.results import Results
 from pressurebench.schemas import (
     Benchmark,
@@ -200,10 +201,14 @@ def check_artifacts_complete(data_dir: Path) -> list[Path]:
 
 
 def check_cache_entries(cache_dir: Path) -> int:
-    """Every cache entry parses and is filed under its own key; returns how many there are."""
+    """Every cache entry parses and is filed under its own key; returns how many there are.
+
+    (Claims on calls in flight, `in-flight/<key>.lock`, are no entries: a killed run
+    leaves its own behind, empty and unlocked.)
+    """
     n = 0
     for path in cache_dir.rglob("*"):
-        if not path.is_file():
+        if not path.is_file() or path.parent.name == FOLDER:
             continue
         if path.name.startswith("."):
             assert HIDDEN_TEMP.match(path.name), f"unexpected hidden file {path}"

@@ -681,7 +681,8 @@ def test_rerun_replays_everything_from_the_cache(project, script):
     )
     assert len(script.calls) == made  # not one provider call
     assert path.read_bytes() == first
-    assert manifest.cache == {"hits": made, "misses": 0, "replayed_from_record": 0, "recorded": made}
+    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0,
+                              "replayed_from_record": 0, "recorded": made}
     assert record.read_bytes() == recorded
 
 
@@ -700,7 +701,8 @@ def test_rerun_on_another_machine_replays_everything_from_the_stage_record(proje
 
     manifest = simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
     assert len(script.calls) == made
-    assert manifest.cache == {"hits": made, "misses": 0, "replayed_from_record": made, "recorded": made}
+    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0,
+                              "replayed_from_record": made, "recorded": made}
     assert layout.conversations_file("target-a").read_bytes() == conversations
     assert layout.calls_file("simulate", "target-a").read_bytes() == record
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -15,7 +15,7 @@ from .current import JudgedData
 from .judged import item_id
 from .models import HumanLabel
 from .sampling import panel_disagrees
-from .store import load_checked
+from .store import SetAside, load_checked
 
 LABEL_COLUMNS = [
     "item_id", "conv_id", "metric_id", "target", "base_id", "scenario_metric_id", "metric_type",
@@ -29,6 +29,7 @@ PANEL = "panel"
 class LabelFrames:
     labels: pd.DataFrame
     judges: pd.DataFrame
+    set_aside: list[SetAside] = field(default_factory=list)  # stored labels the data no longer matches
 
 
 def join_labels(labels: list[HumanLabel], data: JudgedData) -> LabelFrames:
@@ -92,8 +93,9 @@ def join_labels(labels: list[HumanLabel], data: JudgedData) -> LabelFrames:
 
 def label_frames(params: Params, benchmark: str) -> LabelFrames:
     """The benchmark's stored labels joined with its current scores (empty frames, with their
-    columns, when there are no labels)."""
-    labels, data = load_checked(params, benchmark)
+    columns, when there are no labels), and the stored labels set aside as no longer matching."""
+    labels, data, set_aside = load_checked(params, benchmark)
     if data is None:
         return LabelFrames(pd.DataFrame(columns=LABEL_COLUMNS), pd.DataFrame(columns=JUDGE_COLUMNS))
-    return join_labels(labels, data)
+    joined = join_labels(labels, data)
+    return LabelFrames(joined.labels, joined.judges, set_aside)

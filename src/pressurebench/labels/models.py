@@ -8,6 +8,7 @@ that has since changed.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,6 +20,19 @@ LabelValue = Literal["present", "absent", "unsure"]
 # ids name their target, which raters must not see) and the judged metric.
 ITEM_KEY = r"^[0-9a-f]{12}:m\d{2,}$"
 SHA256_HEX = r"^[0-9a-f]{64}$"
+MAX_BATCH = 1_000_000  # pages of one export; far above any (labels.per_cell and batch_size bound it)
+
+
+def rater_name(text: str) -> str:
+    """A rater's name as one person is known by: NFKC-normalised, case-folded, with control and
+    format characters (NUL, zero-width spaces, direction overrides) removed and white space
+    collapsed. `Alice`, `alice` and `alice` with a zero-width space are one rater, so one
+    person cannot label an item twice under two spellings and inflate agreement."""
+    text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    # Tabs and line breaks are control characters too, but they separate words: spaces.
+    kept = (" " if ch.isspace() else ch for ch in text
+            if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf"))
+    return " ".join("".join(kept).split())
 
 
 class Row(BaseModel):
@@ -43,7 +57,7 @@ class LabelItem(Row):
     )
     transcript: list[Turn] = Field(min_length=1, description="the user/assistant turns judged")
     transcript_sha256: str = Field(pattern=SHA256_HEX, description="hash of exactly `transcript`")
-    batch: int = Field(ge=1, description="the page the item is on")
+    batch: int = Field(ge=1, le=MAX_BATCH, description="the page the item is on")
 
 
 class ExportedItem(LabelItem):
@@ -89,17 +103,18 @@ class HumanLabel(Row):
     """One row of a labels file: one rater's answer on one item."""
 
     item_key: str = Field(pattern=ITEM_KEY)
-    rater: str = Field(min_length=1, max_length=200)
+    rater: str = Field(min_length=1, max_length=200, description="normalised: `rater_name`")
     label: LabelValue
     transcript_sha256: str = Field(pattern=SHA256_HEX)
-    batch: int = Field(ge=1)
+    batch: int = Field(ge=1, le=MAX_BATCH)
 
     @field_validator("rater")
     @classmethod
     def _named(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("the rater's name is blank")
-        return v.strip()
+        name = rater_name(v)
+        if not name:
+            raise ValueError("the rater's name is blank (once control and format characters are removed)")
+        return name
 
     @property
     def conv_key(self) -> str:

@@ -4,8 +4,12 @@ A label is only worth joining to a verdict if it was given on the conversation
 the verdict is about. Every row is therefore checked against the main arm's
 data as it is now: its conversation and judged metric must exist, its
 transcript hash must match the transcript the judge read, and one rater may
-label an item once across all files. Each failure is an error naming the file
-and the row (rows count labels from 1; a CSV file's header is not a row).
+label an item once across all files. On import each failure is an error naming
+the file and the row (rows count labels from 1; a CSV file's header is not a
+row). Stored labels that no longer match the data (a re-run changed their
+transcripts, say after raising `generation.turns`) are set aside when the
+labels are read for the analysis, counted per file and reason, and the rest
+are used.
 """
 
 from __future__ import annotations
@@ -21,13 +25,16 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import ConfigError, PressurebenchError, config_error_from_validation
-from ..io import atomic_write_bytes, read_text
+from ..io import atomic_write_bytes, check_size, read_text, unescape_formula
 from ..params import Params
 from .current import JudgedData, load_judged
 from .judged import conversation_sha256
 from .models import LABEL_FIELDS, HumanLabel
 
 SUFFIXES = (".jsonl", ".csv")
+# A rater's file holds one page of at most `labels.batch_size` (1000) labels, about 200 bytes
+# each; a larger file is a mistake, and reading a very large one would take minutes.
+MAX_LABELS_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,8 @@ def _jsonl_rows(path: Path, text: str) -> Iterable[LabelRow]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(path, f"not JSON ({exc.msg})", f"row {row}") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise ConfigError(path, f"not a usable JSON value ({exc})", f"row {row}") from None
         if not isinstance(data, dict):
             raise ConfigError(path, f"expected a JSON object, found {type(data).__name__}", f"row {row}")
         yield _validated(path, row, data)
@@ -78,7 +87,8 @@ def _csv_rows(path: Path, text: str) -> Iterable[LabelRow]:
     for row, record in enumerate(reader, start=1):
         if None in record:
             raise ConfigError(path, "more cells than the header has columns", f"row {row}")
-        yield _validated(path, row, record)
+        # The rater page escapes a cell a spreadsheet would run as a formula (`io.escape_formula`).
+        yield _validated(path, row, {k: v if v is None else unescape_formula(v) for k, v in record.items()})
 
 
 def read_labels_file(path: str | Path) -> list[LabelRow]:
@@ -86,6 +96,7 @@ def read_labels_file(path: str | Path) -> list[LabelRow]:
     path = Path(path)
     if path.suffix not in SUFFIXES:
         raise ConfigError(path, f"a labels file ends in {' or '.join(SUFFIXES)}")
+    check_size(path, MAX_LABELS_BYTES, "labels files")
     text = read_text(path)
     rows = list(_jsonl_rows(path, text) if path.suffix == ".jsonl" else _csv_rows(path, text))
     if not rows:
@@ -93,55 +104,85 @@ def read_labels_file(path: str | Path) -> list[LabelRow]:
     return rows
 
 
+def row_problem(
+    r: LabelRow, data: JudgedData, seen: dict[tuple[str, str], LabelRow]
+) -> tuple[str, str] | None:
+    """Why a row cannot be joined to the current data, as (kind, message), or None; a row
+    without a problem goes into `seen`, against which later rows of the same rater and item are
+    checked."""
+    label = r.label
+    conv_id = data.conv_ids.get(label.conv_key)
+    if conv_id is None:
+        return ("its conversation no longer exists",
+                (f"unknown conversation {label.conv_key}: no conversation of benchmark "
+                f"'{data.benchmark}' has this key"))
+    if (conv_id, label.metric_id) not in data.scores:
+        return ("its conversation was not judged on its metric",
+                (f"unknown metric id '{label.metric_id}' for conversation {label.conv_key}: "
+                "it was not judged on that metric"))
+    if label.transcript_sha256 != conversation_sha256(data.conversations[conv_id]):
+        return ("the transcript has changed since it was labelled",
+                (f"the transcript of conversation {label.conv_key} has since changed: the "
+                "label was given on a version the judge no longer reads; label the new export"))
+    first = seen.get((label.rater, label.item_key))
+    if first is not None:
+        return ("its rater labelled the item before",
+                (f"rater '{label.rater}' labelled item {label.item_key} twice (first in "
+                f"{first.path}, row {first.row})"))
+    seen[(label.rater, label.item_key)] = r
+    return None
+
+
 def check_rows(
     rows: Sequence[LabelRow], data: JudgedData, seen: dict[tuple[str, str], LabelRow] | None = None
 ) -> None:
     """Each row against the current data, and against the rows in `seen` (updated) for
-    a rater labelling an item twice."""
+    a rater labelling an item twice: the first problem is an error naming the file and row."""
     seen = {} if seen is None else seen
     for r in rows:
-        label = r.label
-        where = f"row {r.row}"
-        conv_id = data.conv_ids.get(label.conv_key)
-        if conv_id is None:
-            raise ConfigError(
-                r.path, f"unknown conversation {label.conv_key}: no conversation of benchmark "
-                f"'{data.benchmark}' has this key", where,
-            )
-        if (conv_id, label.metric_id) not in data.scores:
-            raise ConfigError(
-                r.path, f"unknown metric id '{label.metric_id}' for conversation {label.conv_key}: "
-                "it was not judged on that metric", where,
-            )
-        if label.transcript_sha256 != conversation_sha256(data.conversations[conv_id]):
-            raise ConfigError(
-                r.path, f"the transcript of conversation {label.conv_key} has since changed: the "
-                "label was given on a version the judge no longer reads; label the new export",
-                where,
-            )
-        first = seen.get((label.rater, label.item_key))
-        if first is not None:
-            raise ConfigError(
-                r.path, f"rater '{label.rater}' labelled item {label.item_key} twice (first in "
-                f"{first.path}, row {first.row})", where,
-            )
-        seen[(label.rater, label.item_key)] = r
+        problem = row_problem(r, data, seen)
+        if problem is not None:
+            raise ConfigError(r.path, problem[1], f"row {r.row}")
 
 
-def load_checked(params: Params, benchmark: str) -> tuple[list[HumanLabel], JudgedData | None]:
-    """The stored labels, checked, with the data they were checked against (None without
-    labels files: then no data is read)."""
+@dataclass(frozen=True)
+class SetAside:
+    """Stored labels of one file left out of the analysis for one reason."""
+
+    path: Path
+    n: int
+    reason: str
+
+
+def usable_rows(rows: Sequence[LabelRow], data: JudgedData) -> tuple[list[LabelRow], list[SetAside]]:
+    """The rows that match the current data, and the others counted by file and reason."""
+    seen: dict[tuple[str, str], LabelRow] = {}
+    usable, aside = [], Counter()
+    for r in rows:
+        problem = row_problem(r, data, seen)
+        if problem is None:
+            usable.append(r)
+        else:
+            aside[(r.path, problem[0])] += 1
+    return usable, [SetAside(path, n, reason) for (path, reason), n in aside.items()]
+
+
+def load_checked(
+    params: Params, benchmark: str
+) -> tuple[list[HumanLabel], JudgedData | None, list[SetAside]]:
+    """The stored labels that match the current data, the data they were checked against (None
+    without labels files: then no data is read), and the labels set aside."""
     files = stored_files(params, benchmark)
     if not files:
-        return [], None
+        return [], None, []
     rows = [r for path in files for r in read_labels_file(path)]
     data = load_judged(params, benchmark)
-    check_rows(rows, data)
-    return [r.label for r in rows], data
+    usable, aside = usable_rows(rows, data)
+    return [r.label for r in usable], data, aside
 
 
 def load_labels(params: Params, benchmark: str) -> list[HumanLabel]:
-    """Every stored label of a benchmark, checked against the current data; [] without files."""
+    """Every stored label of a benchmark that matches the current data; [] without files."""
     return load_checked(params, benchmark)[0]
 
 
@@ -164,6 +205,7 @@ def import_labels(params: Params, benchmark: str, sources: Sequence[str | Path])
     for source in map(Path, sources):
         dest = folder / source.name
         try:
+            check_size(source, MAX_LABELS_BYTES, "labels files")
             if dest.exists():
                 if dest.read_bytes() == source.read_bytes():
                     report.unchanged.append(dest)

@@ -25,11 +25,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..io import temp_file_beside
 from .types import ProviderRequest, ProviderResponse, RetryableError
 
 
@@ -122,7 +122,7 @@ class Batcher:
     def _record(self, batch_id: str, keys: list[str]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         record = {"batch_id": batch_id, "model_id": self.model_id, "submitted_at": time.time(), "keys": keys}
-        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+        fd, tmp = temp_file_beside(self._record_path(batch_id))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(record, fh)
         os.replace(tmp, self._record_path(batch_id))

@@ -17,16 +17,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..params import ModelSpec, Params
 from ..schemas import ConcurrencyReport, ModelUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .call_record import CallRecord
+from .in_flight import CallClaims
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
 from .providers.registry import ModelApi, api_for, connect
 from .spending import SpendingLedger, call_cost_bound, call_token_bound
@@ -39,8 +39,11 @@ from .types import (
     RetryableError,
 )
 
+if TYPE_CHECKING:  # the params describe the models; validating them asks this package's providers
+    from ..params import ModelSpec, Params
+
 T = TypeVar("T")
-ProviderFactory = Callable[[str, ModelSpec, "str | None"], ModelApi]
+ProviderFactory = Callable[[str, "ModelSpec", "str | None"], ModelApi]
 
 REPAIR_INSTRUCTION = (
     "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
@@ -119,6 +122,7 @@ class ModelClient:
     ):
         self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
+        self.claims = CallClaims(cache_dir)
         self.use_cache = use_cache
         # The stage's recorded calls (`llm.call_record`): read in front of the cache, rewritten
         # with the calls of this run by `write_record`.
@@ -271,12 +275,11 @@ class ModelClient:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
 
     def cache_stats(self) -> dict[str, int]:
-        """Lookups answered (`hits`: from the record or the cache) and missed; of the hits, how
-        many replayed the stage's record (`replayed_from_record`)."""
+        """The cache's counts, with `hits` counting replays from the stage's record too (and
+        `replayed_from_record` how many of them)."""
         replayed = self.record.replayed if self.record is not None else 0
         stats = self.cache.stats()
-        return {"hits": stats["hits"] + replayed, "misses": stats["misses"],
-                "replayed_from_record": replayed}
+        return stats | {"hits": stats["hits"] + replayed, "replayed_from_record": replayed}
 
     def write_record(self) -> int:
         """Replace the stage's record with the calls this run used; return how many.
@@ -349,36 +352,67 @@ class ModelClient:
         Only replies that are answers are cached: a failed one (empty, cut off where a
         cut-off is not accepted, refused, filtered) is asked again on the next run, so a
         provider's passing glitch never becomes a stored result (`reply_problem`). Calls
-        that failed for good (retries exhausted, refused) are not cached either.
+        that failed for good (retries exhausted, refused) are not cached either. A call
+        that misses is claimed across processes while it is asked (`llm.in_flight`).
         """
         provider = self._provider(model_id, state)
         key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens)
         limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
-            recorded = self.record.replay(key) if self.record is not None else None
-            hit = recorded if recorded is not None else self.cache.get(key)
-            if hit is not None:
-                cached = ProviderResponse(**hit)
-                if reply_problem(cached, limit, allow_truncated) is None:
-                    if recorded is not None:
-                        self.record.keep_replayed(key)
-                    elif self.record is not None:
-                        self.record.keep(key, material, hit)
-                    return cached, True
-        task = asyncio.current_task()
-        self._calls_in_flight.add(task)
-        try:
-            if state.spec.batch:
-                response = await self._call_in_batch(model_id, state, key, request)
-            else:
-                response = await self._call_with_retries(model_id, state, request)
-        finally:
-            self._calls_in_flight.discard(task)
-        if self.use_cache and reply_problem(response, limit, allow_truncated) is None:
-            self.cache.put(key, material, response.__dict__)
             if self.record is not None:
-                self.record.keep(key, material, response.__dict__)
+                recorded = self._replayable(self.record.replay(key), limit, allow_truncated)
+                if recorded is not None:
+                    self.record.keep_replayed(key)
+                    return recorded, True
+            hit = self._replayable(self.cache.get(key), limit, allow_truncated)
+            if hit is not None:
+                self._keep(key, material, hit)
+                return hit, True
+        # The call runs as a task of its own, shielded: a stage that stops cancels its rows,
+        # but a request already sent is paid for, so its reply still reaches the cache (and
+        # the spending record) while the client waits for it (`_finish_calls_in_flight`).
+        answer = asyncio.ensure_future(
+            self._answer(model_id, state, key, request, material, limit, allow_truncated)
+        )
+        self._calls_in_flight.add(answer)
+        answer.add_done_callback(_forget_call)
+        answer.add_done_callback(self._calls_in_flight.discard)
+        return await asyncio.shield(answer)
+
+    async def _answer(self, model_id, state, key, request, material, limit, allow_truncated
+                      ) -> tuple[ProviderResponse, bool]:
+        """Ask the call under its claim (`llm.in_flight`), unless another process or task answered
+        it while this one waited for the claim; cache a good reply."""
+        if not self.use_cache:
+            return await self._ask(model_id, state, key, request), False
+        async with self.claims.claim(key):
+            hit = self._replayable(self.cache.get(key, again=True), limit, allow_truncated)
+            if hit is not None:
+                self._keep(key, material, hit)
+                return hit, True
+            response = await self._ask(model_id, state, key, request)
+            if reply_problem(response, limit, allow_truncated) is None:
+                self.cache.put(key, material, response.__dict__)
+                self._keep(key, material, response)
         return response, False
+
+    def _keep(self, key: str, material: dict, response: ProviderResponse) -> None:
+        """Note a call this run used in the stage's record (when the client keeps one)."""
+        if self.record is not None:
+            self.record.keep(key, material, response.__dict__)
+
+    @staticmethod
+    def _replayable(hit: dict | None, limit: int, allow_truncated: bool) -> ProviderResponse | None:
+        cached = ProviderResponse(**hit) if hit is not None else None
+        if cached is not None and reply_problem(cached, limit, allow_truncated) is None:
+            return cached
+        return None
+
+    async def _ask(self, model_id, state, key, request) -> ProviderResponse:
+        """The provider's reply to `request`, directly or in a batch."""
+        if state.spec.batch:
+            return await self._call_in_batch(model_id, state, key, request)
+        return await self._call_with_retries(model_id, state, request)
 
     def _scrub(self, text: str) -> str:
         """Error text with every API key of the registry replaced by its variable's name.
@@ -518,6 +552,13 @@ class ModelClient:
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.backoff_cap_s * 5))
         return delay
+
+
+def _forget_call(task: asyncio.Task) -> None:
+    """A shielded call's outcome is read by its caller, unless the caller was cancelled: then
+    it is read here, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def parse_structured(schema: type[BaseModel], text: str) -> BaseModel:

@@ -9,18 +9,23 @@ A call whose bound would take what is spent, plus the bounds of the calls in
 flight, past the cap is not made: the stage stops with `SpendingCapReached`,
 everything answered so far is cached, and raising the cap (or a fresh cache
 directory) and running again continues where it stopped. So a run stops within
-one call's bound of the cap, and never passes it on list prices.
+one call's bound of the cap, and never passes it on list prices, also when several
+processes spend through one cache directory at once (`SpendingLedger`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
-import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..io import temp_file_beside
 from .types import ProviderStop
 
 if TYPE_CHECKING:
@@ -55,48 +60,100 @@ def call_cost_bound(api: ModelApi, messages: list[dict], max_tokens: int) -> flo
 
 
 class SpendingLedger:
-    """What the cache directory's calls have cost, and what calls in flight may still cost."""
+    """What the cache directory's calls have cost, and what calls in flight may still cost.
+
+    Several processes may use one cache directory at once (two targets simulated side
+    by side, one command started twice), so the record is the file, not this object:
+    each reservation and each settlement reads it, changes it and writes it back under
+    an exclusive lock (`spending.lock`). The file holds what was spent and, per process
+    id, the bounds of that process's calls in flight; a process that is gone holds
+    nothing. So the cap bounds every process's calls together.
+    """
 
     FILE = "spending.json"
+    LOCK = "spending.lock"
 
     def __init__(self, cache_dir: str | Path, cap_usd: float | None):
         self.path = Path(cache_dir) / self.FILE
+        self.lock_path = Path(cache_dir) / self.LOCK
         self.cap_usd = cap_usd
-        self.reserved = 0.0
+        self.reserved = 0.0  # this process's calls in flight
+        self.pid = os.getpid()
         self._lock = threading.Lock()
-        self.spent = self._read()
+        with self._locked():
+            self.spent = self._read()[0]
 
-    def _read(self) -> float:
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This process's threads one at a time, and this process alone among processes."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # releases the lock
+
+    def _read(self) -> tuple[float, dict[int, float]]:
+        """What was spent, and the bounds in flight of the other processes still running."""
         try:
-            return float(json.loads(self.path.read_text(encoding="utf-8"))["spent_usd"])
+            record = json.loads(self.path.read_text(encoding="utf-8"))
+            spent = float(record["spent_usd"])
+            in_flight = {int(pid): float(bound) for pid, bound in record.get("in_flight_usd", {}).items()}
         except FileNotFoundError:
-            return 0.0
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return 0.0, {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise OSError(f"{self.path}: unreadable spending record ({exc}); check or remove it") from None
+        if not math.isfinite(spent) or spent < 0:
+            raise OSError(f"{self.path}: spent_usd is {spent}; check or remove the spending record")
+        return spent, {pid: b for pid, b in in_flight.items() if pid != self.pid and _running(pid)}
 
     def reserve(self, bound: float) -> None:
         """Hold `bound` for a call about to be made, or stop: it could pass the cap."""
-        with self._lock:
-            if self.cap_usd is not None and self.spent + self.reserved + bound > self.cap_usd:
+        with self._locked():
+            self.spent, others = self._read()
+            in_flight = self.reserved + sum(others.values())
+            if self.cap_usd is not None and self.spent + in_flight + bound > self.cap_usd:
                 raise SpendingCapReached(
                     f"spending cap reached: ${self.spent:.4f} spent through {self.path.parent} "
-                    f"(+${self.reserved:.4f} in flight), and the next call may cost up to "
+                    f"(+${in_flight:.4f} in flight), and the next call may cost up to "
                     f"${bound:.4f}, past run.max_cost_usd = ${self.cap_usd:.4f}. Everything answered "
                     "so far is cached: raise the cap and run again to continue"
                 )
             self.reserved += bound
+            self._write(others)
 
     def settle(self, bound: float, cost: float | None) -> None:
         """The call reserved with `bound` is over and cost `cost` (None: nothing is known)."""
-        with self._lock:
-            self.reserved -= bound
+        with self._locked():
+            self.spent, others = self._read()
+            self.reserved = max(self.reserved - bound, 0.0)
+            if self.reserved < 1e-12:
+                self.reserved = 0.0
             if cost:
                 self.spent += cost
-                self._write()
+            self._write(others)
 
-    def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".spending.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"spent_usd": self.spent}, fh)
-        os.replace(tmp, self.path)
+    def _write(self, others: dict[int, float]) -> None:
+        in_flight = {**others, self.pid: self.reserved} if self.reserved else others
+        record = {"spent_usd": self.spent, "in_flight_usd": {str(p): b for p, b in sorted(in_flight.items())}}
+        fd, tmp = temp_file_beside(self.path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(record, fh)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _running(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user's counts too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -29,7 +29,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import views
-from ..io import atomic_write_text, read_artifact, read_yaml_model
+from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..results import Results
 from ..schemas import Benchmark
@@ -115,7 +115,7 @@ def save_figure(fig: Figure, folder: Path, name: str) -> list[str]:
 def save_table(frame: pd.DataFrame, tex: str, folder: Path, name: str) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     csv, tex_path = folder / f"{name}.csv", folder / f"{name}.tex"
-    atomic_write_text(csv, frame.to_csv(index=False))
+    atomic_write_text(csv, frame_csv(frame))
     atomic_write_text(tex_path, tex)
     return [str(csv), str(tex_path)]
 

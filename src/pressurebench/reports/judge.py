@@ -38,13 +38,27 @@ def _estimate(e: AgreementEstimate) -> str:
     return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
 
 
+def set_aside_note(results: Results) -> str:
+    """Markdown: the stored labels left out because they no longer match the data ("" if none)."""
+    if not results.labels_set_aside:
+        return ""
+    parts = "; ".join(f"`{a.file}`: {a.n} ({a.reason})" for a in results.labels_set_aside)
+    return (
+        f"**Warning: {sum(a.n for a in results.labels_set_aside)} stored labels were set aside**, "
+        f"as they no longer match the data: {parts}. The other labels are used. Labels of "
+        "changed transcripts come from an earlier export: label the new one "
+        "(`pressurebench labels export`).\n\n"
+    )
+
+
 def judge_note(results: Results) -> str:
-    """Markdown: how to start without labels, else the human reference it rests on."""
+    """Markdown: how to start without labels, else the human reference it rests on; first, any
+    stored labels set aside."""
     validity = results.judge_validity
     if validity is None or validity.status == "no labels":
-        return NO_LABELS.format(benchmark=results.benchmark)
+        return set_aside_note(results) + NO_LABELS.format(benchmark=results.benchmark)
     human = validity.human
-    return (
+    return set_aside_note(results) + (
         f"{human.n_items} labelled items from {human.n_raters} raters; {human.n_with_reference} "
         f"have a human majority ({human.n_tied} tied, {human.n_all_unsure} all unsure). "
         f"Agreement between raters (Krippendorff's α): {_estimate(human.krippendorff_alpha)}. "

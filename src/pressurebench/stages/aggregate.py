@@ -12,6 +12,7 @@ leaving the comparison.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,9 +20,9 @@ import pandas as pd
 
 from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
-from ..io import atomic_write_text, read_artifact, read_yaml_model, write_artifact
+from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
 from ..params import load_params
-from ..results import Results, build_results
+from ..results import LabelsSetAside, Results, build_results
 from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
@@ -151,6 +152,12 @@ def run(
         from ..labels.joined import label_frames  # only this stage reads labels
 
         frames = label_frames(params, benchmark)
+        results.labels_set_aside = [
+            LabelsSetAside(file=str(a.path), n=a.n, reason=a.reason) for a in frames.set_aside
+        ]
+        for aside in results.labels_set_aside:
+            print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "
+                  f"{aside.reason}", file=sys.stderr)
         results.judge_validity = judge_validity(
             scores_frame(rows), frames.labels, frames.judges,
             resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
@@ -162,7 +169,8 @@ def run(
     )
     atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
     atomic_write_text(
-        layout.root / "plots" / "pass_rates.csv", pass_rates_table(results, {m.id: m.name for m in bench.metrics}).to_csv(index=False)
+        layout.root / "plots" / "pass_rates.csv",
+        frame_csv(pass_rates_table(results, {m.id: m.name for m in bench.metrics})),
     )
 
     n_error = sum(s.status == "error" for s in rows)

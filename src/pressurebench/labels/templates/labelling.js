@@ -119,8 +119,13 @@
     }));
   }
 
+  // A spreadsheet runs a text cell starting with = + - @ (or a tab or CR) as a formula: such a
+  // cell gets a leading apostrophe, shown as text, which the import takes off again.
   function csvCell(value) {
-    const text = String(value);
+    let text = String(value);
+    if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) {
+      text = "'" + text;
+    }
     return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
   }
 
