@@ -41,13 +41,13 @@ import hashlib
 import json
 import mmap
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, PressurebenchError, config_error_from_validation
+from ..io import temp_file_beside
 from .cache import CACHE_FORMAT
 from .types import FinishReason
 
@@ -198,7 +198,7 @@ class CallRecord:
         """
         needles = {name: value.encode("utf-8") for name, value in (secrets or {}).items() if value}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        fd, tmp = temp_file_beside(self.path)
         try:
             with os.fdopen(fd, "wb") as fh:
                 for key in sorted(self._used):
