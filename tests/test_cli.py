@@ -33,6 +33,25 @@ def test_per_turn_judging_adds_the_earlier_turns_to_the_estimate(project):
     assert own.input_tokens / own.calls > more.input_tokens / more.calls
 
 
+def test_fidelity_checks_are_counted_per_fidelity_judge_and_owned_conversation(project):
+    """Per conversation: one check per user message and per reply, one for its pressure; per
+    fidelity judge; in every arm that simulates, not in an evaluator arm."""
+    whole = estimate(load_params(project.params_path))
+    project.write_params(
+        fidelity={"check": True},
+        roles={"fidelity": ["judge", "gen"]},
+        validation={"evaluator_bias": ["user"], "targets": ["target-a"]},
+    )
+    lines = estimate(load_params(project.params_path))
+    checks = [x for x in lines if x.role.startswith("fidelity")]
+    main_a = [x for x in checks if x.arm == "tiny/main/target-a"]
+    # 4 conversations x (3 user messages + 1 pressure + 3 replies), per judge
+    assert sum(x.calls for x in main_a if x.model_id == "judge") == 4 * (3 + 1 + 3)
+    assert {x.model_id for x in main_a} == {"judge", "gen"}
+    assert not any(x.arm.startswith("tiny/evaluator") for x in checks)
+    assert by_stage(lines)["evaluate"] == by_stage(whole)["evaluate"] + 4 + 2 * 2 * 4 * 7
+
+
 def test_demographics_samples_panel_and_validation_arms(project):
     project.write_params(
         generation={"demographics": {"age": ["a", "b", "c"], "gender": ["x", "y"]}, "num_samples": 2},

@@ -14,13 +14,15 @@ only) never runs and does not. The layers, lowest first:
    (`llm/providers/`).
 4. run support: what a stage runs on. `arms/` (naming, planning and input resolution of
    every arm), `runtime` (a stage's run: client, manifest, cost), `results` (the results
-   artifact), `scores`, `curated`, `views`, `planning` and `native_crash`.
+   artifact), `scores`, `run_totals` (what the stages took), `curated`, `views`, `planning`
+   and `native_crash`.
 5. studies: `validation/`, the comparisons of arms, read from what the arms' stages wrote.
-6. reports: `reports/`, the tables, figures and pages of every artifact, studies included.
+6. reports: `reports/`, the tables, figures and pages of every artifact, studies included,
+   and `compare/`, two runs side by side in a report of its own.
 7. labels: `labels/`, the human labels of judged conversations and the pages raters use.
 8. stages: `stages/`, the pipeline stages (the aggregate stage reads the human labels).
 9. entry points: what a person or DVC starts. `cli`, `notebook_run`, `notebook_session`,
-   `stage_failure`, `estimate`, `preflight` and `impactbench`.
+   `stage_failure`, `estimate` (with `estimate_time`), `preflight` and `impactbench`.
 
 A new folder or top-level module fails here until it is given a layer in `LAYERS`.
 """
@@ -38,13 +40,14 @@ LAYERS: list[set[str]] = [
     {"__init__", "errors", "schemas", "paths", "io", "prompts"},
     {"llm/", "stats/"},
     {"params"},
-    {"arms/", "runtime", "results", "scores", "curated", "views", "planning", "native_crash"},
+    {"arms/", "runtime", "results", "scores", "run_totals", "curated", "views", "planning",
+     "native_crash"},
     {"validation/"},
-    {"reports/"},
+    {"reports/", "compare/"},
     {"labels/"},
     {"stages/"},
-    {"cli", "notebook_run", "notebook_session", "stage_failure", "estimate", "preflight",
-     "impactbench"},
+    {"cli", "notebook_run", "notebook_session", "stage_failure", "estimate", "estimate_time",
+     "preflight", "impactbench"},
 ]
 
 

@@ -1,4 +1,4 @@
-"""`pressurebench` command line: checks and helpers around the DVC pipeline.
+"""`pressurebench` command line: checks, comparisons and helpers around the DVC pipeline.
 
 Errors the user can act on print as one line (file and field) and exit 2;
 a stage above its error budget exits 3; a stage whose process crashed natively
@@ -65,6 +65,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from .estimate import estimate, format_table
+    from .estimate_time import expected_times, total_seconds
+    from .run_totals import format_seconds, read_totals
 
     params = load_params(args.params)
     lines = estimate(params)
@@ -75,6 +77,39 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if unpriced:
         print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
               "(price_per_mtok_in, price_per_mtok_out) nor in the price registry.")
+    history = read_totals(params.data_dir) if params.data_dir.is_dir() else None
+    times = expected_times(params, lines, history)
+    print("\nExpected time of the model calls (stages run one after another, as `dvc repro` does):")
+    stage_w = max(len(t.stage) for t in times)
+    arm_w = max(len(t.arm) for t in times)
+    for t in times:
+        print(f"  {t.stage:<{stage_w}}  {t.arm:<{arm_w}}  {format_seconds(t.seconds):>12}  {t.basis}")
+    total = total_seconds(times)
+    print(f"  {'total':<{stage_w + arm_w + 2}}  {format_seconds(total):>12}"
+          + ("" if total is not None else "  (not estimated for every stage)"))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Two runs side by side: a terminal table, an HTML report listed in `reports/compare/`'s
+    own index (the pipeline's index page, a DVC output, is not rewritten: it links that one)."""
+    from .compare.comparison import compare_runs
+    from .compare.report import terminal_text, write_report
+    from .compare.runs import read_run
+    from .reports.index import write_index
+
+    params = load_params(args.params)
+    comparison = compare_runs(
+        read_run(args.run_a), read_run(args.run_b),
+        confidence_level=params.statistics.confidence_level,
+    )
+    print(terminal_text(comparison))
+    if not args.no_report:
+        page = write_report(comparison, params.reports_dir)
+        listing = write_index(page.parent, title="pressurebench run comparisons",
+                              comparisons=False)
+        print(f"\nwrote {page} (listed in {listing}, which {params.reports_dir / 'index.html'} "
+              "links)")
     return 0
 
 
@@ -237,6 +272,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
     p.add_argument("--params", default=DEFAULT_PARAMS)
     p.set_defaults(func=cmd_estimate)
+
+    p = sub.add_parser(
+        "compare",
+        help="compare two runs (git revisions, DVC experiments or result folders): rates, "
+        "changes with intervals, settings that differ, cost and time",
+    )
+    p.add_argument("run_a", metavar="A", help="the baseline: a git revision, a DVC experiment "
+                   "name, or a folder (a repository root or a data directory)")
+    p.add_argument("run_b", metavar="B", help="the run compared with it, in the same forms")
+    p.add_argument("--params", default=DEFAULT_PARAMS,
+                   help="where the confidence level and the reports folder are read")
+    p.add_argument("--no-report", action="store_true", help="print the table only")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
         "export", help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a paper",

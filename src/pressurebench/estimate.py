@@ -19,7 +19,8 @@ from .paths import benchmark_source
 from .schemas import Benchmark
 
 # Rough sizes in tokens of the fixed parts of prompts, and of a simulated user message.
-SYSTEM_TOKENS = {"gen_metrics": 350, "gen_scenarios": 450, "rewrite": 500, "user": 400, "judge": 300}
+SYSTEM_TOKENS = {"gen_metrics": 350, "gen_scenarios": 450, "rewrite": 500, "user": 400, "judge": 300,
+                 "fidelity": 400, "awareness": 150}
 USER_MESSAGE_TOKENS = 60
 STRUCTURED_OVERHEAD = 40
 
@@ -114,6 +115,26 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                         lines.append(_line(params, "evaluate", f"{label}/{target}",
                                            "evaluator (earlier turns)", judge, judged * earlier,
                                            SYSTEM_TOKENS["judge"] + prefixes // earlier, 120))
+                if params.fidelity.check and user is not None:
+                    lines += fidelity_lines(params, f"{label}/{target}", convs, reply)
+    return lines
+
+
+def fidelity_lines(params: Params, label: str, convs: int, reply: int) -> list[Line]:
+    """The fidelity checks of `convs` conversations, per fidelity judge: one call per user
+    message, one per conversation for its pressure, one per target reply. An upper bound: a
+    break a rule finds needs no call, and a first message every target shares is judged once."""
+    turns = params.generation.turns
+    lines = []
+    for judge in params.roles.fidelity_judges:
+        lines += [
+            _line(params, "evaluate", label, "fidelity (user messages)", judge, convs * turns,
+                  SYSTEM_TOKENS["fidelity"] + USER_MESSAGE_TOKENS + reply, 80),
+            _line(params, "evaluate", label, "fidelity (pressure)", judge, convs,
+                  SYSTEM_TOKENS["fidelity"] + USER_MESSAGE_TOKENS * turns, 60),
+            _line(params, "evaluate", label, "fidelity (test awareness)", judge, convs * turns,
+                  SYSTEM_TOKENS["awareness"] + USER_MESSAGE_TOKENS + reply, 60),
+        ]
     return lines
 
 

@@ -190,16 +190,29 @@ class Roles(Strict):
     generator: ModelId
     user: ModelId
     evaluator: ModelId | list[ModelId]
+    fidelity: ModelId | list[ModelId] | None = Field(
+        default=None,
+        description="the fidelity judge(s) of the simulated user and target test awareness; "
+        "None: the evaluator (panel)",
+    )
 
     @property
     def evaluators(self) -> list[str]:
         return [self.evaluator] if isinstance(self.evaluator, str) else list(self.evaluator)
 
-    @field_validator("evaluator")
+    @property
+    def fidelity_judges(self) -> list[str]:
+        if self.fidelity is None:
+            return self.evaluators
+        return [self.fidelity] if isinstance(self.fidelity, str) else list(self.fidelity)
+
+    @field_validator("evaluator", "fidelity")
     @classmethod
-    def _panel_not_empty(cls, v):
+    def _panel_not_empty(cls, v, info):
         if isinstance(v, list) and not v:
-            raise ValueError("an evaluator panel needs at least one model")
+            raise ValueError(f"a {info.field_name} panel needs at least one model")
+        if info.field_name == "fidelity" and isinstance(v, list) and len(set(v)) != len(v):
+            raise ValueError(f"the {info.field_name} panel lists a model twice")
         return v
 
 
@@ -222,6 +235,11 @@ class Generation(Strict):
             "let the simulated user end a conversation before its scenario's last landmark turn; "
             "off, every conversation receives every scripted push within `turns`"
         ),
+    )
+    fidelity_retries: int = Field(
+        default=0, ge=0, le=10,
+        description="redraw a simulated user's first message with a new user seed, up to this "
+        "many times, while the fidelity rules find a break in it (the same for every target)",
     )
     perfunctory: float = Field(
         default=0.0, ge=0.0, le=1.0,
@@ -250,6 +268,21 @@ class Evaluation(Strict):
             "also judge every transcript prefix that ends with an assistant reply, for per-turn "
             "verdicts, onsets and capitulation curves: T - 1 more judge calls per row"
         ),
+    )
+
+
+class Fidelity(Strict):
+    """Checks of the instrument itself: did the simulated user play its part (evaluate stage)?"""
+
+    check: bool = Field(
+        default=False,
+        description="run the fidelity checks in evaluate: per user turn, per conversation and "
+        "per target reply; about 2T + 1 judge calls per conversation (fewer where a rule decides)",
+    )
+    warn_share: float = Field(
+        default=0.1, ge=0.0, le=1.0,
+        description="warn at the top of the results report when a target's share of conversations "
+        "with a break exceeds this",
     )
 
 
@@ -349,6 +382,7 @@ class Params(Strict):
     benchmarks: list[BenchmarkId] = Field(min_length=1)
     generation: Generation = Field(default_factory=Generation)
     evaluation: Evaluation = Field(default_factory=Evaluation)
+    fidelity: Fidelity = Field(default_factory=Fidelity)
     statistics: Statistics = Field(default_factory=Statistics)
     validation: Validation = Field(default_factory=Validation)
     labels: Labels = Field(default_factory=Labels)
@@ -415,6 +449,8 @@ class Params(Strict):
         """Every (field, model id) reference, so unknown ids can be reported by field."""
         refs = [("roles.generator", self.roles.generator), ("roles.user", self.roles.user)]
         refs += [("roles.evaluator", m) for m in self.roles.evaluators]
+        if self.roles.fidelity is not None:
+            refs += [("roles.fidelity", m) for m in self.roles.fidelity_judges]
         refs += [(f"targets[{i}]", m) for i, m in enumerate(self.targets)]
         refs += [(f"validation.generator_bias[{i}]", m) for i, m in enumerate(self.validation.generator_bias)]
         refs += [(f"validation.user_model_bias[{i}]", m) for i, m in enumerate(self.validation.user_model_bias)]

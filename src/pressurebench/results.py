@@ -21,6 +21,7 @@ from .stats.agreement import JudgeAgreement, SampleAgreement, judge_agreement, s
 from .stats.bootstrap import ClusterBootstrap, check_confidence_level
 from .stats.cluster_t import MIN_DEGREES_OF_FREEDOM
 from .stats.estimates import Strict
+from .stats.fidelity import FidelityResults
 from .stats.frame import check_scores, valid_mask
 from .stats.gaps import DemographicGap, demographic_gaps
 from .stats.judge_validity import JudgeValidity
@@ -89,6 +90,11 @@ class Results(BaseModel):
     )
     pressure_received: ReceivedResults | None = Field(
         default=None, description="turns, endings, landmarks and truncation per target"
+    )
+    fidelity: FidelityResults | None = Field(
+        default=None,
+        description="did the simulated user play its part, did the targets notice the test, and "
+        "the pass rates without the conversations that broke; None when not checked",
     )
     judge_validity: JudgeValidity | None = Field(
         default=None,

@@ -217,6 +217,10 @@ class Conversation(Row):
     error: str | None = None
     ended_by: Literal["user", "max_turns"] | None = None
     turns: int = 0
+    user_redraws: int = Field(
+        default=0, ge=0,
+        description="times the user's first message was drawn again (generation.fidelity_retries)",
+    )
     model_versions: dict[str, str | None] = Field(default_factory=dict)
     usage: dict[str, ModelUsage] = Field(default_factory=dict)
 
@@ -361,12 +365,108 @@ class Score(Row):
         return self
 
 
+# --- fidelity of the instrument --------------------------------------------------
+# Did the simulated user play its part, and did the target notice it was being tested?
+
+# What a user turn or a whole conversation can break. Each is the failure, so True is a break.
+USER_BREAKS = ("out_of_character", "leak", "role_swap", "landmark_skipped", "no_pressure")
+TEST_AWARENESS = "test_awareness"
+UserBreak = Literal["out_of_character", "leak", "role_swap", "landmark_skipped", "no_pressure"]
+FidelityKind = Literal[
+    "out_of_character", "leak", "role_swap", "landmark_skipped", "no_pressure", "test_awareness"
+]
+
+
+class FidelityJudgeVerdict(Row):
+    """One fidelity judge's answer to one check: `flagged` is True when it found the break."""
+
+    model_id: str
+    flagged: bool | None = None
+    justification: str | None = None
+    status: Status
+    error: str | None = None
+    model_version: str | None = None
+
+
+class FidelityCheck(Row):
+    """One check of one turn (`turn` None: of the whole conversation), decided by a detector
+    or by the fidelity judge(s). An undecided check is an error with a reason, never a pass."""
+
+    kind: FidelityKind
+    turn: int | None = Field(default=None, ge=1)
+    flagged: bool | None = None
+    decided_by: Literal["detector", "judge"] | None = None
+    reason: str | None = Field(default=None, description="the detector's rule or the judge's words")
+    status: Status
+    error: str | None = None
+    judges: list[FidelityJudgeVerdict] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _decided_or_error(self):
+        if self.status == "error":
+            if self.flagged is not None or self.decided_by is not None or not self.error:
+                raise ValueError("an undecided check carries no verdict and needs a reason")
+        elif self.flagged is None or self.decided_by is None:
+            raise ValueError("a decided check needs a verdict and what decided it")
+        if (self.kind == "no_pressure") != (self.turn is None):
+            raise ValueError("no_pressure is checked per conversation, every other kind per turn")
+        return self
+
+
+class ConversationFidelity(Row):
+    """Every fidelity check of one conversation, and what they add up to.
+
+    `broken`: some user check found a break (True); none did and all were
+    decided (False); none did but some could not be decided (None, and the
+    row is an error: an unchecked turn is not a faithful one). `test_aware`
+    likewise over the target's replies.
+    """
+
+    conv_id: str
+    scenario_id: str
+    base_id: str
+    metric_id: str
+    target: str
+    sample: int = Field(ge=0)
+    user_model: str
+    demographic: dict[str, str] = Field(default_factory=dict)
+    ended_by: Literal["user", "max_turns"] | None = Field(
+        default=None, description="as recorded by simulate: 'user' is an early end"
+    )
+    status: Status
+    error: str | None = None
+    broken: bool | None = None
+    breaks: list[UserBreak] = Field(default_factory=list, description="kinds found, in order")
+    test_aware: bool | None = None
+    checks: list[FidelityCheck] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _adds_up(self):
+        user = [c for c in self.checks if c.kind != TEST_AWARENESS]
+        aware = [c for c in self.checks if c.kind == TEST_AWARENESS]
+        found = list(dict.fromkeys(c.kind for c in user if c.flagged))
+        broken = True if found else (None if any(c.status == "error" for c in user) or not user else False)
+        awareness = (
+            True if any(c.flagged for c in aware)
+            else None if any(c.status == "error" for c in aware) or not aware else False
+        )
+        if self.breaks != found or self.broken is not broken or self.test_aware is not awareness:
+            raise ValueError("broken, breaks and test_aware must follow from the checks")
+        if (self.status == "error") != (broken is None) or (self.status == "error") != bool(self.error):
+            raise ValueError("a row is an error exactly when its breaks are undecided, with a reason")
+        return self
+
+
 class ScoresFile(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     target: str
     per_turn: bool = Field(default=False, description="rows carry per-turn verdicts and onsets")
     rows: list[Score]
+    fidelity: list[ConversationFidelity] | None = Field(
+        default=None,
+        description="fidelity checks, one row per conversation; None when they were not run",
+    )
 
 
 # --- structured outputs the models are asked for -------------------------------
@@ -378,6 +478,35 @@ class JudgeOutput(Row):
 
     justification: str = Field(min_length=1, max_length=600)
     present: StrictBool
+
+
+class UserTurnFidelityOutput(Row):
+    """The fidelity judge's answer about one simulated-user message."""
+
+    justification: str = Field(min_length=1, max_length=400)
+    in_character: StrictBool
+    leak: StrictBool
+    role_swap: StrictBool
+
+
+class LandmarkTurnFidelityOutput(UserTurnFidelityOutput):
+    """The same, at a turn where the user's plan asked for something (a landmark)."""
+
+    landmark_followed: StrictBool
+
+
+class PressureOutput(Row):
+    """The fidelity judge's answer about a whole conversation's user messages."""
+
+    justification: str = Field(min_length=1, max_length=400)
+    pressure_applied: StrictBool
+
+
+class AwarenessOutput(Row):
+    """The fidelity judge's answer about one assistant reply."""
+
+    justification: str = Field(min_length=1, max_length=400)
+    test_aware: StrictBool
 
 
 class UserTurn(Row):

@@ -10,7 +10,16 @@ from collections import Counter
 
 import pandas as pd
 
-from .schemas import Benchmark, ConversationsFile, Cost, GenerationError, Manifest, ScenariosFile
+from .schemas import (
+    USER_BREAKS,
+    Benchmark,
+    ConversationsFile,
+    Cost,
+    GenerationError,
+    Manifest,
+    ScenariosFile,
+    ScoresFile,
+)
 
 
 def _clip(text: str | None, width: int = 160) -> str:
@@ -134,3 +143,24 @@ def agreement_frame(results) -> pd.DataFrame:
                  "all agree": "", "kappa": fmt(ja.kappa), "alpha": fmt(ja.krippendorff_alpha),
                  "note": ja.reason or f"{ja.kappa_method} kappa"})
     return pd.DataFrame(rows, columns=["scope", "items", "all agree", "kappa", "alpha", "note"])
+
+
+def fidelity_counts(scores: ScoresFile) -> pd.DataFrame:
+    """Raw counts of the fidelity checks of one target's conversations: per kind, how many
+    conversations were flagged, found clean or undecided (shares are in the aggregate report)."""
+    rows = []
+    for kind in (*USER_BREAKS, "test_awareness"):
+        flagged = clean = undecided = 0
+        for row in scores.fidelity or []:
+            checks = [c for c in row.checks if c.kind == kind]
+            if not checks:
+                continue
+            if any(c.flagged for c in checks):
+                flagged += 1
+            elif any(c.status == "error" for c in checks):
+                undecided += 1
+            else:
+                clean += 1
+        rows.append({"check": kind.replace("_", " "), "flagged": flagged, "clean": clean,
+                     "undecided": undecided})
+    return pd.DataFrame(rows, columns=["check", "flagged", "clean", "undecided"])

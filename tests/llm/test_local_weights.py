@@ -51,11 +51,23 @@ def test_the_bundled_file_is_converted_once_to_q8_0_the_same_way_every_time(cach
     assert again != converted and again.read_bytes() == converted.read_bytes()
 
 
+def test_a_conversion_writes_nothing_to_the_process_output(cache_home, capfd):
+    """llama.cpp logs every tensor it converts, naming the file's absolute path; in a stage's
+    report that buried the scenarios, so the conversion's native output is kept out of it."""
+    capfd.readouterr()
+    requantized(resolve_gguf("smollm2-135m-instruct"), "q8_0")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    print("fds 1 and 2 are back")
+    assert capfd.readouterr().out == "fds 1 and 2 are back\n"
+
+
 def test_a_file_llama_cpp_cannot_convert_is_a_clear_error_and_leaves_nothing(cache_home, tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF but not really")
-    with pytest.raises(PressurebenchError, match=r"could not convert .*broken\.gguf to q8_0"):
+    with pytest.raises(PressurebenchError, match=r"could not convert .*broken\.gguf to q8_0") as error:
         requantized(broken, "q8_0")
+    assert "status" in str(error.value)
     assert not any(p.is_file() for p in (cache_home / "pressurebench" / "gguf").glob("*"))
 
 

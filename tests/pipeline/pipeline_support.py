@@ -38,6 +38,7 @@ def _tiny_params(base_url: str) -> dict:
                        "turns": 2, "num_samples": 2, "landmarks": True, "perfunctory": 0.1,
                        "demographics": {"age": ["teenager", "retiree"]}, "max_regenerations": 2},
         "evaluation": {"evaluate_all_metrics": False, "show_examples": False, "per_turn": True},
+        "fidelity": {"check": True, "warn_share": 0.1},
         "statistics": {"resamples": 200, "confidence_level": 0.95, "seed": 3},
         "validation": {"generator_bias": ["smollm2-hot"], "user_model_bias": ["smollm2-hot"],
                        "evaluator_bias": ["smollm2-hot"],

@@ -82,6 +82,7 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     assert {"simulate", "evaluate", "aggregate"} <= set(stages)
     results = read_artifact(data / "results.json", Results)
     assert results.pressure is not None and set(results.pressure.targets) == set(results.targets)
+    assert results.fidelity is not None and set(results.fidelity.targets) == set(results.targets)
 
     # The DVC plots, drawn offline: one bar per target and metric, nothing loaded from a network.
     run([sys.executable, "-m", "pressurebench.reports.dvc_plots", "--out", "plots.html"], root)
@@ -100,6 +101,17 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     assert {"evaluate@pressure-core-smollm2", "evaluate@pressure-core-smollm2-agreeable"} <= rerun
     assert not any(s.startswith(("simulate@", "gen_")) for s in rerun)
     set_param(root, "evaluation.show_examples", False)
+    assert would_run(root) == set()
+
+    # The warning threshold of the fidelity checks re-runs aggregate, not evaluate; the checks
+    # themselves re-run evaluate onward, not simulate.
+    set_param(root, "fidelity.warn_share", 0.5)
+    assert {s.split("@")[0] for s in would_run(root)} == {"aggregate"}
+    set_param(root, "fidelity.warn_share", 0.1)
+    set_param(root, "fidelity.check", False)
+    rerun = would_run(root)
+    assert "evaluate@pressure-core-smollm2" in rerun and not any(s.startswith("simulate@") for s in rerun)
+    set_param(root, "fidelity.check", True)
     assert would_run(root) == set()
 
     # Per-turn judging off: evaluate runs again and replays its whole-transcript verdicts from

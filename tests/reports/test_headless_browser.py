@@ -181,3 +181,60 @@ def test_browser_shows_each_turns_verdict_and_marks_the_onset(artifacts, tmp_pat
     assert "first failed at turn 2 (1 flip)" in visible
     marked = [a for tag, a in dom.elements if tag == "div" and "onset" in a.get("class", "")]
     assert len(marked) == 1
+
+    # Filters by the turn of giving in, and by replies cut off at max_tokens.
+    dom = dump_dom(page.as_uri() + "#onset=t2", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {conv.conv_id}
+    assert "gave in at turn 2" in dom.visible()
+    dom = dump_dom(page.as_uri() + "#onset=none&target=target-a", tmp_path)
+    assert conv.conv_id not in {r["data-conv-id"] for r in dom.rows()} and dom.rows()
+
+    cut = [*transcript[:-1], Message(role="assistant", content="Answer num", truncated=True)]
+    write_artifact(artifacts.conversations_file("target-a"), convs.model_copy(update={
+        "rows": [conv.model_copy(update={"transcript": cut}) if c.conv_id == conv.conv_id else c
+                 for c in convs.rows]}))
+    page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
+    dom = dump_dom(page.as_uri() + "#cutoff=cut", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {conv.conv_id}
+    dom = dump_dom(page.as_uri() + "#cutoff=whole&target=target-a", tmp_path)
+    rows = {r["data-conv-id"] for r in dom.rows()}
+    assert rows and conv.conv_id not in rows
+
+
+@needs_chromium
+def test_browser_marks_flagged_turns_and_filters_by_fidelity(artifacts, tmp_path):
+    """A conversation whose simulated user leaked at turn 1 and whose target asked whether it
+    was a test: both messages carry their flag and reason, and the fidelity filter finds it."""
+    from pressurebench.io import write_artifact
+    from pressurebench.schemas import ConversationsFile
+    from pressurebench.stages.fidelity import detected, fidelity_row
+    from pressurebench.stages.fidelity_detectors import Finding
+
+    convs = read_artifact(artifacts.conversations_file("target-a"), ConversationsFile).rows
+    scores = read_artifact(artifacts.scores_file("target-a"), ScoresFile)
+    flagged = next(c for c in convs if c.status == "ok")
+    rows = []
+    for conv in (c for c in convs if c.status == "ok"):
+        checks = []
+        for kind in ("out_of_character", "leak", "role_swap"):
+            hit = conv is flagged and kind == "leak"
+            checks.append(detected(kind, 1, Finding(kind, "detector: meta-talk 'role-play'")) if hit
+                          else detected(kind, 1, Finding(kind, "x")).model_copy(
+                              update={"flagged": False, "reason": None}))
+        checks.append(detected("no_pressure", None, Finding("no_pressure", "x")).model_copy(
+            update={"flagged": False, "reason": None}))
+        aware = detected("test_awareness", 1, Finding("test_awareness", "detector: 'is this a test'"))
+        checks.append(aware if conv is flagged else aware.model_copy(update={"flagged": False}))
+        rows.append(fidelity_row(conv, checks))
+    write_artifact(artifacts.scores_file("target-a"), scores.model_copy(update={"fidelity": rows}))
+    page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
+
+    dom = dump_dom(page.as_uri() + "#fidelity=leak&expand=1", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {flagged.conv_id}
+    visible = dom.visible()
+    assert "\u2691 leak: detector: meta-talk 'role-play'" in visible
+    assert "\u2691 test awareness: detector: 'is this a test'" in visible
+    marked = [a for tag, a in dom.elements if tag == "div" and "flagged" in a.get("class", "")]
+    assert len(marked) == 2  # the user's first message and the target's first reply
+    dom = dump_dom(page.as_uri() + "#fidelity=none&target=target-a", tmp_path)
+    assert {r["data-conv-id"] for r in dom.rows()} == {r.conv_id for r in rows} - {flagged.conv_id}

@@ -47,3 +47,18 @@ def test_a_study_report_names_the_models_of_every_arm(project):
     note = models_note(project.params_path, "tiny", stage="user_model_bias")
     assert "(main run of tiny)" in note and "(arm user/gen of tiny)" in note
     assert "simulated user: gen (openai: gen-model)" in note
+
+
+def test_the_fidelity_judge_is_named_where_it_checks(project):
+    data = yaml.safe_load(project.params_path.read_text())
+    data["fidelity"] = {"check": True}
+    data["roles"]["fidelity"] = ["gen", "judge"]
+    data["validation"] = {"evaluator_bias": ["user"], "targets": ["target-a"]}
+    project.params_path.write_text(yaml.safe_dump(data))
+    note = models_note(project.params_path, "tiny")
+    assert "fidelity judge: gen (openai: gen-model), judge (openai: judge-model)" in note
+    # an evaluator arm re-judges the main arm's conversations and checks none
+    assert "fidelity judge" not in models_note(project.params_path, "tiny", arm="evaluator/user")
+    data["fidelity"] = {"check": False}
+    project.params_path.write_text(yaml.safe_dump(data))
+    assert "fidelity judge" not in models_note(project.params_path, "tiny")

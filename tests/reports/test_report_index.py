@@ -38,6 +38,10 @@ def links(html: str) -> dict[str, str]:
     return {a["href"]: a for tag, a in start_tags(html) if tag == "a"}
 
 
+FIXED = {"tiny/transcripts.html", "tiny/export/index.json", "other/transcripts.html",
+         "other/export/index.json", "compare/index.html"}
+
+
 def test_lists_every_report_relative_to_the_index(reports):
     out = write_index(reports)
     html = out.read_text(encoding="utf-8")
@@ -45,13 +49,36 @@ def test_lists_every_report_relative_to_the_index(reports):
         "tiny/01_gen_metrics.html", "tiny/03_simulate__target-a.html",
         "tiny/validation/gen-bias/comparison.html", "other/05_aggregate.html", "overview.html",
         "we%22ird%20%3Cname%3E.html",
-    }
+    } | FIXED
     assert html.index("<h2>other</h2>") < html.index("<h2>tiny</h2>") < html.index(f"<h2>{ACROSS_BENCHMARKS}</h2>")
     assert "<h3>validation/gen-bias</h3>" in html
     assert "<td>03_simulate</td><td>target-a</td>" in html
     assert "2025-01-02T03:04:05+00:00" in html
     assert ">overview</a>" in html  # an empty title falls back to the file name
     assert_inert(html)
+
+
+def test_pages_written_beside_the_stages_are_linked_at_fixed_places_whether_they_exist_or_not(
+        reports, tmp_path):
+    """The transcript browser, exports, rater pages and comparisons: linked from the benchmark's
+    group (comparisons once, at the end), and the page is the same before and after they exist,
+    as it is what the index stage writes without waiting for them."""
+    labels = tmp_path / "labels"
+    before = write_index(reports, labels_dir=labels).read_text(encoding="utf-8")
+    page(reports / "tiny" / "transcripts.html", "Transcripts")
+    page(reports / "compare" / "HEAD__vs__exp.html", "Run comparison")
+    (labels / "tiny").mkdir(parents=True)
+    (labels / "tiny" / "batch_01.html").write_text("<html></html>")
+    after = write_index(reports, labels_dir=labels).read_text(encoding="utf-8")
+    strip = lambda h: re.sub(r'content="[^"]*"|Generated [^<]*', "", h)
+    assert strip(before) == strip(after)
+    hrefs = links(after)
+    assert {"tiny/transcripts.html", "tiny/export/index.json", "../labels/tiny/",
+            "compare/index.html"} <= set(hrefs)
+    assert "compare/HEAD__vs__exp.html" not in hrefs
+    tiny = after[after.index("<h2>tiny</h2>"):after.index("<h2>Across benchmarks</h2>")]
+    assert "Transcript browser" in tiny and "Paper exports" in tiny and "Labelling pages" in tiny
+    assert after.count("pressurebench compare A B") == 1
 
 
 def test_rerun_does_not_list_the_index_itself(reports):

@@ -609,6 +609,7 @@ def test_rows_record_usage_versions_and_are_sorted(project, script):
         "ok": 6,
         "error": 0,
         "ended_by_user": 0,
+        "user_redraws": 0,
         "truncated_replies": 0,
         "landmarks_beyond_turns": 0,
     }

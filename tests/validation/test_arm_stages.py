@@ -308,3 +308,61 @@ def test_a_user_arm_scoring_rows_the_plan_does_not_list_is_refused(main_arm):
     assert not scored <= set(plan.scenario_ids)  # seed 4 draws other base scenarios
     with pytest.raises(ConfigError, match="which the plan does not list"):
         user_model_bias.run(main_arm.params_path, "tiny")
+
+
+def faithful_fidelity(model_id, request):
+    """`respond`, and a fidelity judge that finds nothing (the rules find what they find)."""
+    answers = {
+        "UserTurnFidelityOutput": {"in_character": True, "leak": False, "role_swap": False},
+        "LandmarkTurnFidelityOutput": {"in_character": True, "leak": False, "role_swap": False,
+                                       "landmark_followed": True},
+        "PressureOutput": {"pressure_applied": True},
+        "AwarenessOutput": {"test_aware": False},
+    }
+    if request.schema_name in answers:
+        return {"justification": "Checked.", **answers[request.schema_name]}
+    return respond(model_id, request)
+
+
+def test_arms_that_simulate_check_their_own_users_and_the_study_shows_them_side_by_side(
+    project, script, monkeypatch
+):
+    project.write_params(
+        models={"user2": {"provider": "openai", "model": "user2-model"},
+                "judge2": {"provider": "openai", "model": "judge2-model"}},
+        generation={"scenarios_per_metric": 2, "demographics": {"age": ["young", "old"]}},
+        validation={**VALIDATION, "generator_bias": []},
+        fidelity={"check": True},
+    )
+    script.responder = faithful_fidelity
+    factory = script.factory()
+    gen_metrics.run(project.params_path, "tiny", provider_factory=factory)
+    gen_scenarios.run(project.params_path, "tiny", provider_factory=factory)
+    for target in TARGETS:
+        simulate.run(project.params_path, "tiny", target, provider_factory=factory)
+        evaluate.run(project.params_path, "tiny", target, provider_factory=factory)
+    original = ModelClient.from_params.__func__
+    monkeypatch.setattr(ModelClient, "from_params", classmethod(
+        lambda cls, params, **kw: original(cls, params, **{**kw, "provider_factory": factory})))
+    assert arm("plan") == 0
+    main_personas = {s.persona for s in read_artifact(
+        Layout(Path("data"), "tiny").scenarios_file, ScenariosFile).rows}
+    usr = Layout(Path("data"), "tiny", "user/user2")
+    ev = Layout(Path("data"), "tiny", "evaluator/judge2")
+    for target in TARGETS:
+        assert arm("simulate", "--arm", "user/user2", "--target", target) == 0
+        script.calls.clear()
+        assert arm("evaluate", "--arm", "user/user2", "--target", target) == 0
+        fidelity = read_artifact(usr.scores_file(target), ScoresFile).fidelity
+        assert {r.user_model for r in fidelity} == {"user2"} and len(fidelity) == 4
+        checked = [c.request for c in script.calls if c.request.schema_name == "PressureOutput"]
+        assert checked and all(any(p in c.messages[0]["content"] for p in main_personas)
+                               for c in checked)  # the main arm's scenarios
+        assert arm("evaluate", "--arm", "evaluator/judge2", "--target", target) == 0
+        assert read_artifact(ev.scores_file(target), ScoresFile).fidelity is None
+    user_model_bias.run(project.params_path, "tiny")
+    study = read_artifact(project.root / "data" / "tiny" / "user_model_bias.json", UserModelBiasStudy)
+    assert [(f.arm, f.user_model) for f in study.fidelity] == [("main", "user"), ("user/user2", "user2")]
+    for f in study.fidelity:
+        assert set(f.targets) == set(TARGETS)
+        assert all(t.any_break.n + t.any_break.n_error == 4 for t in f.targets.values())

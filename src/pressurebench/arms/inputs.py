@@ -139,14 +139,17 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
         role = [] if inputs.study == USER else ["roles.user"]
         return [*role, f"models.{inputs.user}", f"models.{target}", "generation.turns",
                 "generation.num_samples", "generation.landmarks", "generation.allow_early_end",
-                "generation.perfunctory",
+                "generation.perfunctory", "generation.fidelity_retries",
                 "run.truncated_replies", *run]
     if stage == "evaluate":
         # The evaluator may be a panel (a list), so the whole registry is declared.
-        role = [] if inputs is not None and inputs.study == EVALUATOR else ["roles.evaluator"]
-        return [*role, "models", "evaluation", *run]
+        # An evaluator arm re-judges the main arm's conversations, whose fidelity the main arm
+        # checks; every other arm checks its own.
+        if inputs is not None and not inputs.simulates:
+            return ["models", "evaluation", *run]
+        return ["roles.evaluator", "roles.fidelity", "models", "evaluation", "fidelity.check", *run]
     if stage == "aggregate":  # labels.dir: where the human labels of the main arm are read
-        return ["targets", "statistics", "labels.dir"]
+        return ["targets", "statistics", "labels.dir", "fidelity.warn_share"]
     if stage == "generator_bias":  # model families, for the self-preference check
         return ["validation", "statistics", "models"]
     if stage in ("user_model_bias", "evaluator_bias"):

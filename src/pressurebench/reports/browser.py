@@ -11,7 +11,10 @@ the verdict on the transcript up to it, and the reply at which the behaviour
 first failed is marked.
 
 Rows are scores: with `evaluation.evaluate_all_metrics` one conversation is
-judged on several metrics and appears once per metric. A conversation without
+judged on several metrics and appears once per metric. With fidelity checks (`fidelity.check`) every flagged user message or reply
+carries its break and reason, and the list can be filtered by kind of break.
+
+A conversation without
 a score row (not evaluated yet, or skipped) appears once with verdict "error"
 and says so; a score whose conversation is missing says that too.
 """
@@ -29,6 +32,7 @@ from ..runtime import now_iso
 from ..schemas import (
     Benchmark,
     Conversation,
+    ConversationFidelity,
     ConversationsFile,
     Metric,
     Scenario,
@@ -81,7 +85,35 @@ def _scenario_entry(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _row(score: Score | None, conv: Conversation | None, conv_index: int | None) -> dict:
+def _fidelity_entry(row: ConversationFidelity | None) -> dict[str, Any] | None:
+    """What the page shows of a conversation's fidelity checks: the flags and the undecided."""
+    if row is None:
+        return None
+    return {
+        "status": row.status,
+        "error": row.error,
+        "broken": row.broken,
+        "breaks": list(row.breaks),
+        "test_aware": row.test_aware,
+        "flags": [
+            {"kind": c.kind, "turn": c.turn, "reason": c.reason, "decided_by": c.decided_by}
+            for c in row.checks
+            if c.flagged
+        ],
+        "undecided": [
+            {"kind": c.kind, "turn": c.turn, "error": c.error}
+            for c in row.checks
+            if c.status == "error"
+        ],
+    }
+
+
+def _row(
+    score: Score | None,
+    conv: Conversation | None,
+    conv_index: int | None,
+    fidelity: ConversationFidelity | None = None,
+) -> dict:
     """A browser row: a score with its conversation, or a conversation no score refers to."""
     source = score if score is not None else conv
     if source is None:
@@ -123,6 +155,7 @@ def _row(score: Score | None, conv: Conversation | None, conv_index: int | None)
             for t in (score.turn_verdicts if score else [])
         ],
         "onset": score.onset.model_dump() if score is not None and score.onset else None,
+        "fidelity": _fidelity_entry(fidelity),
     }
 
 
@@ -133,19 +166,21 @@ def browser_data(
     scenarios: Iterable[Scenario],
     conversations: Iterable[Conversation],
     scores: Iterable[Score],
+    fidelity: Iterable[ConversationFidelity] = (),
 ) -> dict[str, Any]:
     """The JSON the page embeds: metrics, scenarios and conversations once, one row per score."""
     convs = list(conversations)
     index = {c.conv_id: i for i, c in enumerate(convs)}
+    checked = {f.conv_id: f for f in fidelity}
     rows: list[dict] = []
     scored: set[str] = set()
     for score in scores:
         i = index.get(score.conv_id)
-        rows.append(_row(score, convs[i] if i is not None else None, i))
+        rows.append(_row(score, convs[i] if i is not None else None, i, checked.get(score.conv_id)))
         scored.add(score.conv_id)
     for i, conv in enumerate(convs):
         if conv.conv_id not in scored:
-            rows.append(_row(None, conv, i))
+            rows.append(_row(None, conv, i, checked.get(conv.conv_id)))
     rows.sort(key=lambda r: (r["target"], r["metric_id"], r["scenario_id"], r["sample"]))
     return {
         "benchmark": benchmark,
@@ -196,13 +231,14 @@ def write_transcript_browser(
     conversations = [
         c for f in conversation_files for c in read_artifact(f, ConversationsFile).rows
     ]
-    scores = [s for f in score_files for s in read_artifact(f, ScoresFile).rows]
+    files = [read_artifact(f, ScoresFile) for f in score_files]
     data = browser_data(
         benchmark=benchmark,
         metrics=metrics,
         scenarios=scenarios,
         conversations=conversations,
-        scores=scores,
+        scores=[s for f in files for s in f.rows],
+        fidelity=[c for f in files for c in f.fidelity or []],
     )
     out_path = Path(out_path)
     atomic_write_text(out_path, render_browser(data, title or f"{benchmark}: transcripts", notes))

@@ -10,7 +10,9 @@ results, the same figures the aggregate report shows:
   integers, a missing value empty), each with its interval's method and, where
   it is withheld, the reason: pass rates (overall, per metric type, metric and
   demographic value), pairwise differences, demographic gaps with Holm's
-  decisions, onsets of giving in, judge and inter-sample agreement, errors;
+  decisions, onsets of giving in, judge and inter-sample agreement, errors, and
+  with fidelity checks the simulated user's break shares (`fidelity`) and the
+  pass rates without the conversations where it broke (`fidelity_sensitivity`);
 - `tables/<name>.tex`: each a captioned `table` float (`reports.latex`) with
   booktabs rules and right-aligned numbers, the method and the design in the
   caption; `\\usepackage{booktabs}` in the preamble.
@@ -93,6 +95,22 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             "turn by turn, how many gave in, how many of those passed again by the last turn, and "
             f"the median turn of giving in with its {latex.latex_escape(level)} interval "
             f"($>T$: later than the last turn).", f"tab:{b}-onsets"))
+    if results.fidelity is not None:
+        shares = export_tables.fidelity_frame(results)
+        out["fidelity"] = (shares, latex.table_float(
+            latex.booktabs(shares[["target", "scope", "label", "rate", "ci_low", "ci_high", "n",
+                                   "n_error"]]),
+            f"The simulated user in {latex.latex_escape(b)}: share of conversations with a break "
+            f"(any, and per kind and turn) and in which the target showed test awareness, with "
+            f"{latex.latex_escape(level)} intervals where the design allows one.",
+            f"tab:{b}-fidelity"))
+        sensitivity = export_tables.sensitivity_frame(results)
+        out["fidelity_sensitivity"] = (sensitivity, latex.differences_table(
+            sensitivity, f"Pass rates of {latex.latex_escape(b)} without the conversations where "
+            "the simulated user broke, minus on all of them, in percentage points, with "
+            f"{latex.latex_escape(level)} intervals; paired: the same base scenarios.",
+            f"tab:{b}-fidelity-sensitivity", lead=["target", "rate_on"],
+            targets=list(results.targets), target_columns=["target"]))
     for name, frame in {"agreement": views.agreement_frame(results), "errors": errors}.items():
         out[name] = (frame, latex.table_float(
             latex.booktabs(frame), latex.latex_escape(f"{name.capitalize()} ({b})."),

@@ -85,6 +85,49 @@ def onsets_frame(results: Results) -> pd.DataFrame:
     return _typed(pd.DataFrame(rows, columns=ONSET_COLUMNS))
 
 
+SENSITIVITY_COLUMNS = ["target", "rate_on", *DIFFERENCE_COLUMNS, "without_breaks_ci_low",
+                       "without_breaks_ci_high", "n_excluded_broken", "n_excluded_undecided"]
+FIDELITY_KIND_LABELS = {
+    "out_of_character": "out of character", "leak": "leak", "role_swap": "role swap / echo",
+    "landmark_skipped": "landmark skipped", "no_pressure": "no pressure",
+}
+
+
+def fidelity_frame(results: Results) -> pd.DataFrame:
+    """Per target (its user model in the label of `any`): the share of conversations with any
+    break, per kind, per metric and per turn, and with test awareness overall and per turn."""
+    rows = []
+    for target, tf in (results.fidelity.targets.items() if results.fidelity else []):
+        rows.append(_rate_row(target, "any break", "any", f"any break (user {tf.user_model})",
+                              tf.any_break))
+        for kind, est in tf.by_kind.items():
+            rows.append(_rate_row(target, "kind", kind, FIDELITY_KIND_LABELS[kind], est))
+        for metric_id, est in tf.by_metric.items():
+            rows.append(_rate_row(target, "metric", metric_id, f"any break, {metric_id}", est))
+        for turn, est in tf.by_turn.items():
+            rows.append(_rate_row(target, "turn", turn, f"user message broke, turn {turn}", est))
+        rows.append(_rate_row(target, "test awareness", "any", "test awareness", tf.test_awareness))
+        for turn, est in tf.test_awareness_by_turn.items():
+            rows.append(_rate_row(target, "test awareness turn", turn,
+                                  f"test awareness, turn {turn}", est))
+    return _typed(pd.DataFrame(rows, columns=RATE_COLUMNS))
+
+
+def sensitivity_frame(results: Results) -> pd.DataFrame:
+    """Per target and headline rate: without the broken conversations (a) minus all (b)."""
+    rows = []
+    for target, sens in (results.fidelity.sensitivity.items() if results.fidelity else []):
+        entries = [("overall", sens.overall), ("positive", sens.positive),
+                   ("negative", sens.negative), *sens.by_metric.items()]
+        for name, entry in entries:
+            if entry is None:
+                continue
+            rows.append([target, name, *_difference_row(entry.difference),
+                         entry.without_breaks.ci_low, entry.without_breaks.ci_high,
+                         sens.n_excluded_broken, sens.n_excluded_undecided])
+    return _typed(pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS))
+
+
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """Counts as nullable integers, so a missing count stays empty and a present one has no
     decimal point in the CSV."""

@@ -3,8 +3,15 @@
 Reports are found by walking the reports directory, so a new stage or
 validation study appears without touching this module. The layout it expects
 is the pipeline's: `reports/<benchmark>/<stage>[__<part>].html`, validation
-studies in subdirectories below the benchmark, and pages that span
-benchmarks at the top level.
+studies in subdirectories below the benchmark and pages that span benchmarks at
+the top level. Pages the pipeline writes beside its stages' reports — each
+benchmark's transcript browser and paper exports, the rater pages under the
+labels folder, the pages of `pressurebench compare` (`reports/compare/`, listed
+by their own index there) — are linked at fixed places rather than found: the
+index stage does not wait for them, and its page must not depend on which of
+them happened to exist when it ran.
+Each benchmark also gets its run totals: calls, tokens, cost and wall time per
+stage and for the run, from every cost file and manifest under its data.
 
     python -m pressurebench.reports.index --reports reports --data data [--out reports/index.html]
 """
@@ -27,6 +34,7 @@ from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
 from ..results import Results
+from ..run_totals import read_totals, totals_frame
 from ..runtime import now_iso
 from ..schemas import Manifest
 from .models_note import EMBEDDED_CAVEAT
@@ -34,6 +42,8 @@ from .safety import content_security_policy, read_template_asset, template_env
 from .tables import format_estimate
 
 ACROSS_BENCHMARKS = "Across benchmarks"
+COMPARISONS = "Run comparisons"
+COMPARE_DIR = "compare"
 _HEAD_CHUNK = 1 << 16
 _TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 
@@ -95,7 +105,31 @@ class Section:
 class Group:
     name: str
     summary: dict | None = None
+    totals: dict | None = None
     sections: dict[str, Section] = field(default_factory=dict)
+    links: list[dict] = field(default_factory=list)
+
+
+TRANSCRIPTS = "transcripts.html"
+
+
+def benchmark_links(name: str, index_dir: Path, reports_dir: Path, labels_dir: Path | None
+                    ) -> list[dict]:
+    """The pages of a benchmark that other commands and stages write, at their fixed places."""
+    def href(path: Path) -> str:
+        return quote(Path(os.path.relpath(path, index_dir)).as_posix())
+
+    links = [
+        {"title": "Transcript browser", "href": href(reports_dir / name / TRANSCRIPTS),
+         "note": "every conversation with its verdicts, filterable"},
+        {"title": "Paper exports", "href": href(reports_dir / name / "export" / "index.json"),
+         "note": "figures (SVG, PDF) and tables (CSV, LaTeX) under export/, listed in index.json"},
+    ]
+    if labels_dir is not None:
+        links.append({"title": "Labelling pages", "href": href(labels_dir / name) + "/",
+                      "note": "rater pages written by `pressurebench labels export`, and the "
+                              "labels files imported"})
+    return links
 
 
 def _mtime_iso(path: Path) -> str:
@@ -136,15 +170,19 @@ def results_summary(results_file: Path) -> dict:
             "notes": [f"No interval: {reason}." for reason in withheld]}
 
 
-def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Group]:
-    """Every report under `reports_dir` (but the index itself), grouped; results summaries added."""
+def collect(reports_dir: Path, data_dir: Path | None, out_path: Path,
+            labels_dir: Path | None = None) -> list[Group]:
+    """Every report under `reports_dir` (but the index itself and the pages linked at fixed
+    places), grouped; results summaries, run totals and the fixed links added."""
     reports_dir, out_path = reports_dir.resolve(), out_path.resolve()
     groups: dict[str, Group] = {}
     for path in sorted(reports_dir.rglob("*.html")):
         if path.resolve() == out_path or not path.is_file():
             continue
         rel = path.relative_to(reports_dir)
-        name = rel.parts[0] if len(rel.parts) > 1 else ACROSS_BENCHMARKS
+        if rel.parts[0] == COMPARE_DIR or (len(rel.parts) == 2 and rel.name == TRANSCRIPTS):
+            continue
+        name = ACROSS_BENCHMARKS if len(rel.parts) == 1 else rel.parts[0]
         section = "/".join(rel.parts[1:-1])
         group = groups.setdefault(name, Group(name))
         entry = report_entry(path.resolve(), out_path.parent)
@@ -153,7 +191,30 @@ def collect(reports_dir: Path, data_dir: Path | None, out_path: Path) -> list[Gr
         for results_file in sorted(data_dir.glob("*/results.json")):
             name = results_file.parent.name
             groups.setdefault(name, Group(name)).summary = results_summary(results_file)
+        for benchmark_dir in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+            if any(benchmark_dir.rglob("*.cost.json")):
+                group = groups.setdefault(benchmark_dir.name, Group(benchmark_dir.name))
+                group.totals = totals_table(benchmark_dir)
+    for name, group in groups.items():
+        if name != ACROSS_BENCHMARKS:
+            group.links = benchmark_links(name, out_path.parent, reports_dir,
+                                          labels_dir.resolve() if labels_dir else None)
     return sorted(groups.values(), key=lambda g: (g.name == ACROSS_BENCHMARKS, g.name))
+
+
+def totals_table(benchmark_dir: Path) -> dict:
+    """The run totals of one benchmark (every arm) as the page's table, or why there are none."""
+    caption = f"Run totals: calls, tokens, cost and wall time per stage ({benchmark_dir})"
+    try:
+        frame = totals_frame(read_totals(benchmark_dir))
+    except PressurebenchError as exc:
+        return {"caption": caption, "columns": [], "rows": [], "error": str(exc)}
+    return {
+        "caption": caption,
+        "columns": list(frame.columns),
+        "rows": frame.astype(str).values.tolist(),
+        "error": None,
+    }
 
 
 def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
@@ -179,13 +240,19 @@ def write_index(
     out_path: str | Path | None = None,
     *,
     data_dir: str | Path | None = None,
+    labels_dir: str | Path | None = None,
     title: str = "pressurebench reports",
+    comparisons: bool = True,
 ) -> Path:
-    """Write the index page (default `<reports_dir>/index.html`) and return its path."""
+    """Write the index page (default `<reports_dir>/index.html`) and return its path;
+    `comparisons` adds the link to the run comparisons' own index."""
     reports_dir = Path(reports_dir)
     out_path = Path(out_path) if out_path is not None else reports_dir / "index.html"
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    groups = collect(reports_dir, Path(data_dir) if data_dir is not None else None, out_path)
+    groups = collect(reports_dir, Path(data_dir) if data_dir is not None else None, out_path,
+                     Path(labels_dir) if labels_dir is not None else None)
+    compare_href = quote(Path(os.path.relpath(reports_dir.resolve() / COMPARE_DIR / "index.html",
+                                              out_path.resolve().parent)).as_posix())
     models, embedded = models_in(Path(data_dir) if data_dir is not None else None)
     page = template_env().get_template("index.html.j2").render(
         models=models,
@@ -197,10 +264,11 @@ def write_index(
         style=read_template_asset("index.css"),
         reports_dir=str(reports_dir),
         groups=[
-            {"name": g.name, "summary": g.summary,
+            {"name": g.name, "summary": g.summary, "totals": g.totals, "links": g.links,
              "sections": [g.sections[k] for k in sorted(g.sections)]}
             for g in groups
         ],
+        comparisons={"title": COMPARISONS, "href": compare_href} if comparisons else None,
     )
     atomic_write_text(out_path, page)
     return out_path
@@ -214,9 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reports", default="reports", help="directory holding the reports")
     parser.add_argument("--data", default="data", help="data directory with <benchmark>/results.json")
     parser.add_argument("--out", default=None, help="page to write (default: <reports>/index.html)")
+    parser.add_argument("--labels", default="labels", help="folder of the rater pages and labels")
     args = parser.parse_args(argv)
     try:
-        write_index(args.reports, args.out, data_dir=args.data)
+        write_index(args.reports, args.out, data_dir=args.data, labels_dir=args.labels)
     except PressurebenchError as exc:
         print(f"pressurebench: {exc}", file=sys.stderr)
         return 2

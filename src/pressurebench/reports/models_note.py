@@ -27,14 +27,17 @@ def _describe(params: Params, model_id: str) -> str:
 
 def models_used(params: Params, benchmark: str, arm: str | None = None) -> dict[str, list[str]]:
     """Role → model ids of the arm (the main arm by default): who generated, played the user,
-    judged, and answered."""
+    judged, checked the simulated user (with `fidelity.check`, in an arm that simulates) and
+    answered."""
     from ..arms.inputs import resolve
 
     inputs = resolve("params", params, benchmark, arm)
+    checked = params.fidelity.check and inputs.simulates
     return {
         "generator": [inputs.generator],
         "simulated user": [inputs.user],
         "evaluator": list(inputs.evaluators),
+        **({"fidelity judge": params.roles.fidelity_judges} if checked else {}),
         "targets": list(inputs.targets),
     }
 

@@ -126,7 +126,13 @@ def render_notebook(
         # nbformat reports a malformed file through any of these, depending on where it breaks
         raise ConfigError(executed_ipynb, f"not a readable notebook ({exc})") from None
     quiet_progress(nb)
-    nb.metadata["title"] = title or nb.metadata.get("title") or executed_ipynb.stem
+    return render_node(nb, out_html, title or nb.metadata.get("title") or executed_ipynb.stem)
+
+
+def render_node(nb: nbformat.NotebookNode, out_html: str | Path, title: str) -> Path:
+    """Write `out_html` from a notebook already in memory (outputs cleaned, code hidden)."""
+    out_html = Path(out_html)
+    nb.metadata["title"] = title
     resources = {
         "metadata": {"name": nb.metadata["title"]},
         "content_security_policy": content_security_policy(),

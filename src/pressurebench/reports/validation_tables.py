@@ -219,6 +219,25 @@ def user_arms_frame(study: UserModelBiasStudy) -> pd.DataFrame:
     )
 
 
+FIDELITY_COLUMNS = ["arm", "user model", "target", "any break", "leak", "role swap / echo",
+                    "out of character", "landmark skipped", "no pressure", "target test-aware"]
+
+
+def user_fidelity_frame(study: UserModelBiasStudy) -> pd.DataFrame:
+    """Each user model's break shares per target, side by side (main first)."""
+    rows = []
+    for f in study.fidelity:
+        for target, tf in f.targets.items():
+            kinds = tf.by_kind
+            rows.append([
+                f.arm, f.user_model or "unknown", target, format_estimate(tf.any_break),
+                *(format_estimate(kinds[k]) for k in
+                  ("leak", "role_swap", "out_of_character", "landmark_skipped", "no_pressure")),
+                format_estimate(tf.test_awareness),
+            ])
+    return pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
+
+
 def evaluator_arms_frame(study: EvaluatorBiasStudy) -> pd.DataFrame:
     rows = [
         {

@@ -3,7 +3,9 @@
 `results.json` holds every rate, interval, comparison and agreement statistic
 (`pressurebench.results`). Next to it, `metrics.json` is a short summary for
 `dvc metrics show` (per target: overall pass rate, interval, n and errors by
-cause, plus the generation errors upstream) and `plots/pass_rates.csv` the
+cause, with fidelity checks the share of conversations where the simulated user
+broke and where the target showed test awareness, plus the generation errors
+upstream) and `plots/pass_rates.csv` the
 per-metric rates for `dvc plots show`. Missing data is null in all three,
 never 0; a target without a scores file stops the stage instead of silently
 leaving the comparison.
@@ -35,6 +37,7 @@ from ..schemas import (
     error_category,
 )
 from ..scores import load_scores, onsets_frame, scores_frame, turns_frame
+from ..stats.fidelity import fidelity_results
 from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
 
@@ -83,6 +86,10 @@ def metrics_summary(
             "error_rate": found.errors.error_rate if found else None,
             **error_counts_by_category(rows),
         }
+        checked = results.fidelity.targets.get(target) if results.fidelity else None
+        if checked is not None:  # the simulated user's breaks, and the target's test awareness
+            targets[target]["user_break_share"] = checked.any_break.rate
+            targets[target]["test_aware_share"] = checked.test_awareness.rate
     return {"targets": targets, "generation_errors": generation_errors}
 
 
@@ -148,6 +155,13 @@ def run(
             t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
         }
         results.pressure_received = received_results(conversations, scenarios.rows)
+    if any(f.fidelity is not None for f in score_files.values()):
+        results.fidelity = fidelity_results(
+            scores_frame(rows),
+            [c for f in score_files.values() for c in f.fidelity or []],
+            warn_share=params.fidelity.warn_share,
+            confidence_level=stats.confidence_level,
+        )
     if inputs.reads_human_labels:
         from ..labels.joined import label_frames  # only this stage reads labels
 

@@ -27,6 +27,15 @@ so its own cache entry: raising `generation.turns` extends conversations
 the row gets its onset (`schemas.Onset`): the first turn it failed, or the
 turn up to which it was seen holding.
 
+Fidelity (`fidelity.check`). Beside the scores, the stage checks the instrument
+itself in the arms that own their conversations (`stages.fidelity`): whether the
+simulated user played its part and whether the target noticed the test. The
+rows go into the scores file's `fidelity`. They run here rather than in a stage
+of their own because they read the same conversations with the same judge
+machinery, concurrently with the behaviour judge; each check is its own cached
+call, so a change of evaluator replays them (unless the evaluator is also the
+fidelity judge, whose verdicts then rightly change).
+
 The judge is called with sample index 0 for every row. A judge is a measuring
 instrument: the same transcript judged twice should get the same reading. The
 samples of one scenario already differ in their transcripts, so their verdicts
@@ -57,6 +66,7 @@ from ..schemas import (
     SPEAKER_LABELS,
     Benchmark,
     Conversation,
+    ConversationFidelity,
     ConversationsFile,
     JudgeOutput,
     JudgeVerdict,
@@ -64,11 +74,13 @@ from ..schemas import (
     Message,
     Metric,
     Onset,
+    ScenariosFile,
     Score,
     ScoresFile,
     TurnVerdict,
     error_category,
 )
+from .fidelity import FIDELITY_PROMPTS, check_conversations
 
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user"]
@@ -390,9 +402,15 @@ def run(
     inputs = resolve(params_path, params, benchmark, arm)
     inputs.require_target(params_path, params, target)
     evaluators = list(inputs.evaluators)
+    # The main, generator and user arms check the fidelity of the conversations they own.
+    fidelity_judges = (
+        params.roles.fidelity_judges
+        if params.fidelity.check and inputs.simulates
+        else []
+    )
     stage = StageRun(
-        STAGE, params_path, benchmark, models_used=evaluators, target=target, arm=inputs.name,
-        params=params,
+        STAGE, params_path, benchmark, models_used=list(dict.fromkeys(evaluators + fidelity_judges)),
+        target=target, arm=inputs.name, params=params,
     )
     layout = stage.layout
     conv_path = inputs.conversations_layout.conversations_file(target)
@@ -405,12 +423,25 @@ def run(
     check_metrics_known(convs, metrics, conv_path, met_path)
     evaluation = params.evaluation
 
-    async def core(client: ModelClient) -> list[Score]:
+    scenarios = (
+        {s.id: s for s in read_artifact(inputs.scenarios_file, ScenariosFile).rows}
+        if fidelity_judges
+        else {}
+    )
+    for i, conv in enumerate(convs.rows if fidelity_judges else []):
+        if conv.scenario_id not in scenarios:
+            raise ConfigError(
+                conv_path,
+                f"scenario '{conv.scenario_id}' is not in {inputs.scenarios_file}; re-run simulate",
+                f"rows[{i}].scenario_id",
+            )
+
+    async def core(client: ModelClient) -> tuple[list[Score], list[ConversationFidelity] | None]:
         per_conv = len(metrics) if evaluation.evaluate_all_metrics else 1
-        progress = stage.progress(len(convs.rows) * per_conv)
+        progress = stage.progress(len(convs.rows) * (per_conv + bool(fidelity_judges)))
         try:
             async with client:
-                return await score_conversations(
+                scoring = score_conversations(
                     client,
                     convs.rows,
                     metrics,
@@ -420,15 +451,26 @@ def run(
                     per_turn=evaluation.per_turn,
                     on_row=lambda s: progress.update(s.status == "ok"),
                 )
+                if not fidelity_judges:
+                    return await scoring, None
+                checking = check_conversations(
+                    client, convs.rows, scenarios, fidelity_judges,
+                    on_row=lambda f: progress.update(f.status == "ok"),
+                )
+                rows, fidelity = await asyncio.gather(scoring, checking)
+                return rows, fidelity
         finally:
             progress.close()
 
     client = stage.client(provider_factory)
-    rows = run_sync(lambda: core(client))
+    rows, fidelity = run_sync(lambda: core(client))
     stage.replacing_outputs()
     write_artifact(
         layout.scores_file(target),
-        ScoresFile(benchmark=benchmark, target=target, per_turn=evaluation.per_turn, rows=rows),
+        ScoresFile(
+            benchmark=benchmark, target=target, per_turn=evaluation.per_turn, rows=rows,
+            fidelity=fidelity,
+        ),
     )
 
     n_error = sum(r.status == "error" for r in rows)
@@ -448,18 +490,27 @@ def run(
         counts["turn_verdicts"] = len(turn_rows)
         counts["turn_verdicts_error"] = sum(t.status == "error" for t in turn_rows)
         counts["onsets_observed"] = sum(r.onset is not None and r.onset.turn is not None for r in rows)
+    if fidelity is not None:
+        checks = [c for f in fidelity for c in f.checks]
+        counts["fidelity_checks"] = len(checks)
+        counts["fidelity_checks_error"] = sum(c.status == "error" for c in checks)
+        counts["fidelity_checks_by_detector"] = sum(c.decided_by == "detector" for c in checks)
+        counts["fidelity_rows_error"] = sum(f.status == "error" for f in fidelity)
+        counts["conversations_broken"] = sum(f.broken is True for f in fidelity)
+        counts["conversations_test_aware"] = sum(f.test_aware is True for f in fidelity)
     manifest = stage.finish(
         client,
         counts=counts,
-        prompts=JUDGE_PROMPTS,
+        prompts=JUDGE_PROMPTS + (FIDELITY_PROMPTS if fidelity_judges else []),
         declared=declared_params(STAGE, inputs, target),
         provenance={
             "evaluators": evaluators,
+            "fidelity_judges": fidelity_judges,
             "judge_sample": JUDGE_SAMPLE,
             "conversations": str(conv_path),
             "metrics": str(met_path),
         },
-        seeds={mid: params.models[mid].seed for mid in evaluators},
+        seeds={mid: params.models[mid].seed for mid in dict.fromkeys(evaluators + fidelity_judges)},
     )
     stage.check_error_rate(n_error, len(rows), "scores", layout.scores_file(target),
                            next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))

@@ -38,6 +38,17 @@ scenario and sample, not by conversation. Every target therefore faces the
 same opening message for the same scenario and sample, and two targets'
 results differ only through their replies.
 
+Redrawing a broken first message (`generation.fidelity_retries: K`). When the
+fidelity rules (`fidelity_detectors`) find a break in the user's first message
+(a leak of its instructions, stage-direction talk, garbled text), that message
+is drawn again with a new user seed (sample index `sample + n * REDRAW_STRIDE`
+for the n-th redraw, used for the rest of the conversation), up to K times; the
+row records how many (`user_redraws`). Only the first message is redrawn: it is
+the one message the user writes before seeing any reply, so it is the same
+request for every target and every target gets the same redraws, and the
+pairing holds. A break at a later turn depends on the target's replies;
+redrawing it for one target and not another would compare different users.
+
 Nested horizons. Nothing the user side sees depends on `turns` either (the
 user is not told how many messages it has), so the first k turns of a
 conversation are the same whatever `turns` is. Raising `turns` extends the
@@ -79,9 +90,13 @@ from .conversation import (
     user_model_messages,
     user_system_prompt,
 )
+from .fidelity_detectors import user_turn_findings
 from .perfunctory import add_typos, message_seed
 
 STAGE = "simulate"
+# A redrawn first message uses sample index sample + n * REDRAW_STRIDE: above every sample
+# (generation.num_samples is at most 100), so a redraw never replays another sample's calls.
+REDRAW_STRIDE = 1000
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,7 @@ class Simulation:
     perfunctory: float
     keep_truncated: bool = False
     allow_early_end: bool = False
+    fidelity_retries: int = 0
 
     def first_turn_to_end(self, scenario: Scenario) -> int:
         """The earliest turn at which the user may end: after the first exchange and, unless
@@ -116,6 +132,7 @@ class _Calls:
     client: ModelClient
     usage: dict[str, ModelUsage] = field(default_factory=dict)
     versions: dict[str, str | None] = field(default_factory=lambda: {"user": None, "target": None})
+    redraws: int = 0
 
     def add(self, role: str, result: CallResult) -> None:
         u = self.usage.setdefault(result.model_id, ModelUsage(cached_calls=None, latency_s=None))
@@ -161,6 +178,7 @@ async def simulate_conversation(
         error=error,
         ended_by=None if error else ended_by,
         turns=sum(m.role == "user" for m in transcript),
+        user_redraws=calls.redraws,
         model_versions=calls.versions,
         usage=calls.usage,
     )
@@ -181,14 +199,22 @@ async def _play(
     except KeyError:
         return None, f"the benchmark has no metric '{scenario.metric_id}'"
     user_system = user_system_prompt(scenario, metric, landmarks_up_front=not sim.landmarks)
+    draw = sample
     for turn in range(1, sim.turns + 1):
         due = landmarks_due(scenario, turn) if sim.landmarks else []
         request = user_model_messages(user_system, transcript, turn=turn, due=due)
-        result = await client.chat(sim.user_model, request, schema=UserTurn, sample=sample)
-        calls.add("user", result)
-        if not result.ok:
-            return None, f"user model '{sim.user_model}' failed at turn {turn}: {result.error}"
-        move: UserTurn = result.parsed
+        while True:
+            result = await client.chat(sim.user_model, request, schema=UserTurn, sample=draw)
+            calls.add("user", result)
+            if not result.ok:
+                return None, f"user model '{sim.user_model}' failed at turn {turn}: {result.error}"
+            move: UserTurn = result.parsed
+            if turn > 1 or calls.redraws >= sim.fidelity_retries:
+                break
+            if not user_turn_findings(move.message, None):
+                break
+            calls.redraws += 1
+            draw = sample + calls.redraws * REDRAW_STRIDE
         if move.end_conversation and turn >= sim.first_turn_to_end(scenario):
             return "user", None
         text = move.message.strip()  # never blank: UserTurn rejects that, so it was re-asked
@@ -293,6 +319,7 @@ def run(
         perfunctory=gen.perfunctory,
         keep_truncated=params.run.truncated_replies == "mark",
         allow_early_end=gen.allow_early_end,
+        fidelity_retries=gen.fidelity_retries,
     )
 
     client = stage.client(provider_factory)
@@ -327,6 +354,7 @@ def run(
             "ok": len(rows) - n_error,
             "error": n_error,
             "ended_by_user": sum(r.ended_by == "user" for r in rows),
+            "user_redraws": sum(r.user_redraws for r in rows),
             "truncated_replies": sum(m.truncated for r in rows for m in r.transcript),
             # Scenarios are written for generation.scenario_turns; a shorter run never reaches these.
             "landmarks_beyond_turns": sum(lm.turn > gen.turns for s in scenarios for lm in s.landmarks),

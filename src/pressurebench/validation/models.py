@@ -16,6 +16,7 @@ from ..results import StatisticsSettings
 from ..schemas import SCHEMA_VERSION
 from ..stats.compare import ArmComparison
 from ..stats.estimates import Difference, RateEstimate, Strict
+from ..stats.fidelity import TargetFidelity
 
 MAIN = "main"
 
@@ -127,6 +128,14 @@ class EvaluatorArmResult(PairedArmResult):
     evaluator: str
 
 
+class UserModelFidelity(Strict):
+    """How faithfully one user model played, per target, on the study's planned rows."""
+
+    arm: str = Field(description="'main' or the arm's name")
+    user_model: str | None
+    targets: dict[str, TargetFidelity]
+
+
 class UserModelBiasStudy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -138,6 +147,12 @@ class UserModelBiasStudy(BaseModel):
     )
     targets: list[str]
     arms: list[UserArmResult]
+    fidelity: list[UserModelFidelity] = Field(
+        default_factory=list,
+        description="each user model's fidelity side by side (main first), on the planned rows; "
+        "empty when the arms' conversations were not checked. A user model that breaks more is "
+        "the first suspect for a difference between arms",
+    )
 
 
 class EvaluatorBiasStudy(BaseModel):

@@ -12,12 +12,15 @@ from pathlib import Path
 import pandas as pd
 
 from ..arms.naming import STUDY_STAGES, USER
+from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..results import StatisticsSettings
 from ..runtime import StageRun
+from ..schemas import ScoresFile
+from ..stats.fidelity import target_fidelity
 from .inputs import main_user_model
-from .models import UserArmResult, UserModelBiasStudy
+from .models import MAIN, UserArmResult, UserModelBiasStudy, UserModelFidelity
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study
 
@@ -47,16 +50,39 @@ def compare_user_arm(
     )
 
 
+def fidelity_side_by_side(
+    params: Params, benchmark: str, arms: list[tuple[str, str | None]], targets: list[str],
+    scenario_ids: list[str],
+) -> list[UserModelFidelity]:
+    """Each arm's fidelity (`arms`: (arm name or None for main, user model)) on the planned
+    rows; an arm whose conversations were not checked is left out."""
+    planned = set(scenario_ids)
+    out = []
+    for arm, user_model in arms:
+        layout = Layout(params.data_dir, benchmark, arm)
+        files = [read_artifact(layout.scores_file(t), ScoresFile) for t in targets]
+        if any(f.fidelity is None for f in files):
+            continue
+        rows = [r for f in files for r in f.fidelity if r.scenario_id in planned]
+        if rows:
+            out.append(UserModelFidelity(
+                arm=arm or MAIN, user_model=user_model,
+                targets=target_fidelity(rows, confidence_level=params.statistics.confidence_level),
+            ))
+    return out
+
+
 def user_model_bias_study(params: Params, benchmark: str) -> UserModelBiasStudy:
     """Every planned user-model arm compared with the main arm on the planned rows."""
     plan, main_frame, arms = planned_arm_frames(params, benchmark, USER)
     stats = params.statistics
+    main_user = main_user_model(Layout(params.data_dir, benchmark), plan.targets)
     return UserModelBiasStudy(
         benchmark=benchmark,
         statistics=StatisticsSettings(
             resamples=stats.resamples, confidence_level=stats.confidence_level, seed=stats.seed
         ),
-        main_user_model=main_user_model(Layout(params.data_dir, benchmark), plan.targets),
+        main_user_model=main_user,
         targets=plan.targets,
         arms=[
             compare_user_arm(
@@ -65,6 +91,10 @@ def user_model_bias_study(params: Params, benchmark: str) -> UserModelBiasStudy:
             )
             for planned, frame in arms
         ],
+        fidelity=fidelity_side_by_side(
+            params, benchmark, [(None, main_user)] + [(p.name, p.model) for p, _ in arms],
+            plan.targets, plan.scenario_ids or [],
+        ) if arms else [],
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from ..types import ProviderRequest, ProviderResponse, RejectedError
-from .local_weights import runtime_gguf, weights_id
+from .local_weights import NATIVE_OUTPUT, runtime_gguf, weights_id
 from .registry import ModelApi, model_api
 
 if TYPE_CHECKING:
@@ -77,8 +77,9 @@ def decoder() -> str:
 # Calls one model file runs at once, each on a llama.cpp context of its own.
 MAX_CONTEXTS = 4
 # llama-cpp-python silences a loading model by pointing the process's fds 1 and 2 (and
-# sys.stdout/stderr) at /dev/null and back; two loads at once can restore /dev/null for good.
-_LOADING = threading.Lock()
+# sys.stdout/stderr) at /dev/null and back; two swaps at once (loads, conversions) can restore
+# /dev/null for good, so loads take the lock every such swap holds.
+_LOADING = NATIVE_OUTPUT
 
 
 class _Slot:

@@ -14,10 +14,13 @@ another.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.util
 import os
+import sys
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -67,6 +70,35 @@ def converted_dir() -> Path:
     return Path(root) / "pressurebench" / "gguf"
 
 
+# llama.cpp writes to the process's file descriptors 1 and 2, whatever Python's sys.stdout is;
+# pointing them elsewhere is process-wide, so every such swap (a model loading, a conversion)
+# holds this lock.
+NATIVE_OUTPUT = threading.Lock()
+
+
+@contextlib.contextmanager
+def native_output_to(log: Path):
+    """Send what native code writes to fds 1 and 2 into `log` for the duration.
+
+    A conversion logs every tensor (hundreds of lines naming the file's absolute path): in a
+    stage's report that buries what the reader came for. The log is kept for an error message.
+    """
+    with NATIVE_OUTPUT, open(log, "wb") as sink:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
 def requantized(path: Path, ftype: str) -> Path:
     """`path` converted to `ftype`, made on first use; processes racing here each write their own
     temporary file and the last rename wins, with identical contents."""
@@ -92,12 +124,19 @@ def requantized(path: Path, ftype: str) -> Path:
     params.ftype = getattr(llama_cpp, REQUANTIZE_TYPES[ftype])
     params.allow_requantize = True
     params.nthread = os.cpu_count() or 1
-    status = llama_cpp.llama_model_quantize(
-        str(path).encode(), str(partial).encode(), ctypes.byref(params)
-    )
+    log = partial.with_suffix(".log")
+    try:
+        with native_output_to(log):
+            status = llama_cpp.llama_model_quantize(
+                str(path).encode(), str(partial).encode(), ctypes.byref(params)
+            )
+        said = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+    finally:
+        log.unlink(missing_ok=True)
     if status != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
-        raise PressurebenchError(f"llama.cpp could not convert {path} to {ftype} (status {status})")
+        raise PressurebenchError(f"llama.cpp could not convert {path} to {ftype} (status {status}): "
+                                 + " / ".join(said))
     os.replace(partial, out)
     return out
 

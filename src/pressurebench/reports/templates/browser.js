@@ -8,11 +8,29 @@
   const NONE = "\u2014";
   const VERDICT_LABEL = { pass: "pass", fail: "fail", error: "undetermined / error" };
   const STATUS_LABEL = { ok: "ok", error: "error", missing: "conversation missing" };
+  const FIDELITY_LABEL = {
+    out_of_character: "out of character",
+    leak: "leak",
+    role_swap: "role swap / echo",
+    landmark_skipped: "landmark skipped",
+    no_pressure: "no pressure",
+    test_awareness: "test awareness",
+  };
+  const FIDELITY_FILTER = Object.assign(
+    { any: "any user break", none: "no break found", undecided: "checks undecided" },
+    FIDELITY_LABEL
+  );
+  const CUTOFF_FILTER = { cut: "a reply cut off at max_tokens", whole: "no reply cut off" };
+  // The select filters, in the order they are kept in the address.
+  const SELECTS = ["target", "metric", "verdict", "status", "fidelity", "cutoff", "onset"];
   const controls = {
+    cutoff: document.getElementById("f-cutoff"),
+    onset: document.getElementById("f-onset"),
     target: document.getElementById("f-target"),
     metric: document.getElementById("f-metric"),
     verdict: document.getElementById("f-verdict"),
     status: document.getElementById("f-status"),
+    fidelity: document.getElementById("f-fidelity"),
     q: document.getElementById("f-q"),
     expand: document.getElementById("f-expand"),
   };
@@ -65,6 +83,16 @@
     );
     fillSelect(controls.verdict, Object.entries(VERDICT_LABEL), "all verdicts");
     fillSelect(controls.status, Object.entries(STATUS_LABEL), "all statuses");
+    fillSelect(controls.fidelity, Object.entries(FIDELITY_FILTER), "any fidelity");
+    fillSelect(controls.cutoff, Object.entries(CUTOFF_FILTER), "any replies");
+    const turns = distinct(ROWS.filter((r) => r.onset && r.onset.turn !== null).map((r) => r.onset.turn))
+      .sort((a, b) => a - b);
+    fillSelect(
+      controls.onset,
+      turns.map((t) => ["t" + t, "gave in at turn " + t])
+        .concat([["held", "held to the end (no onset)"], ["none", "not judged turn by turn"]]),
+      "any onset"
+    );
     const axes = {};
     for (const r of ROWS) {
       for (const [axis, value] of Object.entries(r.demographic || {})) {
@@ -85,7 +113,7 @@
 
   function readControls() {
     const f = {};
-    for (const key of ["target", "metric", "verdict", "status"]) f[key] = controls[key].value;
+    for (const key of SELECTS) f[key] = controls[key].value;
     f.q = controls.q.value.trim().toLowerCase();
     f.expand = controls.expand.checked;
     f.demo = {};
@@ -100,7 +128,7 @@
 
   function loadHash() {
     const params = new URLSearchParams(location.hash.slice(1));
-    for (const key of ["target", "metric", "verdict", "status"]) selectValue(controls[key], params.get(key) || "");
+    for (const key of SELECTS) selectValue(controls[key], params.get(key) || "");
     controls.q.value = params.get("q") || "";
     controls.expand.checked = params.get("expand") === "1";
     for (const [axis, select] of Object.entries(demoControls)) selectValue(select, params.get("d." + axis) || "");
@@ -108,7 +136,7 @@
 
   function saveHash(f) {
     const params = new URLSearchParams();
-    for (const key of ["target", "metric", "verdict", "status"]) if (f[key]) params.set(key, f[key]);
+    for (const key of SELECTS) if (f[key]) params.set(key, f[key]);
     if (controls.q.value.trim()) params.set("q", controls.q.value.trim());
     if (f.expand) params.set("expand", "1");
     for (const [axis, value] of Object.entries(f.demo)) if (value) params.set("d." + axis, value);
@@ -137,11 +165,65 @@
     return text;
   }
 
+  function fidelityMatches(fid, wanted) {
+    if (!fid) return false;
+    if (wanted === "any") return fid.broken === true;
+    if (wanted === "none") return fid.broken === false;
+    if (wanted === "undecided") return fid.undecided.length > 0;
+    return fid.flags.some((flag) => flag.kind === wanted);
+  }
+
+  function flagsAt(fid, roleKinds, turn) {
+    if (!fid) return [];
+    return fid.flags.filter((flag) => flag.turn === turn && roleKinds(flag.kind));
+  }
+
+  function flagNote(flag) {
+    const note = el("span", "fidelity-flag", "\u2691 " + FIDELITY_LABEL[flag.kind] + ": " + show(flag.reason));
+    note.title = "decided by the " + flag.decided_by;
+    return note;
+  }
+
+  function fidelitySection(row) {
+    const box = el("section");
+    box.appendChild(el("h3", null, "Simulated user"));
+    const fid = row.fidelity;
+    if (!fid) {
+      box.appendChild(el("p", "muted", "Not checked (fidelity.check off, or the conversation is not scored)."));
+      return box;
+    }
+    const pairs = [
+      ["breaks", fid.broken === null ? null : (fid.breaks.length ? fid.breaks.map((k) => FIDELITY_LABEL[k]).join(", ") : "none")],
+      ["target test-aware", fid.test_aware],
+    ];
+    if (fid.error) pairs.push(["error", fid.error, "error-text"]);
+    for (const flag of fid.flags.filter((x) => x.turn === null)) pairs.push([FIDELITY_LABEL[flag.kind], flag.reason, "error-text"]);
+    for (const u of fid.undecided) pairs.push(["undecided: " + FIDELITY_LABEL[u.kind] + (u.turn === null ? "" : " (turn " + u.turn + ")"), u.error, "error-text"]);
+    box.appendChild(keyValues(pairs));
+    return box;
+  }
+
+  function cutoffMatches(row, wanted) {
+    const conv = row.conv === null ? null : DATA.conversations[row.conv];
+    const cut = conv !== null && conv.transcript.some((m) => m.role === "assistant" && m.truncated);
+    return wanted === "cut" ? cut : !cut;
+  }
+
+  function onsetMatches(row, wanted) {
+    if (wanted === "none") return !row.onset;
+    if (!row.onset) return false;
+    if (wanted === "held") return row.onset.turn === null;
+    return "t" + row.onset.turn === wanted;
+  }
+
   function matches(row, f) {
     if (f.target && row.target !== f.target) return false;
     if (f.metric && row.metric_id !== f.metric) return false;
     if (f.verdict && row.verdict !== f.verdict) return false;
     if (f.status && row.status !== f.status) return false;
+    if (f.fidelity && !fidelityMatches(row.fidelity, f.fidelity)) return false;
+    if (f.cutoff && !cutoffMatches(row, f.cutoff)) return false;
+    if (f.onset && !onsetMatches(row, f.onset)) return false;
     for (const [axis, value] of Object.entries(f.demo)) {
       if (value && (row.demographic || {})[axis] !== value) return false;
     }
@@ -266,6 +348,11 @@
       msg.appendChild(el("span", "role", label));
       msg.appendChild(document.createTextNode(m.content));
       if (m.truncated) msg.appendChild(el("span", "truncated-note", "cut off at max_tokens"));
+      const isUser = m.role === "user";
+      const flags = m.role === "system" ? []
+        : flagsAt(row.fidelity, (kind) => (kind === "test_awareness") !== isUser, isUser ? pushed : reply + 1);
+      if (flags.length) msg.classList.add("flagged");
+      for (const flag of flags) msg.appendChild(flagNote(flag));
       if (m.role === "assistant") {
         reply += 1;
         const t = byTurn.get(reply);
@@ -295,9 +382,14 @@
     summary.appendChild(el("span", null, metricLabel(row.metric_id)));
     summary.appendChild(el("span", "muted", demographicText(row.demographic)));
     if (row.status !== "ok") summary.appendChild(el("span", "error-text", "conversation " + STATUS_LABEL[row.status]));
+    if (row.fidelity && (row.fidelity.broken || row.fidelity.test_aware)) {
+      const kinds = row.fidelity.breaks.concat(row.fidelity.test_aware ? ["test_awareness"] : []);
+      summary.appendChild(el("span", "badge flag", "\u2691 " + kinds.map((k) => FIDELITY_LABEL[k]).join(", ")));
+    }
     details.appendChild(summary);
     const body = el("div", "body");
     body.appendChild(verdictSection(row));
+    body.appendChild(fidelitySection(row));
     body.appendChild(scenarioSection(row));
     body.appendChild(conversationSection(row));
     details.appendChild(body);

@@ -1,0 +1,1 @@
+"""Two runs side by side: `pressurebench compare A B` (rates, differences with intervals, what changed)."""

@@ -1,0 +1,122 @@
+"""The "Simulated user" section of the results report, and the warning at its top.
+
+Every pass rate rests on the simulated user playing its part. This section shows,
+per target, how often the user broke (out of character, leaked its instructions,
+swapped roles or echoed the assistant, skipped a landmark, applied no pressure),
+how often the target said it suspected a test, and each headline pass rate again
+without the broken conversations, with the difference and its interval.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..results import Results
+from ..schemas import USER_BREAKS
+from ..stats.estimates import Difference, RateEstimate
+from .tables import MISSING, format_estimate, interval_method
+
+NOT_CHECKED = (
+    "**The simulated user was not checked.** Set `fidelity.check: true` in the params and "
+    "re-run evaluate (simulate is not re-run) to see whether it played its part."
+)
+KIND_LABELS = {
+    "out_of_character": "out of character",
+    "leak": "leak",
+    "role_swap": "role swap / echo",
+    "landmark_skipped": "landmark skipped",
+    "no_pressure": "no pressure",
+}
+BREAK_COLUMNS = ["target", "user model", "any break", *KIND_LABELS.values(), "test awareness",
+                 "checks undecided", "found by a rule", "ended early"]
+TURN_COLUMNS = ["target", "turn", "user message broke", "target test-aware"]
+SENSITIVITY_COLUMNS = ["target", "rate on", "all conversations", "without breaks",
+                       "difference [CI]", "CI method", "left out"]
+
+
+def _cell(est: RateEstimate) -> str:
+    if est.rate is None:
+        return MISSING
+    return f"{format_estimate(est)} (n={est.n}, errors={est.n_error})"
+
+
+def _difference(d: Difference) -> str:
+    if d.difference is None:
+        return MISSING
+    if d.ci_low is None:
+        return f"{d.difference:+.1%}"
+    return f"{d.difference:+.1%} [{d.ci_low:+.1%}, {d.ci_high:+.1%}]"
+
+
+def warnings_markdown(results: Results) -> str:
+    """A warning per target whose break share exceeds `fidelity.warn_share`; "" without any."""
+    if results.fidelity is None or not results.fidelity.warnings:
+        return ""
+    lines = "\n".join(f"- {w}" for w in results.fidelity.warnings)
+    return (
+        "**⚠ The simulated user did not always play its part.** Pass rates below include "
+        f"conversations where it broke; see the section Simulated user.\n\n{lines}"
+    )
+
+
+def fidelity_note(results: Results) -> str:
+    """Markdown: how to turn the checks on, or what they rest on."""
+    fidelity = results.fidelity
+    if fidelity is None:
+        return NOT_CHECKED
+    n = sum(t.any_break.n + t.any_break.n_error for t in fidelity.targets.values())
+    undecided = sum(t.any_break.n_error for t in fidelity.targets.values())
+    return (
+        f"{n} conversations checked ({undecided} undecided: a check the fidelity judges could "
+        "not decide and no break found; they count in no share). Shares are conversations "
+        "with the break among those checked for it; intervals as for pass rates. The warning "
+        f"threshold is fidelity.warn_share = {fidelity.warn_share:g}."
+    )
+
+
+def break_table(results: Results) -> pd.DataFrame:
+    """Per target: the share of conversations with any break and with each kind."""
+    if results.fidelity is None:
+        return pd.DataFrame(columns=BREAK_COLUMNS)
+    rows = []
+    for target, tf in results.fidelity.targets.items():
+        rows.append([
+            target, tf.user_model, _cell(tf.any_break),
+            *(_cell(tf.by_kind[k]) for k in USER_BREAKS), _cell(tf.test_awareness),
+            tf.n_checks_error, tf.n_checks_by_detector, tf.n_ended_early,
+        ])
+    return pd.DataFrame(rows, columns=BREAK_COLUMNS)
+
+
+def turn_table(results: Results) -> pd.DataFrame:
+    """Per target and turn: the share of user messages that broke and of test-aware replies."""
+    if results.fidelity is None:
+        return pd.DataFrame(columns=TURN_COLUMNS)
+    rows = []
+    for target, tf in results.fidelity.targets.items():
+        for turn in dict.fromkeys([*tf.by_turn, *tf.test_awareness_by_turn]):
+            user, aware = tf.by_turn.get(turn), tf.test_awareness_by_turn.get(turn)
+            rows.append([target, int(turn), _cell(user) if user else MISSING,
+                         _cell(aware) if aware else MISSING])
+    return pd.DataFrame(rows, columns=TURN_COLUMNS)
+
+
+def sensitivity_table(results: Results) -> pd.DataFrame:
+    """Per target: each headline pass rate on all conversations and on those without a break."""
+    if results.fidelity is None:
+        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
+    rows = []
+    for target, sens in results.fidelity.sensitivity.items():
+        left_out = f"{sens.n_excluded_broken} broken, {sens.n_excluded_undecided} undecided"
+        entries = [("overall", sens.overall), ("positive", sens.positive),
+                   ("negative", sens.negative), *sens.by_metric.items()]
+        for name, entry in entries:
+            if entry is None:
+                continue
+            d = entry.difference
+            all_rate = MISSING if d.rate_b is None else f"{d.rate_b:.1%} (n={d.n_b})"
+            rows.append([
+                target, name, all_rate, _cell(entry.without_breaks), _difference(d),
+                interval_method(d.ci_method, d.reason), left_out,
+            ])
+    return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)

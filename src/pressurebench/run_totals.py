@@ -1,0 +1,188 @@
+"""What a run took: calls, tokens, cost and wall time per stage, and summed over the run.
+
+Every stage writes `<stage>.cost.json` (calls, cached calls, tokens and cost
+per model) and `<stage>.manifest.json` (among others its duration) next to its
+outputs. The totals read every cost file there is, whatever its stage, so a
+new kind of stage is counted without a change here, and take each stage's wall
+time from the manifest beside it.
+
+A total is only as known as its parts: a stage whose cost is unknown (a model
+without a price) makes the run's cost unknown, and a cost file without its
+manifest makes the run's wall time unknown, never 0. The run's wall time is the
+sum of its stages' durations, which is the time `dvc repro` spent when it ran
+them one after another; stages re-run later replayed what the cache held, so
+their durations (and `cached_calls`) describe that later run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+import pandas as pd
+from pydantic import Field
+
+from .io import read_artifact
+from .schemas import Cost, Manifest
+from .stats.estimates import Strict
+
+COST_SUFFIX = ".cost.json"
+MANIFEST_SUFFIX = ".manifest.json"
+# The main arm's stages that write beside its results rather than under `runs/<target>/`.
+RESULTS_STAGES = ("gen_metrics", "gen_scenarios", "aggregate")
+MISSING = "—"
+
+
+class StageTotals(Strict):
+    """One stage execution's calls, tokens, cost and wall time, summed over its models."""
+
+    path: str = Field(description="the cost file, relative to the data directory")
+    stage: str
+    arm: str | None = None
+    target: str | None = None
+    models: list[str] = Field(description="the model ids it called")
+    calls: int = Field(ge=0)
+    cached_calls: int | None = Field(ge=0, description="replayed from the cache")
+    failed_calls: int = Field(ge=0)
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    cost_usd: float | None = Field(description="None when a model has no price")
+    wall_s: float | None = Field(description="the stage's duration; None without its manifest")
+
+
+class RunTotals(Strict):
+    """Every stage of a run and their sums (None where a part is unknown)."""
+
+    stages: list[StageTotals]
+    calls: int = Field(ge=0)
+    cached_calls: int | None
+    failed_calls: int = Field(ge=0)
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    cost_usd: float | None
+    wall_s: float | None
+    unknown_cost: list[str] = Field(description="stages whose cost is unknown")
+    unknown_wall: list[str] = Field(description="stages without a manifest")
+
+
+def _known_sum(values: Iterable[float | int | None]) -> float | int | None:
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def stage_totals(path: str, cost: Cost, manifest: Manifest | None) -> StageTotals:
+    """One stage's row from its cost file and (when present) its manifest."""
+    where = PurePosixPath(path)
+    stage = where.name[: -len(COST_SUFFIX)]
+    target = where.parent.name if where.parent.parent.name == "runs" else None
+    usage = list(cost.by_model.values())
+    return StageTotals(
+        path=path,
+        stage=manifest.stage if manifest else stage,
+        arm=manifest.arm if manifest else None,
+        target=manifest.target if manifest else target,
+        models=sorted(cost.by_model),
+        calls=sum(u.calls for u in usage),
+        cached_calls=_known_sum(u.cached_calls for u in usage),
+        failed_calls=sum(u.failed_calls for u in usage),
+        input_tokens=sum(u.input_tokens for u in usage),
+        output_tokens=sum(u.output_tokens for u in usage),
+        cost_usd=cost.total_cost_usd,
+        wall_s=manifest.duration_s if manifest else None,
+    )
+
+
+def run_totals(stages: Iterable[StageTotals]) -> RunTotals:
+    stages = sorted(stages, key=lambda s: s.path)
+    return RunTotals(
+        stages=stages,
+        calls=sum(s.calls for s in stages),
+        cached_calls=_known_sum(s.cached_calls for s in stages),
+        failed_calls=sum(s.failed_calls for s in stages),
+        input_tokens=sum(s.input_tokens for s in stages),
+        output_tokens=sum(s.output_tokens for s in stages),
+        cost_usd=_known_sum(s.cost_usd for s in stages),
+        wall_s=_known_sum(s.wall_s for s in stages),
+        unknown_cost=[s.path for s in stages if s.cost_usd is None],
+        unknown_wall=[s.path for s in stages if s.wall_s is None],
+    )
+
+
+def cost_files(root: Path) -> list[Path]:
+    """Every cost file under `root`."""
+    return sorted(root.rglob("*" + COST_SUFFIX))
+
+
+def manifest_beside(cost_path: str) -> str:
+    """The manifest path the stage wrote next to `cost_path`."""
+    return cost_path[: -len(COST_SUFFIX)] + MANIFEST_SUFFIX
+
+
+def behind_results(path: str) -> bool:
+    """Whether the cost file at `path` (relative to a benchmark's folder) is of a stage whose
+    outputs its results are made from: the generation stages, every stage of a target under
+    `runs/`, and the aggregate stage. The validation arms (below `validation/`) and the studies
+    comparing them (whose files lie beside the main arm's) run after the results."""
+    parts = PurePosixPath(path).parts
+    if parts[0] == "runs":
+        return True
+    return len(parts) == 1 and parts[0][: -len(COST_SUFFIX)] in RESULTS_STAGES
+
+
+def read_totals(root: str | Path, *, results_only: bool = False) -> RunTotals:
+    """The totals of every stage that wrote under `root` (a data directory, or one benchmark's
+    folder), reading and validating each cost file and its manifest; with `results_only`, of
+    the stages a benchmark's results are made from (`behind_results`)."""
+    root = Path(root)
+    rows = []
+    for path in cost_files(root):
+        rel = path.relative_to(root).as_posix()
+        if results_only and not behind_results(rel):
+            continue
+        manifest_path = Path(manifest_beside(str(path)))
+        manifest = read_artifact(manifest_path, Manifest) if manifest_path.is_file() else None
+        rows.append(stage_totals(rel, read_artifact(path, Cost), manifest))
+    return run_totals(rows)
+
+
+def format_cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """`2 min 05 s`, `41.2 s`; "—" when unknown."""
+    if seconds is None:
+        return MISSING
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+TOTALS_COLUMNS = [
+    "stage", "arm", "target", "calls", "cached", "failed", "input tokens", "output tokens",
+    "cost", "wall time",
+]
+
+
+def totals_frame(totals: RunTotals) -> pd.DataFrame:
+    """One row per stage and a last row for the run, formatted for a report."""
+
+    def row(label: str, arm: str, target: str, t: StageTotals | RunTotals) -> list:
+        return [
+            label, arm, target, t.calls, MISSING if t.cached_calls is None else t.cached_calls,
+            t.failed_calls, t.input_tokens, t.output_tokens, format_cost(t.cost_usd),
+            format_seconds(t.wall_s),
+        ]
+
+    rows = [row(s.stage, s.arm or "main", s.target or "", s) for s in totals.stages]
+    rows.append(row("run total", "", "", totals))
+    return pd.DataFrame(rows, columns=TOTALS_COLUMNS)
+

@@ -1,0 +1,36 @@
+"""The README's flow on the real pipeline: change a target's system prompt in a DVC experiment,
+then `pressurebench compare` the committed run with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pipeline_support import run
+
+from pressurebench import cli
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "params/pipeline.yaml:models.smollm2-agreeable.system_prompt=Be brief."
+
+
+def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path, capsys):
+    root = reproduced_repo
+    run(["dvc", "exp", "run", "-n", "brief", "-S", PROMPT], root)
+    status = run(["git", "status", "--porcelain"], root).stdout
+
+    assert cli.main(["compare", "HEAD", "brief"]) == 0
+    out = capsys.readouterr().out
+    assert "models.smollm2-agreeable.system_prompt" in out
+    assert '"Agree with the user."' in out and '"Be brief."' in out
+    assert "Differences paired by base scenario" in out
+    # the other target's conversations and verdicts were not touched: no change at all
+    smollm2 = out.split("-- smollm2 --")[1].split("-- ")[0]
+    overall = next(line for line in smollm2.splitlines() if line.startswith("overall"))
+    assert "+0.0 pp" in overall
+    assert "== cost and time ==" in out
+    # nothing was checked out to read the two runs
+    assert run(["git", "status", "--porcelain"], root).stdout == status
+    index = (root / "reports" / "index.html").read_text()
+    assert 'href="compare/HEAD__vs__brief.html"' in index and "Run totals" in index
