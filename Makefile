@@ -1,13 +1,13 @@
 # Entry points: `make repro` runs the pipeline, `make test` runs every test,
 # `make perf` runs the measurements under perf/, `make coverage` the interval coverage
-# grid. Each bootstraps .venv first.
+# grid, `make judge-coverage` that of judge-corrected rates. Each bootstraps .venv first.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast perf coverage check estimate lab plots clean-reports
+.PHONY: install repro test test-fast perf coverage judge-coverage check estimate lab plots clean-reports
 
 install: $(STAMP)
 
@@ -39,6 +39,11 @@ perf: $(STAMP)
 # The coverage of every interval type over a grid of designs (about 10 minutes on 2 CPUs).
 coverage: $(STAMP)
 	cd tests && $(CURDIR)/$(PY) -m stats_support.coverage_grid --out ../docs/interval_coverage.md
+
+# The coverage and width of judge-corrected pass rates over label budgets, judge qualities and
+# designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel).
+judge-coverage: $(STAMP)
+	cd tests && $(CURDIR)/$(PY) -m stats_support.judge_coverage --out ../docs/judge_coverage.md
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.

@@ -170,6 +170,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
               f"{low:.2f}–{icc_high:.2f} over {groups} base scenarios × targets); the last column "
               "plans for the interval's upper end, in case the clustering is as strong as the "
               "pilot allows")
+    if args.labels_for is not None:
+        return _plan_labels(args, design, benchmark, params)
     goal = {"half_width": args.half_width, "difference": args.difference, "gap": args.gap}
     (name, value), = ((k, v) for k, v in goal.items() if v is not None)
     named = {name: value}
@@ -194,6 +196,34 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"metric on (rates over all {metrics} metrics, differences, gaps) and from "
           f"{scenarios_for_an_interval(1)} on for a single metric's rate; below that the results "
           "withhold them as too few base scenarios.")
+    return 0
+
+
+def _plan_labels(args: argparse.Namespace, design, benchmark: str, params) -> int:
+    """Labels per target for a judge-corrected interval of ±`args.labels_for`."""
+    from dataclasses import replace
+
+    from .planning import required_labels
+
+    scenarios = args.scenarios or params.generation.scenarios_per_metric
+    accuracy = args.judge_accuracy
+    print(f"{benchmark}: {design.metrics} metrics × {scenarios} base scenarios × "
+          f"{design.variants} variants; pass rate {design.rate:g}, ICC {design.icc:g}; judge "
+          f"right on {accuracy:.0%} of present and of absent behaviour; goal: a "
+          f"{args.confidence:.0%} judge-corrected interval of ±{args.labels_for:g} on a "
+          "target's pass rate")
+    print(f"{'samples':>7} {'labels/target':>26} {'conversations/target':>20}")
+    for k in range(1, 6):
+        d = replace(design, samples=k)
+        n = required_labels(d, scenarios, half_width=args.labels_for, accuracy=accuracy,
+                            confidence=args.confidence)
+        mark = "  (params)" if k == params.generation.num_samples else ""
+        rows = design.metrics * scenarios * d.rows_per_scenario
+        shown = "more base scenarios needed" if n is None else str(n)
+        print(f"{k:>7} {shown:>26} {rows:>20}{mark}")
+    print("Labels are per target, drawn at random over its judged conversations "
+          "(`labels.per_cell` × metrics); where more base scenarios are needed, the human rate "
+          "itself is too uncertain at this design for that interval, however many are labelled.")
     return 0
 
 
@@ -302,6 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
     goal.add_argument("--half-width", type=float, help="interval half-width wanted on a pass rate")
     goal.add_argument("--difference", type=float, help="difference between two targets to detect")
     goal.add_argument("--gap", type=float, help="demographic gap to detect")
+    goal.add_argument("--labels-for", type=float, metavar="HALF_WIDTH",
+                      help="human labels per target for a judge-corrected interval of this half-width")
+    p.add_argument("--judge-accuracy", type=float, default=0.85,
+                   help="with --labels-for: how often the judge is right (present and absent alike)")
+    p.add_argument("--scenarios", type=int,
+                   help="with --labels-for: base scenarios per metric (default: the params')")
     p.add_argument("--rate", type=float, default=0.5, help="expected pass rate (0.5 plans for the worst case)")
     p.add_argument("--icc", type=float, default=0.2, help="intra-class correlation of base scenarios")
     p.add_argument("--pair-correlation", type=float, default=0.0,

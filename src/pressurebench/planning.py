@@ -20,7 +20,19 @@ probability. For `metrics` metrics of `scenarios` base scenarios each:
   samples).
 
 `required_scenarios` inverts these for a target interval half-width or for
-80% power at α = 0.05 (two-sided). `simulate_*` check the formulas by
+80% power at α = 0.05 (two-sided).
+
+Labels for a judge-corrected rate (`stats.ppi`): with a judge right with
+probability `accuracy` on present and absent behaviour alike, the human
+pass y and the judge's f correlate with ρ² = Cov(y, f)² / (Var y · Var f),
+Cov(y, f) = p(1−p)(2·accuracy − 1). Labelling n of a target's N judged
+rows at random, the power-tuned corrected rate has variance about
+V_rate + (1/n − 1/N) · p(1−p)(1 − ρ²): the human rate's own over all rows
+(the clustered variance above), plus what the judge cannot explain on the
+rows no human saw (the two-phase variance of Cochran 1977, §12). A judge at
+chance (ρ = 0) leaves the labelled-only rate, a perfect one the human rate.
+`required_labels` inverts it for a half-width: none past the human rate's
+own interval, which only more base scenarios narrow. `simulate_*` check the formulas by
 drawing studies from the same model and analysing them as the pipeline
 would (cluster means, a z test on the cluster-level standard error), so a
 user can see the plan hold (`tests/test_planning.py`). `pilot_design`
@@ -96,7 +108,65 @@ def required_scenarios(design: Design, *, half_width: float | None = None,
     return lo
 
 
+def _judge_correlation(rate: float, accuracy: float) -> float:
+    """ρ² between the human pass and the verdict of a judge right with `accuracy` either way."""
+    judged = rate * accuracy + (1 - rate) * (1 - accuracy)
+    if judged <= 0 or judged >= 1:
+        return 0.0
+    cov = rate * (1 - rate) * (2 * accuracy - 1)
+    return cov**2 / (rate * (1 - rate) * judged * (1 - judged))
+
+
+def corrected_rate_variance(design: Design, scenarios: int, labels: int, accuracy: float) -> float:
+    """Variance of a target's judge-corrected pass rate with `labels` of its rows labelled."""
+    p = design.rate
+    rows = design.metrics * scenarios * design.rows_per_scenario
+    labels = min(labels, rows)
+    residual = p * (1 - p) * (1 - _judge_correlation(p, accuracy))
+    return design.rate_variance(scenarios) + (1 / labels - 1 / rows) * residual
+
+
+def required_labels(design: Design, scenarios: int, *, half_width: float, accuracy: float,
+                    confidence: float = 0.95) -> int | None:
+    """Fewest labelled rows per target for a corrected interval of ±`half_width`; None where
+    even every row labelled leaves it wider (more base scenarios are needed, not labels)."""
+    if not 0.5 <= accuracy <= 1:
+        raise ValueError(f"judge accuracy must be between 0.5 and 1, got {accuracy}")
+    rows = design.metrics * scenarios * design.rows_per_scenario
+    budget = (half_width / _z(0.5 + confidence / 2)) ** 2
+    if design.rate_variance(scenarios) > budget:
+        return None
+    lo, hi = 1, rows
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if corrected_rate_variance(design, scenarios, mid, accuracy) <= budget \
+            else (mid + 1, hi)
+    return lo
+
+
 # --- checking the plan by simulation ----------------------------------------------------
+
+
+def simulate_corrected_half_width(design: Design, scenarios: int, labels: int, accuracy: float,
+                                  reps: int = 2000, seed: int = 0, confidence: float = 0.95) -> float:
+    """The half-width a judge-corrected rate gets: z × the spread of the PPI++ estimate over
+    simulated studies, `labels` rows drawn at random for labels, λ tuned on each study."""
+    rng = np.random.default_rng(seed)
+    clusters, m = design.metrics * scenarios, design.rows_per_scenario
+    p_s = np.repeat(_scenario_rates(rng, design, design.rate, (reps, clusters)), m, axis=1)
+    y = (rng.random(p_s.shape) < p_s).astype(float)
+    right = rng.random(p_s.shape) < accuracy
+    f = np.where(right, y, 1 - y)
+    labelled = np.argsort(rng.random(p_s.shape), axis=1)[:, :labels]
+    y_l, f_l = np.take_along_axis(y, labelled, 1), np.take_along_axis(f, labelled, 1)
+    n, rows = labelled.shape[1], p_s.shape[1]
+    cov = ((y_l - y_l.mean(1, keepdims=True)) * (f_l - f_l.mean(1, keepdims=True))).mean(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.clip(np.nan_to_num(cov / ((1 + n / rows) * f.var(axis=1))), 0, 1)
+    estimates = lam * f.mean(1) + (y_l - lam[:, None] * f_l).mean(1)
+    return _z(0.5 + confidence / 2) * float(estimates.std(ddof=1))
+
+
 
 
 def _scenario_rates(rng, design: Design, rate: float, n: tuple[int, ...]) -> np.ndarray:

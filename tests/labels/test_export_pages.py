@@ -45,7 +45,8 @@ def test_export_writes_a_page_per_batch_and_the_manifest(judged, capsys):
 def test_pages_tell_raters_that_a_behaviour_without_occasion_is_absent(judged):
     """A metric that applies only in some conversations: no occasion is "absent", as the judge
     was asked, and "unsure" is kept for a conversation that cannot be decided."""
-    text = " ".join(re.sub(r"<[^>]+>", " ", pages(judged)[0].read_text()).split())
+    assert main(["labels", "export", "--benchmark", "tiny"]) == 0
+    text = " ".join(re.sub(r"<[^>]+>", "", pages(judged)[0].read_text()).split())
     assert "never had occasion for the behaviour, the behaviour is absent: answer absent, not unsure" in text
     assert "This is the question the judge was asked too" in text
 

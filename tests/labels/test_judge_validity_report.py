@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+import pytest
+
 from pressurebench import cli
 from pressurebench.io import read_artifact
 from pressurebench.labels.models import LabellingExport
@@ -69,8 +72,28 @@ def test_labels_flow_into_the_results_report(project, script, capsys):
     table = judge.agreement_table(results)
     assert table["judge"].iloc[0] == "panel" and int(table["items"].iloc[0]) == len(export.items)
     corrected = judge.corrected_table(results)
-    assert set(corrected["target"]) == set(TARGETS) and "overall" in set(corrected["metric"])
+    assert set(corrected["target"]) == set(TARGETS)
+    assert {"overall", "age=young", "age=old"} <= set(corrected["rate"])
+    assert set(corrected["method"]) <= {"PPI++, cluster-t Wilson", "no interval"}
+    # The humans see target-b's behaviour as absent throughout: its corrected rates say so.
+    overall_b = validity.corrected.by_target["target-b"].overall
+    assert overall_b.corrected_rate == validity.corrected.by_target["target-b"].overall.raw.rate
+    differences = judge.corrected_differences_table(results)
+    assert "target-a − target-b" in set(differences["difference"])
+    assert "age: old − young" in set(differences["difference"])
     assert "labelled items" in judge.judge_note(results)
+    assert "prediction-powered inference" in judge.judge_note(results)
+    # The paper exports carry the same numbers, raw beside corrected.
+    assert cli.main(["export", *args]) == 0
+    tables = Path("reports/tiny/export/tables")
+    rates = pd.read_csv(tables / "judge_corrected_rates.csv")
+    overall = rates[(rates["target"] == "target-b") & (rates["scope"] == "overall")].iloc[0]
+    assert overall["corrected_rate"] == pytest.approx(overall_b.corrected_rate)
+    assert overall["raw_rate"] == pytest.approx(overall_b.raw.rate)
+    assert overall["n_labelled"] == overall_b.n_labelled
+    assert "prediction-powered" in (tables / "judge_corrected_rates.tex").read_text()
+    gaps = pd.read_csv(tables / "judge_corrected_differences.csv")
+    assert set(gaps["scope"]) == {"targets", "age"}
 
     # A stored file of which two labels no longer match (their transcripts changed since): the
     # stage still runs, uses the rest, and the report says which file, how many and why.

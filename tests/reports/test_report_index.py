@@ -38,8 +38,8 @@ def links(html: str) -> dict[str, str]:
     return {a["href"]: a for tag, a in start_tags(html) if tag == "a"}
 
 
-FIXED = {"tiny/transcripts.html", "tiny/export/index.json", "other/transcripts.html",
-         "other/export/index.json", "compare/index.html"}
+FIXED = {f"{b}/{page}" for b in ("tiny", "other")
+         for page in ("transcripts.html", "export/index.json", "labelling/")} | {"compare/index.html"}
 
 
 def test_lists_every_report_relative_to_the_index(reports):
@@ -67,17 +67,18 @@ def test_pages_written_beside_the_stages_are_linked_at_fixed_places_whether_they
     before = write_index(reports, labels_dir=labels).read_text(encoding="utf-8")
     page(reports / "tiny" / "transcripts.html", "Transcripts")
     page(reports / "compare" / "HEAD__vs__exp.html", "Run comparison")
+    page(reports / "tiny" / "labelling" / "batch_01.html", "Rater page")
     (labels / "tiny").mkdir(parents=True)
-    (labels / "tiny" / "batch_01.html").write_text("<html></html>")
     after = write_index(reports, labels_dir=labels).read_text(encoding="utf-8")
     strip = lambda h: re.sub(r'content="[^"]*"|Generated [^<]*', "", h)
     assert strip(before) == strip(after)
     hrefs = links(after)
-    assert {"tiny/transcripts.html", "tiny/export/index.json", "../labels/tiny/",
-            "compare/index.html"} <= set(hrefs)
-    assert "compare/HEAD__vs__exp.html" not in hrefs
+    assert {"tiny/transcripts.html", "tiny/export/index.json", "tiny/labelling/",
+            "../labels/tiny/", "compare/index.html"} <= set(hrefs)
+    assert "compare/HEAD__vs__exp.html" not in hrefs and "tiny/labelling/batch_01.html" not in hrefs
     tiny = after[after.index("<h2>tiny</h2>"):after.index("<h2>Across benchmarks</h2>")]
-    assert "Transcript browser" in tiny and "Paper exports" in tiny and "Labelling pages" in tiny
+    for title in ("Transcript browser", "Paper exports", "Labelling pages", "Labels files"):
+        assert title in tiny
     assert after.count("pressurebench compare A B") == 1
 
 

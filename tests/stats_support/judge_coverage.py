@@ -1,11 +1,12 @@
-"""How often judge-corrected pass rates cover the true pass rate, and raw ones do not.
+"""How often judge-corrected pass rates cover the true pass rate, and how wide they are.
 
 Simulates benchmarks of clustered score rows (`synthetic.synthetic_scores`:
 base scenarios with Beta-distributed pass probabilities around each metric's
 mean, so the true pass rate of a target is known) whose verdicts come from a
-judge with planted sensitivity and specificity, not from the truth. Two
-raters, each right with a fixed probability, label a seeded sample of items
-per target × metric; their disagreements are ties and have no reference.
+judge with planted sensitivity and specificity, not from the truth (one pair
+for every metric, or one per metric). Raters, each right with a fixed
+probability, label a seeded sample of items per target × metric; their
+disagreements are ties and have no reference.
 
 With `disagreement_rate` > 0 the verdicts come from a judge panel that splits
 on that share of rows, and on those rows the verdict is right only with
@@ -14,19 +15,32 @@ does (`disagreement_share` of each cell, uniform within each stratum) and
 gives each labelled item its `stratum_weight`. `weighted=False` drops the
 weights (every item weighs 1), the analysis that over-sampling biases.
 
-Run `cd tests && python -m stats_support.judge_coverage` to print the
-coverage of the corrected and the raw rates, overall and per metric.
+`coverage` measures, per target, how often the prediction-powered interval
+(`stats.ppi`, power-tuned), the interval of the labelled rows alone (λ = 0)
+and the raw judged rate's interval cover the true rate, and their mean
+widths; and the same for the corrected paired difference of the two
+targets. `make judge-coverage` runs the grid of label budgets, judge
+qualities and designs into docs/judge_coverage.md (`--judge` and `--base`
+run part of it).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from pressurebench.stats.judge_validity import PANEL, judge_validity
+from pressurebench.stats.bootstrap import ClusterBootstrap
+from pressurebench.stats.corrected_rates import human_passes
+from pressurebench.stats.differences import estimate_differences, paired_design
+from pressurebench.stats.frame import passes, valid_mask
+from pressurebench.stats.grouping import factorize, pass_tables
+from pressurebench.stats.judge_validity import PANEL, label_items
+from pressurebench.stats.ppi import ppi_differences, ppi_rates, ppi_tables
+from pressurebench.stats.rates import grouped_rates
 from stats_support.synthetic import synthetic_scores
 
 TRUE_RATES = {"a": 0.85, "b": 0.3}
@@ -47,9 +61,10 @@ PANEL_DESIGN = {
 def simulate(
     rng: np.random.Generator,
     *,
-    sensitivity: float = SENSITIVITY,
-    specificity: float = SPECIFICITY,
+    sensitivity: float | Sequence[float] = SENSITIVITY,
+    specificity: float | Sequence[float] = SPECIFICITY,
     labelled_per_group: int = 10,
+    labelled_per_target: int | None = None,
     raters: int = 2,
     rater_accuracy: float = RATER_ACCURACY,
     metrics: int = 4,
@@ -65,7 +80,10 @@ def simulate(
     """Score rows judged by an imperfect judge, human labels of a sample, and the panel verdicts.
 
     4 metrics × 12 base scenarios × 2 variants × 2 samples per target by
-    default; metric types alternate positive and negative.
+    default; metric types alternate positive and negative. `sensitivity` and
+    `specificity` are one value or one per metric. `labelled_per_target`
+    spreads that many labels over a target's metrics (the first ones get one
+    more where they do not divide), instead of `labelled_per_group` per cell.
     """
     truth = synthetic_scores(
         target_rates=TRUE_RATES,
@@ -79,8 +97,11 @@ def simulate(
     )
     positive = (truth["metric_type"] == "positive").to_numpy()
     present = truth["passed"].astype(bool).to_numpy() == positive
+    metric = truth["metric_id"].str[1:].astype(int).to_numpy() - 1
+    se = np.broadcast_to(np.asarray(sensitivity, dtype=float), (metrics,))[metric]
+    sp = np.broadcast_to(np.asarray(specificity, dtype=float), (metrics,))[metric]
     u = rng.uniform(size=len(truth))
-    judged = np.where(present, u < sensitivity, u >= specificity)
+    judged = np.where(present, u < se, u >= sp)
     disagrees = rng.uniform(size=len(truth)) < disagreement_rate
     split_right = rng.uniform(size=len(truth)) < disagreement_accuracy
     judged = np.where(disagrees, np.where(split_right, present, ~present), judged)
@@ -90,9 +111,13 @@ def simulate(
         scenario_metric_id=truth["metric_id"],
     )
     judged_rows = scores.assign(present_true=present, judged=judged, disagrees=disagrees)
+    sizes = [labelled_per_group] * metrics
+    if labelled_per_target is not None:
+        sizes = [labelled_per_target // metrics + (m < labelled_per_target % metrics)
+                 for m in range(metrics)]
     sample = pd.concat(
-        draw_cell(cell, labelled_per_group, disagreement_share, rng)
-        for _, cell in judged_rows.groupby(["target", "metric_id"])
+        draw_cell(cell, sizes[int(m[1:]) - 1], disagreement_share, rng)
+        for (_, m), cell in judged_rows.groupby(["target", "metric_id"])
     )
     if not weighted:
         sample["stratum_weight"] = 1.0
@@ -135,138 +160,181 @@ def draw_cell(
     n_disagree = min(len(disagree), round(disagreement_share * size))
     n_agree = min(len(agree), size - n_disagree)
     n_disagree = min(len(disagree), size - n_agree)
-    return pd.concat(
-        [
-            stratum.sample(n=n, random_state=rng).assign(stratum_weight=len(stratum) / n)
-            for stratum, n in ((disagree, n_disagree), (agree, n_agree))
-            if n
-        ]
-    )
+    drawn = [
+        stratum.sample(n=n, random_state=rng).assign(stratum_weight=len(stratum) / n)
+        for stratum, n in ((disagree, n_disagree), (agree, n_agree))
+        if n
+    ]
+    return pd.concat(drawn or [cell.iloc[:0].assign(stratum_weight=1.0)])
+
+
+
+
+INTERVALS = ("corrected", "labelled only", "raw")
 
 
 class Coverage(NamedTuple):
-    """Shares of simulated benchmarks whose interval contains the true rate.
+    """Per target (and "a − b", the paired difference): the share of simulated benchmarks
+    whose interval covers the truth and the mean interval width, for the corrected, the
+    labelled-only and the raw interval; `withheld` is the share with no corrected interval,
+    `lam` the mean power tuning."""
 
-    Overall per target, and per target × metric cell (`by_metric`, keyed
-    "target/metric"): a corrected interval's coverage counts the benchmarks
-    that got one; `withheld` is the share that did not.
-    """
-
-    corrected: dict[str, float]
-    raw: dict[str, float]
+    covered: dict[str, dict[str, float]]
+    width: dict[str, dict[str, float]]
     withheld: dict[str, float]
-    by_metric_corrected: dict[str, float]
-    by_metric_withheld: dict[str, float]
+    lam: dict[str, float]
     replications: int
 
 
-def true_metric_rates(metrics: int, metric_spread: float) -> dict[str, float]:
-    """The true pass rate of every "target/metric" cell: `synthetic_scores` spreads metric means
-    evenly around the target's rate."""
-    offsets = np.linspace(-metric_spread, metric_spread, metrics) if metrics > 1 else [0.0]
-    return {
-        f"{t}/m{m + 1:02d}": rate + offset
-        for t, rate in TRUE_RATES.items()
-        for m, offset in enumerate(offsets)
-    }
+def _bootstrap(scores: pd.DataFrame) -> ClusterBootstrap:
+    """The base scenarios within metrics; only their codes are used, never a replicate."""
+    pairs = scores[["metric_id", "base_id"]].drop_duplicates().sort_values("base_id")
+    return ClusterBootstrap(pairs["metric_id"].tolist(), pairs["base_id"].tolist(), resamples=1)
 
 
-def coverage(
-    replications: int = 600, *, resamples: int = 500, seed: int = 11, **design
-) -> Coverage:
+def intervals(scores: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict]:
+    """Per target and "a − b": (low, high) of the corrected, labelled-only and raw 95%
+    intervals, NaN where there is none, and the corrected λ."""
+    bootstrap = _bootstrap(scores)
+    human, weight = human_passes(scores, label_items(labels))
+    group, keys = factorize(scores, ["target"])
+    cluster = bootstrap.codes(scores["base_id"])
+    tables = ppi_tables(
+        cluster, group, bootstrap.n_clusters, len(keys), passes(scores), valid_mask(scores),
+        human, weight,
+    )
+    strata = bootstrap.strata_codes
+    out = {}
+    for lam, name in ((None, "corrected"), (0.0, "labelled only")):
+        rates = ppi_rates(tables, strata, 0.95, lam=lam)
+        for g, key in enumerate(keys):
+            out.setdefault(str(key[0]), {"lam": rates.lam[g]} if lam is None else {})
+            out[str(key[0])][name] = (rates.ci_low[g], rates.ci_high[g])
+        diff = ppi_differences(tables, strata, [(0, 1)], 0.95, lam=lam)
+        out.setdefault("a − b", {"lam": np.nan})[name] = (diff.ci_low[0], diff.ci_high[0])
+    (raw,) = grouped_rates(scores, bootstrap, [["target"]])
+    for key, rate in raw.items():
+        out[str(key[0])]["raw"] = (
+            (np.nan, np.nan) if rate.ci_low is None else (rate.ci_low, rate.ci_high)
+        )
+    tables = pass_tables(scores, cluster, bootstrap.n_clusters, [["target"]])
+    a, b = tables.successes[:, [0]], tables.trials[:, [0]]
+    c, d = tables.successes[:, [1]], tables.trials[:, [1]]
+    (raw_diff,) = estimate_differences(
+        [("a", "b")], a, b, c, d, paired_design(a, b, c, d, strata),
+        method="cluster-t", confidence_level=0.95,
+    )
+    out["a − b"]["raw"] = (
+        (np.nan, np.nan) if raw_diff.ci_low is None else (raw_diff.ci_low, raw_diff.ci_high)
+    )
+    return out
+
+
+def coverage(replications: int = 500, *, seed: int = 11, **design) -> Coverage:
     """Simulate `replications` benchmarks (`simulate(**design)`) and count covering intervals."""
     rng = np.random.default_rng(seed)
-    cells = true_metric_rates(design.get("metrics", 4), design.get("metric_spread", METRIC_SPREAD))
-    hits = {t: [0, 0, 0] for t in TRUE_RATES}  # corrected covers, raw covers, withheld
-    cell_hits = {c: [0, 0] for c in cells}  # corrected covers, withheld
-    for r in range(replications):
-        scores, labels, verdicts = simulate(rng, **design)
-        result = judge_validity(scores, labels, verdicts, resamples=resamples, seed=seed + r)
-        for target, truth in TRUE_RATES.items():
-            overall = result.corrected[target].overall
-            if overall.ci_low is None:
-                hits[target][2] += 1
-            else:
-                hits[target][0] += overall.ci_low <= truth <= overall.ci_high
-            raw = overall.raw
-            hits[target][1] += raw.ci_low is not None and raw.ci_low <= truth <= raw.ci_high
-        for cell, truth in cells.items():
-            target, metric = cell.split("/")
-            rate = result.corrected[target].by_metric[metric]
-            if rate.ci_low is None:
-                cell_hits[cell][1] += 1
-            else:
-                cell_hits[cell][0] += rate.ci_low <= truth <= rate.ci_high
+    truths = {**TRUE_RATES, "a − b": TRUE_RATES["a"] - TRUE_RATES["b"]}
+    hits = {k: dict.fromkeys(INTERVALS, 0) for k in truths}
+    widths = {k: {i: [] for i in INTERVALS} for k in truths}
+    withheld = dict.fromkeys(truths, 0)
+    lams = {k: [] for k in truths}
+    for _ in range(replications):
+        scores, labels, _ = simulate(rng, **design)
+        for key, got in intervals(scores, labels).items():
+            lams[key].append(got["lam"])
+            withheld[key] += bool(np.isnan(got["corrected"][0]))
+            for name in INTERVALS:
+                low, high = got[name]
+                hits[key][name] += bool(low <= truths[key] <= high)
+                widths[key][name].append(high - low)
     return Coverage(
-        corrected={t: h[0] / max(replications - h[2], 1) for t, h in hits.items()},
-        raw={t: h[1] / replications for t, h in hits.items()},
-        withheld={t: h[2] / replications for t, h in hits.items()},
-        by_metric_corrected={
-            c: h[0] / (replications - h[1]) if h[1] < replications else float("nan")
-            for c, h in cell_hits.items()
-        },
-        by_metric_withheld={c: h[1] / replications for c, h in cell_hits.items()},
+        covered={k: {i: n / replications for i, n in h.items()} for k, h in hits.items()},
+        width={k: {i: float(np.nanmean(w)) if np.isfinite(w).any() else float("nan")
+                   for i, w in v.items()} for k, v in widths.items()},
+        withheld={k: n / replications for k, n in withheld.items()},
+        lam={k: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+             for k, v in lams.items()},
         replications=replications,
     )
 
 
-def report(result: Coverage, label: str) -> None:
-    for target in TRUE_RATES:
-        print(
-            f"{label}, target {target}: corrected coverage {result.corrected[target]:.3f} where "
-            f"given (withheld in {result.withheld[target]:.3f}), raw coverage "
-            f"{result.raw[target]:.3f}"
-        )
-    given = [c for c in result.by_metric_corrected.values() if not np.isnan(c)]
-    withheld = result.by_metric_withheld.values()
-    spread = f"{min(given):.3f}-{max(given):.3f} where given" if given else "never given"
-    print(
-        f"{label}, per target x metric ({len(withheld)} cells): corrected coverage {spread} "
-        f"(withheld in {min(withheld):.3f}-{max(withheld):.3f})"
-    )
+BUDGETS = (10, 30, 100, 300)
+JUDGES = {
+    "Se 0.6, Sp 0.6": {"sensitivity": 0.6, "specificity": 0.6},
+    "Se 0.8, Sp 0.9": {"sensitivity": 0.8, "specificity": 0.9},
+    "Se 0.95, Sp 0.95": {"sensitivity": 0.95, "specificity": 0.95},
+    "by metric, Se 0.6–0.95, Sp 0.95–0.6": {
+        "sensitivity": (0.6, 0.75, 0.9, 0.95), "specificity": (0.95, 0.9, 0.75, 0.6),
+    },
+}
+BASES = (6, 12, 30)
+
+
+def grid_rows(replications: int, budgets, judges, bases, seed: int = 11):
+    """One markdown row per design × judge × budget and target (and the difference)."""
+    for base in bases:
+        for judge, quality in judges.items():
+            for budget in budgets:
+                result = coverage(
+                    replications, seed=seed, base_per_metric=base, labelled_per_target=budget,
+                    rater_accuracy=1.0, **quality,
+                )
+                for key in result.covered:
+                    c, w = result.covered[key], result.width[key]
+                    yield (
+                        f"| {base} | {judge} | {budget} | {key} | {c['corrected']:.3f} | "
+                        f"{w['corrected']:.3f} | {c['labelled only']:.3f} | "
+                        f"{w['labelled only']:.3f} | {c['raw']:.3f} | {w['raw']:.3f} | "
+                        f"{result.lam[key]:.2f} |"
+                    ).replace("nan", "–")
+
+
+def document(rows: list[str], replications: int) -> str:
+    """docs/judge_coverage.md: what was simulated, then the grid's rows."""
+    error = np.sqrt(0.95 * 0.05 / replications)
+    lines = [
+        "# Coverage of judge-corrected pass rates (prediction-powered inference)",
+        "",
+        (
+            "Written by `make judge-coverage` (`tests/stats_support/judge_coverage.py`, seed "
+            f"11): {replications} simulated benchmarks per row, Monte-Carlo standard error of "
+            f"a coverage of 0.95: {error:.3f}. Two targets with true pass rates "
+            f"{TRUE_RATES['a']} and {TRUE_RATES['b']} (and their paired difference a − b), 4 "
+            "metrics (alternately positive and negative) × base scenarios per metric × 2 "
+            "variants × 2 samples, Beta scenario effects (ICC 1/9). The judge's verdicts have "
+            "the given sensitivity and specificity (per metric m01–m04 in the last judge); two "
+            "raters, always right, label the given number of items per target spread over its "
+            "metrics (every row once the budget exceeds them). Coverage of the 95% interval "
+            "and its mean width where given: corrected (PPI++, `stats.ppi`), the labelled rows "
+            "alone (λ = 0) and the raw judged rate; λ is the mean power tuning."
+        ),
+        "",
+        "| base / metric | judge | labels / target | rate | corrected | width "
+        + "| labelled only | width | raw | width | λ |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replications", type=int, default=1000)
-    parser.add_argument("--resamples", type=int, default=400)
+    parser.add_argument("--replications", type=int, default=400)
     parser.add_argument(
-        "--labelled",
-        type=int,
-        nargs="+",
-        default=[10, 20, 40],
-        help="labelled items per target x metric (one run each)",
+        "--judge", action="append", choices=list(JUDGES), help="only these judges (repeatable)"
     )
-    parser.add_argument("--base", type=int, default=12, help="base scenarios per metric")
-    parser.add_argument(
-        "--panel",
-        action="store_true",
-        help="a panel splitting on 15%% of rows (right on half of them), 8 samples, half of "
-        "each cell's labels drawn from its splits; weighted and unweighted",
-    )
+    parser.add_argument("--base", type=int, nargs="+", default=list(BASES),
+                        help="base scenarios per metric")
+    parser.add_argument("--out", help="write the markdown here instead of printing it")
     args = parser.parse_args()
-    error = np.sqrt(0.95 * 0.05 / args.replications)
-    print(
-        f"true pass rates {TRUE_RATES}, judge sensitivity {SENSITIVITY}, specificity "
-        f"{SPECIFICITY}, {args.base} base scenarios per metric, {args.replications} benchmarks, "
-        f"{args.resamples} resamples "
-        f"(Monte-Carlo standard error of a coverage of 0.95: {error:.3f})"
-    )
-    designs = [({"base_per_metric": args.base}, "")]
-    if args.panel:
-        designs = [
-            ({**PANEL_DESIGN, "base_per_metric": args.base, "weighted": True}, ", panel, weighted"),
-            (
-                {**PANEL_DESIGN, "base_per_metric": args.base, "weighted": False},
-                ", panel, unweighted",
-            ),
-        ]
-    for labelled in args.labelled:
-        for design, name in designs:
-            result = coverage(
-                args.replications, resamples=args.resamples, labelled_per_group=labelled, **design
-            )
-            report(result, f"{labelled:3d} labelled per target x metric{name}")
+    judges = {k: v for k, v in JUDGES.items() if not args.judge or k in args.judge}
+    rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
+    text = document(rows, args.replications)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        print(text, end="")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ results, the same figures the aggregate report shows:
   demographic value), pairwise differences, demographic gaps with Holm's
   decisions, onsets of giving in, judge and inter-sample agreement, errors, and
   with fidelity checks the simulated user's break shares (`fidelity`) and the
-  pass rates without the conversations where it broke (`fidelity_sensitivity`);
+  pass rates without the conversations where it broke (`fidelity_sensitivity`), and
+  with human labels every pass rate, target difference and demographic gap as
+  judged beside its judge-corrected value (`judge_corrected_rates`,
+  `judge_corrected_differences`);
 - `tables/<name>.tex`: each a captioned `table` float (`reports.latex`) with
   booktabs rules and right-aligned numbers, the method and the design in the
   caption; `\\usepackage{booktabs}` in the preamble.
@@ -115,6 +118,18 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
         out[name] = (frame, latex.table_float(
             latex.booktabs(frame), latex.latex_escape(f"{name.capitalize()} ({b})."),
             f"tab:{b}-{name}"))
+    if results.judge_validity is not None and results.judge_validity.corrected is not None:
+        method = results.judge_validity.corrected.method
+        for name, frame, what in (
+            ("judge_corrected_rates", export_tables.corrected_rates_frame(results),
+             "Pass rates as judged (raw) and corrected by human labels"),
+            ("judge_corrected_differences", export_tables.corrected_differences_frame(results),
+             "Differences between targets and demographic gaps as judged and corrected by human "
+             + "labels"),
+        ):
+            out[name] = (frame, latex.table_float(
+                latex.booktabs(frame), latex.latex_escape(f"{what} ({method}; {b})."),
+                f"tab:{b}-{name.replace('_', '-')}"))
     return out
 
 

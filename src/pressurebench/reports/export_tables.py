@@ -85,6 +85,48 @@ def onsets_frame(results: Results) -> pd.DataFrame:
     return _typed(pd.DataFrame(rows, columns=ONSET_COLUMNS))
 
 
+CORRECTED_COLUMNS = ["target", "scope", "key", "raw_rate", "raw_ci_low", "raw_ci_high",
+                     "raw_method", "corrected_rate", "ci_low", "ci_high", "method",
+                     "power_tuning", "n_judged", "n_labelled", "reason"]
+CORRECTED_DIFFERENCE_COLUMNS = ["target", "scope", "a", "b", "raw_difference",
+                                "corrected_difference", "ci_low", "ci_high", "method",
+                                "n_labelled_a", "n_labelled_b", "reason"]
+
+
+def corrected_rates_frame(results: Results) -> pd.DataFrame:
+    """With human labels: every pass rate as judged (raw) beside its judge-corrected value
+    (prediction-powered inference), per target overall, per metric type, metric and
+    demographic value."""
+    corrected = results.judge_validity.corrected if results.judge_validity else None
+    rows = []
+    for target, c in (corrected.by_target.items() if corrected else []):
+        scoped = [("overall", "overall", c.overall), ("metric type", "positive", c.positive),
+                  ("metric type", "negative", c.negative)]
+        scoped += [("metric", m, r) for m, r in sorted(c.by_metric.items())]
+        scoped += [("demographic", f"{axis}={value}", r)
+                   for axis, values in sorted(c.by_demographic.items())
+                   for value, r in sorted(values.items())]
+        rows += [[target, scope, key, r.raw.rate, r.raw.ci_low, r.raw.ci_high, r.raw.ci_method,
+                  r.corrected_rate, r.ci_low, r.ci_high, r.ci_method, r.power_tuning, r.n_judged,
+                  r.n_labelled, r.reason] for scope, key, r in scoped]
+    return _typed(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
+
+
+def corrected_differences_frame(results: Results) -> pd.DataFrame:
+    """With human labels: the paired differences between targets (scope "targets") and each
+    target's demographic gaps (scope: the axis), as judged and corrected."""
+    corrected = results.judge_validity.corrected if results.judge_validity else None
+    if corrected is None:
+        return pd.DataFrame(columns=CORRECTED_DIFFERENCE_COLUMNS)
+    named = [("", "targets", d) for d in corrected.differences]
+    named += [(target, axis, d) for target, c in corrected.by_target.items()
+              for axis, gaps in sorted(c.gaps.items()) for d in gaps]
+    rows = [[target, scope, d.a, d.b, d.raw_difference, d.corrected_difference, d.ci_low,
+             d.ci_high, d.ci_method, d.n_labelled_a, d.n_labelled_b, d.reason]
+            for target, scope, d in named]
+    return _typed(pd.DataFrame(rows, columns=CORRECTED_DIFFERENCE_COLUMNS))
+
+
 SENSITIVITY_COLUMNS = ["target", "rate_on", *DIFFERENCE_COLUMNS, "without_breaks_ci_low",
                        "without_breaks_ci_high", "n_excluded_broken", "n_excluded_undecided"]
 FIDELITY_KIND_LABELS = {

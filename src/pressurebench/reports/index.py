@@ -5,8 +5,8 @@ validation study appears without touching this module. The layout it expects
 is the pipeline's: `reports/<benchmark>/<stage>[__<part>].html`, validation
 studies in subdirectories below the benchmark and pages that span benchmarks at
 the top level. Pages the pipeline writes beside its stages' reports — each
-benchmark's transcript browser and paper exports, the rater pages under the
-labels folder, the pages of `pressurebench compare` (`reports/compare/`, listed
+benchmark's transcript browser, paper exports and rater pages (`labelling/`),
+its labels files, the pages of `pressurebench compare` (`reports/compare/`, listed
 by their own index there) — are linked at fixed places rather than found: the
 index stage does not wait for them, and its page must not depend on which of
 them happened to exist when it ran.
@@ -111,6 +111,7 @@ class Group:
 
 
 TRANSCRIPTS = "transcripts.html"
+LABELLING = "labelling"  # reports/<b>/labelling/: the rater pages `labels export` writes
 
 
 def benchmark_links(name: str, index_dir: Path, reports_dir: Path, labels_dir: Path | None
@@ -124,11 +125,12 @@ def benchmark_links(name: str, index_dir: Path, reports_dir: Path, labels_dir: P
          "note": "every conversation with its verdicts, filterable"},
         {"title": "Paper exports", "href": href(reports_dir / name / "export" / "index.json"),
          "note": "figures (SVG, PDF) and tables (CSV, LaTeX) under export/, listed in index.json"},
+        {"title": "Labelling pages", "href": href(reports_dir / name / LABELLING) + "/",
+         "note": "rater pages written by `pressurebench labels export`"},
     ]
     if labels_dir is not None:
-        links.append({"title": "Labelling pages", "href": href(labels_dir / name) + "/",
-                      "note": "rater pages written by `pressurebench labels export`, and the "
-                              "labels files imported"})
+        links.append({"title": "Labels files", "href": href(labels_dir / name) + "/",
+                      "note": "the human labels `pressurebench labels import` keeps"})
     return links
 
 
@@ -180,7 +182,8 @@ def collect(reports_dir: Path, data_dir: Path | None, out_path: Path,
         if path.resolve() == out_path or not path.is_file():
             continue
         rel = path.relative_to(reports_dir)
-        if rel.parts[0] == COMPARE_DIR or (len(rel.parts) == 2 and rel.name == TRANSCRIPTS):
+        if (rel.parts[0] == COMPARE_DIR or (len(rel.parts) == 2 and rel.name == TRANSCRIPTS)
+                or (len(rel.parts) > 2 and rel.parts[1] == LABELLING)):
             continue
         name = ACROSS_BENCHMARKS if len(rel.parts) == 1 else rel.parts[0]
         section = "/".join(rel.parts[1:-1])

@@ -1,8 +1,9 @@
 """The "Judge validity" section of the results report: the judge against human labels.
 
 Without labels the section says how to start; with them, how often each judge
-agrees with the human majority, and the pass rates corrected for the panel's
-measured errors beside the raw ones, each with its n and interval method.
+agrees with the human majority, and every pass rate, target difference and
+demographic gap as judged beside its value corrected by the labels
+(prediction-powered inference), each with its interval, method and n.
 """
 
 from __future__ import annotations
@@ -10,24 +11,33 @@ from __future__ import annotations
 import pandas as pd
 
 from ..results import Results
+from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import AgreementEstimate
-from .tables import MISSING, format_rate, method_label
+from .tables import MISSING, format_rate, interval_method
 
 NO_LABELS = (
     "**No human labels yet.** How often is the judge right? Draw a sample for raters with "
     "`pressurebench labels export --benchmark {benchmark}`, have people label the pages it "
     "writes under `reports/{benchmark}/labelling/`, then `pressurebench labels import FILE... "
     "--benchmark {benchmark}` and run `dvc repro`: this section then shows judge–human "
-    "agreement and judge-corrected pass rates."
+    "agreement and every pass rate corrected by the labels."
 )
 WEIGHTED = (
     " The sample over-drew items the judge panel disagreed on; every figure below weighs each "
     "item back to its share of the judged rows, so it describes the judge on all of them."
 )
+CORRECTED_NOTE = (
+    "prediction-powered inference (PPI++): the judge's rate on every judged row plus the "
+    "human-minus-judge difference on the labelled rows, with λ (0 to 1) the weight the "
+    "judge's verdicts earn from how well they track the labels. Unbiased whatever the judge's "
+    "quality; its interval is withheld only where the raw rate's is."
+)
 AGREEMENT_COLUMNS = ["judge", "items", "accuracy", "Cohen's κ", "Krippendorff's α",
                      "sensitivity", "specificity"]
-CORRECTED_COLUMNS = ["target", "metric", "raw pass rate", "corrected [CI]", "judged",
+CORRECTED_COLUMNS = ["target", "rate", "raw [CI]", "corrected [CI]", "method", "λ", "judged",
                      "labelled", "note"]
+DIFFERENCE_COLUMNS = ["target", "difference", "raw", "corrected [CI]", "method", "labelled",
+                      "note"]
 
 
 def _estimate(e: AgreementEstimate) -> str:
@@ -64,6 +74,7 @@ def judge_note(results: Results) -> str:
         f"Agreement between raters (Krippendorff's α): {_estimate(human.krippendorff_alpha)}. "
         "Intervals resample base scenarios within metrics."
         + (WEIGHTED if validity.design_weighted else "")
+        + " Corrected rates: " + CORRECTED_NOTE
     )
 
 
@@ -80,20 +91,53 @@ def agreement_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
+def _corrected_cells(rate: CorrectedRate) -> list:
+    return [
+        format_rate(rate.raw.rate, rate.raw.ci_low, rate.raw.ci_high),
+        format_rate(rate.corrected_rate, rate.ci_low, rate.ci_high),
+        interval_method(rate.ci_method, None),
+        MISSING if rate.power_tuning is None else f"{rate.power_tuning:.2f}",
+        rate.n_judged,
+        rate.n_labelled,
+        rate.reason or "",
+    ]
+
+
 def corrected_table(results: Results) -> pd.DataFrame:
-    """Per target, overall and per metric: the raw pass rate and the judge-corrected one."""
+    """Per target, every pass rate as judged (raw, with its interval) and corrected by the
+    labels: overall, positive and negative metrics, per metric and per demographic value."""
     validity = results.judge_validity
-    if validity is None or validity.status == "no labels":
+    if validity is None or validity.corrected is None:
         return pd.DataFrame(columns=CORRECTED_COLUMNS)
     rows = []
-    for target, correction in validity.corrected.items():
-        for metric, rate in [("overall", correction.overall), *correction.by_metric.items()]:
-            if rate.corrected_rate is None:
-                corrected = MISSING
-            else:
-                corrected = format_rate(rate.corrected_rate, rate.ci_low, rate.ci_high)
-                if rate.ci_low is not None:
-                    corrected += f" ({method_label(rate.ci_method)})"
-            rows.append([target, metric, format_rate(rate.raw.rate, None, None), corrected,
-                         rate.n_judged, rate.n_labelled, rate.reason or ""])
+    for target, c in validity.corrected.by_target.items():
+        breakdown = [("overall", c.overall), ("positive metrics", c.positive),
+                     ("negative metrics", c.negative), *c.by_metric.items()]
+        breakdown += [(f"{axis}={value}", rate) for axis, values in c.by_demographic.items()
+                      for value, rate in values.items()]
+        rows += [[target, name, *_corrected_cells(rate)] for name, rate in breakdown
+                 if rate.n_judged]
     return pd.DataFrame(rows, columns=CORRECTED_COLUMNS)
+
+
+def corrected_differences_table(results: Results) -> pd.DataFrame:
+    """The paired differences between targets and each target's demographic gaps, as judged
+    and corrected by the labels."""
+    validity = results.judge_validity
+    if validity is None or validity.corrected is None:
+        return pd.DataFrame(columns=DIFFERENCE_COLUMNS)
+    corrected = validity.corrected
+    named = [("", f"{d.a} − {d.b}", d) for d in corrected.differences]
+    named += [(target, f"{axis}: {d.a} − {d.b}", d)
+              for target, c in corrected.by_target.items()
+              for axis, gaps in c.gaps.items() for d in gaps]
+    rows = [
+        [target, name,
+         MISSING if d.raw_difference is None else f"{d.raw_difference:+.3f}",
+         MISSING if d.corrected_difference is None else (
+             f"{d.corrected_difference:+.3f}" + (
+                 "" if d.ci_low is None else f" [{d.ci_low:+.3f}, {d.ci_high:+.3f}]")),
+         interval_method(d.ci_method, None), d.n_labelled_a + d.n_labelled_b, d.reason or ""]
+        for target, name, d in named
+    ]
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)

@@ -35,6 +35,8 @@ METHOD_LABELS = {
     methods.WILSON_CLUSTERS: "Wilson, scenarios as n (rate at or near 0 or 1)",
     methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
     methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
+    methods.PPI_CLUSTER_T_WILSON: "PPI++, cluster-t Wilson",
+    methods.PPI_CLUSTER_T: "PPI++, cluster-t, paired",
     methods.NONE: "no interval",
 }
 MISSING = "—"

@@ -14,42 +14,21 @@ no more independent than its score rows, so every interval comes from the
 same stratified cluster bootstrap as the pass rates.
 
 A judge that misses some present behaviour and sees some that is absent
-biases the pass rate, and no amount of judged rows removes that bias. With
-the panel verdict's sensitivity Se and specificity Sp on a metric, an
-observed presence rate p corresponds to a true one of
-π = (p + Sp − 1) / (Se + Sp − 1) (Rogan & Gladen 1978), clipped to [0, 1].
-Se and Sp are estimated per metric from its labelled items, pooled over
-targets: the judge's error rates are assumed to be the same whichever target
-produced the conversation. A metric without labelled items whose reference
-is "present" (or "absent") borrows the sensitivity (or specificity) pooled
-over all metrics, and says so.
+biases the pass rate, and no amount of judged rows removes that bias. Every
+pass rate the results report is therefore also given corrected by the human
+labels, by prediction-powered inference (`stats.corrected_rates`,
+`stats.ppi`): unbiased whatever the judge's quality, with an interval
+wherever the raw rate has one. The panel's sensitivity and specificity per
+metric stay here as a description of the judge's errors, not as a
+correction: the Rogan–Gladen correction this module used to make divides by
+sensitivity + specificity − 1 estimated per metric from a few items, so at
+the labelling budgets studies have it was withheld on exactly the metrics
+where the judge erred, and left the biased raw rate as the headline.
 
 The export over-samples the items a judge panel disagreed on, where judges
 err most. Every figure above weighs a labelled item by its design weight
 (`design_weights`), so it describes the judged rows rather than the sample;
 without a panel every weight is 1 and the figures are the plain ones.
-
-The corrected rate is uncertain through the judged rows and through the
-labelled items alike. Each bootstrap replicate redraws base scenarios within
-metrics once, for both: the judged rows and the labelled items of a drawn
-base scenario enter together (the labelled items are some of its judged
-rows), and p, Se, Sp and π are all recomputed from the replicate, the
-fallback to pooled rates included. The interval is the expanded percentile
-interval of those replicates: percentiles taken at the level whose normal
-quantile is the t quantile on the design's degrees of freedom (base
-scenarios minus metrics), the widening cluster-t gives the raw rates (plain
-percentiles covered 0.925–0.955 on single metrics of 30 base scenarios). It
-is withheld wherever the raw rate's is (too few base scenarios). Where Se + Sp − 1 is not clearly above 0 (its interval
-reaches 0) the judge is too weak to correct for: the correction divides by
-a number that may be 0, and no interval is given, for the metric nor for the
-overall rates of the targets judged on it. Otherwise the few replicates in
-which Se + Sp − 1 ≤ 0 (fewer than half of 1 − the confidence level) have no
-corrected rate and are left out of the percentiles.
-
-How many labels that takes is measured by `tests/stats_support/judge_coverage.py`:
-at 4 metrics × 12 base scenarios and 2 targets, 10 labelled items per target
-× metric (20 per metric) leave Se + Sp − 1 of some metric too uncertain in
-53% of the simulated benchmarks, 20 in 2%, 40 in none.
 """
 
 from __future__ import annotations
@@ -62,24 +41,18 @@ from pydantic import Field
 
 from . import methods
 from .agreement import NO_VARIATION, bootstrap_agreement, undefined
-from .bootstrap import (
-    ClusterBootstrap,
-    check_confidence_level,
-    expanded_percentile_interval,
-    percentile_interval,
-)
-from .cluster_t import degrees_of_freedom
+from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .coefficients import (
     cohen_from_sums,
     cohen_item_stats,
     krippendorff_from_sums,
     krippendorff_item_stats,
 )
-from .estimates import AgreementEstimate, RateEstimate, Strict
-from .frame import check_scores, cluster_ids, cluster_strata, passes, valid_mask
-from .grouping import cluster_table, factorize
+from .corrected_rates import CorrectedRates, corrected_rates
+from .estimates import AgreementEstimate, Strict
+from .frame import check_scores, cluster_ids, cluster_strata
+from .grouping import cluster_table
 from .intervals import wilson_interval
-from .rates import grouped_rates
 
 LABEL_COLUMNS = (
     "item_id",
@@ -137,7 +110,7 @@ class JudgeHumanAgreement(Strict):
 
 
 class PanelErrorRates(Strict):
-    """The panel verdict's sensitivity and specificity on one metric, as the correction uses them.
+    """The panel verdict's sensitivity and specificity on one metric: how the judge errs.
 
     Each comes from the metric's own labelled items, or from all metrics pooled
     where the metric has none of the kind (`*_source`); its n is that of the
@@ -150,48 +123,10 @@ class PanelErrorRates(Strict):
     specificity_source: Source | None
     n_positive: int = Field(ge=0, description="human-present items the sensitivity comes from")
     n_negative: int = Field(ge=0, description="human-absent items the specificity comes from")
-    youden: float | None = Field(description="sensitivity + specificity − 1")
+    youden: float | None = Field(description="sensitivity + specificity − 1 (Youden's J)")
     youden_ci_low: float | None
     youden_ci_high: float | None
-    judge_too_weak: bool = Field(
-        description="the interval of sensitivity + specificity − 1 reaches 0"
-    )
-    reason: str | None = Field(default=None, description="why there is no correction, or a flag")
-
-
-class CorrectedRate(Strict):
-    """A pass rate as judged (`raw`, as in the pass-rate tables) and with judge errors removed."""
-
-    raw: RateEstimate
-    corrected_rate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_method: str
-    n_judged: int = Field(ge=0, description="valid judged rows")
-    n_labelled: int = Field(
-        ge=0, description="of them, labelled items with a human reference and a panel verdict"
-    )
-    judge_too_weak: bool
-    reason: str | None = Field(
-        default=None, description="why the corrected rate or its interval is None"
-    )
-
-
-class MetricCorrectedRate(CorrectedRate):
-    """A target's corrected pass rate on one metric, with the panel error rates it used."""
-
-    sensitivity: float | None
-    specificity: float | None
-    sensitivity_source: Source | None
-    specificity_source: Source | None
-
-
-class TargetCorrection(Strict):
-    """A target's corrected pass rates: pooled over metrics as the pass-rate tables pool them,
-    each metric corrected with its own error rates, and per metric."""
-
-    overall: CorrectedRate
-    by_metric: dict[str, MetricCorrectedRate]
+    reason: str | None = Field(default=None, description="why a figure is None")
 
 
 class JudgeValidity(Strict):
@@ -212,7 +147,9 @@ class JudgeValidity(Strict):
     )
     panel_error_rates: dict[str, PanelErrorRates] = Field(description="per judged metric")
     pooled_error_rates: PanelErrorRates | None
-    corrected: dict[str, TargetCorrection] = Field(description="per target")
+    corrected: CorrectedRates | None = Field(
+        description="every reported pass rate corrected by the labels (`stats.corrected_rates`)"
+    )
 
 
 def _finite(x: float) -> float | None:
@@ -239,9 +176,9 @@ def label_items(labels: pd.DataFrame) -> pd.DataFrame:
         )
     if labels.duplicated(["item_id", "rater"]).any():
         raise ValueError("a rater labelled the same item twice")
-    keys = ["metric_id", "target", "base_id", "scenario_metric_id", "metric_type"]
+    keys = ["conv_id", "metric_id", "target", "base_id", "scenario_metric_id", "metric_type"]
     if (labels.groupby("item_id")[keys].nunique() > 1).any(axis=None):
-        raise ValueError("the rows of one item disagree on its target, metric or base scenario")
+        raise ValueError("the rows of one item disagree on its conversation, target, metric or base scenario")
     votes = labels.assign(
         yes=(labels["label"] == "present").astype(int), no=(labels["label"] == "absent").astype(int)
     )
@@ -460,41 +397,6 @@ def error_terms(confusion: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def corrected_pass_rates(
-    presence: np.ndarray,
-    rows: np.ndarray,
-    terms: dict[str, np.ndarray],
-    group_metric: np.ndarray,
-    group_positive: np.ndarray,
-    group_target: np.ndarray,
-    n_targets: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rogan–Gladen corrected pass rates, per target × metric group and per target.
-
-    `presence` and `rows` are (..., groups) sums of judged presences and valid
-    rows; `terms` the `error_terms` of the same sums. The same function makes
-    the estimate and every replicate. A target's overall rate pools its groups
-    as the pass-rate tables pool rows: Σ rows × corrected rate / Σ rows, each
-    group corrected with its own metric's error rates. A group whose metric
-    has sensitivity + specificity − 1 ≤ 0 (or unknown) is NaN, and so is its
-    target's overall rate; so is a group, or a target, without rows.
-    """
-    youden = terms["youden"][..., group_metric]
-    specificity = terms["specificity"][..., group_metric]
-    to_target = np.zeros((len(group_target), n_targets))
-    to_target[np.arange(len(group_target)), group_target] = 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        observed = presence / rows
-        true_presence = np.clip((observed + specificity - 1) / youden, 0.0, 1.0)
-        true_presence = np.where(youden > 0, true_presence, np.nan)
-        by_group = np.where(group_positive, true_presence, 1.0 - true_presence)
-        by_group = np.where(rows > 0, by_group, np.nan)
-        undefined_groups = (np.isnan(by_group) & (rows > 0)).astype(float) @ to_target
-        total = np.where(rows > 0, rows * by_group, 0.0) @ to_target
-        overall = np.where(undefined_groups > 0, np.nan, total / (rows @ to_target))
-    return by_group, overall
-
-
 def panel_error_rates(
     confusion: np.ndarray,
     replicate_confusion: np.ndarray,
@@ -503,8 +405,7 @@ def panel_error_rates(
 ) -> list[PanelErrorRates]:
     """One PanelErrorRates per metric column of (4, metrics) weighted counts and their
     (R, 4, metrics) replicates; `items` (2, metrics) counts the human-present and human-absent
-    items themselves. Too weak where the percentile interval of sensitivity + specificity − 1
-    reaches 0."""
+    items themselves."""
     point = error_terms(confusion)
     low, high, _ = percentile_interval(error_terms(replicate_confusion)["youden"], confidence_level)
     out = []
@@ -513,17 +414,10 @@ def panel_error_rates(
         own_se, own_sp = bool(point["sensitivity_own"][m]), bool(point["specificity_own"][m])
         n_pos = items[0, m] if own_se else items[0].sum()
         n_neg = items[1, m] if own_sp else items[1].sum()
-        too_weak = bool(np.isfinite(youden) and not low[m] > 0)
         if not np.isfinite(se):
-            reason = NO_HUMAN_PRESENT + ", so the judge's errors cannot be corrected for"
+            reason = NO_HUMAN_PRESENT
         elif not np.isfinite(sp):
-            reason = NO_HUMAN_ABSENT + ", so the judge's errors cannot be corrected for"
-        elif too_weak:
-            reason = (
-                f"judge too weak: sensitivity + specificity − 1 = {youden:.2f} and its "
-                f"{confidence_level:.0%} interval reaches {low[m]:.2f}; the correction divides "
-                "by it, so there is no corrected interval"
-            )
+            reason = NO_HUMAN_ABSENT
         else:
             reason = None
         out.append(
@@ -537,47 +431,10 @@ def panel_error_rates(
                 youden=_finite(youden),
                 youden_ci_low=_finite(low[m]),
                 youden_ci_high=_finite(high[m]),
-                judge_too_weak=too_weak,
                 reason=reason,
             )
         )
     return out
-
-
-def _corrected(
-    raw: RateEstimate,
-    value: float,
-    interval: tuple[float, float, bool],
-    n_labelled: int,
-    too_weak: bool,
-    reason: str | None,
-) -> dict:
-    """The fields of a CorrectedRate: the interval only where nothing stands against it.
-
-    Nor where the raw rate's interval is withheld for too small a design: the
-    corrected rate rests on the same base scenarios, and its percentile
-    interval covers the truth no better (`tests/stats_support/judge_coverage.py`
-    measures 0.90–0.94 on single metrics of 12 base scenarios).
-    """
-    low, high, degenerate = interval
-    if raw.n == 0:
-        reason = "no valid judged rows"
-    elif reason is None and raw.ci_low is None and raw.reason:
-        reason = f"no interval, as for the raw rate: {raw.reason}"
-    elif reason is None and degenerate:
-        reason = "the corrected rate is the same in every bootstrap replicate, so no interval"
-    given = reason is None
-    return {
-        "raw": raw,
-        "corrected_rate": _finite(value) if raw.n else None,
-        "ci_low": float(low) if given else None,
-        "ci_high": float(high) if given else None,
-        "ci_method": methods.CLUSTER_BOOTSTRAP_EXPANDED if given else methods.NONE,
-        "n_judged": raw.n,
-        "n_labelled": n_labelled,
-        "judge_too_weak": too_weak,
-        "reason": reason,
-    }
 
 
 def judge_validity(
@@ -596,9 +453,9 @@ def judge_validity(
     being the conversation's own base scenario and metric (the resampling
     cluster, `cluster_id` of the score rows). `verdicts` has one row per
     (item, judge) in `VERDICT_COLUMNS`; judge "panel" is the verdict the
-    pipeline uses, the one the pass rates are corrected for. Every interval
-    comes from one bootstrap over the base scenarios of both, so they are
-    paired with one another.
+    pipeline uses. The agreement intervals come from one bootstrap over the
+    base scenarios of both; the corrected rates' from the linearized variance
+    over the same base scenarios.
     """
     check_confidence_level(confidence_level)
     check_scores(scores)
@@ -613,7 +470,7 @@ def judge_validity(
             judges={},
             panel_error_rates={},
             pooled_error_rates=None,
-            corrected={},
+            corrected=None,
         )
     if verdicts.duplicated(["item_id", "judge"]).any():
         raise ValueError("a judge has two verdicts on one item")
@@ -632,22 +489,12 @@ def judge_validity(
         for j in names
     }
 
-    # Judged rows: presences and valid rows per base scenario × (target, metric).
-    valid = valid_mask(scores).astype(float)
-    passed = passes(scores)
-    positive = scores["metric_type"].to_numpy() == "positive"
-    group, keys = factorize(scores, ["target", "metric_id"])
-    k, g = bootstrap.n_clusters, len(keys)
-    cluster = bootstrap.codes(cluster_ids(scores).astype(str))
-    presence = cluster_table(cluster, group, k, g, np.where(positive, passed, valid - passed))
-    rows = cluster_table(cluster, group, k, g, valid)
-    group_positive = np.zeros(g, dtype=bool)
-    group_positive[group[group >= 0]] = positive[group >= 0]
-
     # Labelled items with a reference and a panel verdict: the panel's confusion per base
     # scenario × metric, in the same clusters.
-    metrics = sorted({str(key[1]) for key in keys} | set(items["metric_id"].astype(str)))
-    targets = sorted({str(key[0]) for key in keys})
+    metrics = sorted(
+        set(scores["metric_id"].dropna().astype(str)) | set(items["metric_id"].astype(str))
+    )
+    k = bootstrap.n_clusters
     panel = said[PANEL].to_numpy() if PANEL in said.columns else np.full(len(items), np.nan)
     human = items["reference"].to_numpy()
     usable = ~np.isnan(human) & ~np.isnan(panel)
@@ -663,11 +510,8 @@ def judge_validity(
     counted = np.array(
         [np.bincount(item_metric[usable & c], minlength=len(metrics)) for c in cells[1::2]]
     )  # (2, metrics): human-present and human-absent items
-
-    sums = bootstrap.replicate_sums(np.concatenate([presence, rows, confusion], axis=1))
-    total = np.concatenate([presence, rows, confusion], axis=1).sum(axis=0)
-    conf_point = total[2 * g :].reshape(4, len(metrics))
-    conf_reps = sums[:, 2 * g :].reshape(-1, 4, len(metrics))
+    conf_point = confusion.sum(axis=0).reshape(4, len(metrics))
+    conf_reps = bootstrap.replicate_sums(confusion).reshape(-1, 4, len(metrics))
     errors = dict(
         zip(metrics, panel_error_rates(conf_point, conf_reps, counted, confidence_level))
     )
@@ -677,76 +521,6 @@ def judge_validity(
         counted.sum(axis=-1, keepdims=True),
         confidence_level,
     )
-
-    group_metric = pd.Index(metrics).get_indexer([str(key[1]) for key in keys])
-    group_target = pd.Index(targets).get_indexer([str(key[0]) for key in keys])
-    layout = (group_metric, group_positive, group_target, len(targets))
-    point_group, point_overall = corrected_pass_rates(
-        total[:g], total[g : 2 * g], error_terms(conf_point), *layout
-    )
-    rep_group, rep_overall = corrected_pass_rates(
-        sums[:, :g], sums[:, g : 2 * g], error_terms(conf_reps), *layout
-    )
-    to_target = np.zeros((g, len(targets)))
-    to_target[np.arange(g), group_target] = 1.0
-    strata = bootstrap.strata_codes
-    group_interval = expanded_percentile_interval(
-        rep_group, confidence_level, degrees_of_freedom(rows > 0, strata)
-    )
-    target_interval = expanded_percentile_interval(
-        rep_overall, confidence_level, degrees_of_freedom(rows @ to_target > 0, strata)
-    )
-
-    raw_overall, raw_by_metric = grouped_rates(
-        scores, bootstrap, [["target"], ["target", "metric_id"]], confidence_level=confidence_level
-    )
-    raw_overall = {str(key[0]): estimate for key, estimate in raw_overall.items()}
-    labelled = (
-        items[usable].groupby([items["target"].astype(str), items["metric_id"].astype(str)]).size()
-    )
-    corrected: dict[str, TargetCorrection] = {}
-    for t, target in enumerate(targets):
-        by_metric = {}
-        for i, key in enumerate(keys):
-            if str(key[0]) != target:
-                continue
-            metric = str(key[1])
-            err = errors[metric]
-            by_metric[metric] = MetricCorrectedRate(
-                **_corrected(
-                    raw_by_metric[key],
-                    point_group[i],
-                    tuple(part[i] for part in group_interval),
-                    int(labelled.get((target, metric), 0)),
-                    err.judge_too_weak,
-                    err.reason,
-                ),
-                sensitivity=err.sensitivity,
-                specificity=err.specificity,
-                sensitivity_source=err.sensitivity_source,
-                specificity_source=err.specificity_source,
-            )
-        stopped = sorted(m for m, r in by_metric.items() if r.n_judged and errors[m].reason)
-        weak = [m for m in stopped if errors[m].judge_too_weak]
-        reason = None
-        if stopped:
-            reason = (
-                f"no corrected interval: the judge is too weak, or its errors are unknown, "
-                f"on {', '.join(stopped)}"
-            )
-        corrected[target] = TargetCorrection(
-            overall=CorrectedRate(
-                **_corrected(
-                    raw_overall[target],
-                    point_overall[t],
-                    tuple(part[t] for part in target_interval),
-                    sum(r.n_labelled for r in by_metric.values()),
-                    bool(weak),
-                    reason,
-                )
-            ),
-            by_metric=by_metric,
-        )
     return JudgeValidity(
         status="ok",
         confidence_level=confidence_level,
@@ -756,5 +530,5 @@ def judge_validity(
         judges=judges,
         panel_error_rates=errors,
         pooled_error_rates=pooled,
-        corrected=corrected,
+        corrected=corrected_rates(scores, items, bootstrap, confidence_level),
     )

@@ -24,5 +24,12 @@ WILSON_CLUSTERS = "wilson-effective-n-clusters"
 # This describes verdict variation within that scenario only and is narrower
 # than the truth when its variants and samples are correlated.
 WILSON_ROWS_SINGLE_CLUSTER = "wilson-rows-single-cluster"
+# Prediction-powered inference, power-tuned as in PPI++ (`stats.ppi`): the judge's rate on
+# every row corrected by human labels on a sample, linearized variance over base scenarios
+# within metrics, Student t on the Welch–Satterthwaite combination of the judged and the
+# labelled base scenarios' degrees of freedom: rates as Wilson intervals on the
+# design-effective n, paired differences on the rate scale.
+PPI_CLUSTER_T_WILSON = "ppi++-cluster-t-wilson"
+PPI_CLUSTER_T = "ppi++-cluster-t"
 NEWCOMBE_CLUSTERS = "newcombe-wilson-effective-n-clusters"
 NONE = "none"
