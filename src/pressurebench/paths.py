@@ -51,6 +51,11 @@ class Layout:
         base = self.run_dir(target) if target else self.root
         return base / f"{stage}.cost.json"
 
+    def calls_file(self, stage: str, target: str | None = None) -> Path:
+        """The model calls the stage's last run used (`llm.call_record`), versioned by DVC."""
+        base = self.run_dir(target) if target else self.root
+        return base / f"{stage}.calls.jsonl"
+
     @property
     def results_file(self) -> Path:
         return self.root / "results.json"

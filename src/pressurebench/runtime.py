@@ -102,8 +102,12 @@ class StageRun:
                     self.layout.cost_file(self.stage, self.target)):
             old.unlink(missing_ok=True)
 
-    def client(self, provider_factory: ProviderFactory | None = None) -> ModelClient:
-        return ModelClient.from_params(self.params, provider_factory=provider_factory)
+    def client(self, provider_factory: ProviderFactory | None = None, *, record: bool = True
+               ) -> ModelClient:
+        """The stage's model client, reading the stage's recorded calls in front of the cache
+        (`record=False` for a stage that calls no model and records nothing)."""
+        calls = self.layout.calls_file(self.stage, self.target) if record else None
+        return ModelClient.from_params(self.params, provider_factory=provider_factory, record=calls)
 
     def progress(self, total: int) -> Progress:
         label = "/".join(x for x in (self.stage, self.benchmark, self.arm, self.target) if x)
@@ -119,13 +123,15 @@ class StageRun:
         provenance: dict | None = None,
         seeds: dict[str, int | None] | None = None,
     ) -> Manifest:
-        """Write `<stage>.cost.json` and `<stage>.manifest.json` next to the stage's outputs.
+        """Write `<stage>.calls.jsonl` (the calls this run used, when the client records them),
+        `<stage>.cost.json` and `<stage>.manifest.json` next to the stage's outputs.
 
         The manifest's params are the values of `declared`, the param paths the stage
         reads, which are also its `params:` in dvc.yaml (tests/pipeline/test_declared_params.py),
         and the `provenance` of its inputs (files, ids) beside them.
         """
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
+        recorded = client.write_record()
         usage = client.usage()
         cost = cost_summary(usage).model_copy(update={
             "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
@@ -153,7 +159,7 @@ class StageRun:
             model_versions=client.model_versions(),
             seeds=seeds or {},
             counts=counts,
-            cache=client.cache.stats(),
+            cache=client.cache_stats() | ({"recorded": recorded} if client.record is not None else {}),
             cost_usd=cost.total_cost_usd,
         )
         write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)

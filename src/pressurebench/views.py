@@ -99,6 +99,9 @@ def manifest_frame(manifest: Manifest) -> pd.DataFrame:
         ("stage", manifest.stage), ("benchmark", manifest.benchmark), ("target", manifest.target or "—"),
         ("arm", manifest.arm or "main"), ("duration (s)", manifest.duration_s),
         ("cache hits / misses", f"{manifest.cache.get('hits', 0)} / {manifest.cache.get('misses', 0)}"),
+        *([("calls recorded / replayed from the record",
+            f"{manifest.cache['recorded']} / {manifest.cache.get('replayed_from_record', 0)}")]
+          if "recorded" in manifest.cache else []),
         ("cost (USD)", "unknown" if manifest.cost_usd is None else round(manifest.cost_usd, 4)),
         ("params sha256", manifest.params_sha256[:12]),
     ]

@@ -14,6 +14,7 @@ import pytest
 
 from pressurebench.io import atomic_write_bytes, atomic_write_text, write_artifact
 from pressurebench.llm.cache import ResponseCache, cache_key
+from pressurebench.llm.call_record import CallRecord
 from pressurebench.llm.spending import SpendingLedger
 from pressurebench.schemas import Cost
 
@@ -42,8 +43,11 @@ def written_files(root: Path) -> list[Path]:
     ledger = SpendingLedger(root / "cache", cap_usd=1.0)
     ledger.reserve(0.1)
     ledger.settle(0.1, 0.05)
+    record = CallRecord(root / "data" / "simulate.calls.jsonl")
+    record.keep(key, MATERIAL, {**RESPONSE, "model_version": None, "refusal": None, "reasoning_tokens": 0})
+    record.write()
     return [root / "report.html", root / "labels" / "alice.jsonl", root / "data" / "results.cost.json",
-            cache._path(key), ledger.path]
+            cache._path(key), ledger.path, record.path]
 
 
 def test_written_files_get_the_mode_of_a_new_file_under_the_umask(tmp_path, umask):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -673,12 +674,38 @@ def test_rerun_replays_everything_from_the_cache(project, script):
     made = len(script.calls)
     assert made == 2 * 2 * 3 * 2
 
+    record = Layout(Path("data"), "tiny").calls_file("simulate", "target-a")
+    recorded = record.read_bytes()
+    record.unlink()
     manifest = simulate.run(
         project.params_path, "tiny", "target-a", provider_factory=script.factory()
     )
     assert len(script.calls) == made  # not one provider call
     assert path.read_bytes() == first
-    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0}
+    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0,
+                              "replayed_from_record": 0, "recorded": made}
+    assert record.read_bytes() == recorded
+
+
+def test_rerun_on_another_machine_replays_everything_from_the_stage_record(project, script):
+    """Without the local cache (a colleague's clone after `dvc pull`), the stage's record alone
+    replays every call, and the re-run writes the same record and conversations."""
+    project.write_params(generation={"num_samples": 2})
+    seed_inputs([scenario("m01"), scenario("m02")])
+    script.responder = conversing()
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    layout = Layout(Path("data"), "tiny")
+    conversations = layout.conversations_file("target-a").read_bytes()
+    record = layout.calls_file("simulate", "target-a").read_bytes()
+    made = len(script.calls)
+    shutil.rmtree(".pbcache")
+
+    manifest = simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+    assert len(script.calls) == made
+    assert manifest.cache == {"hits": made, "misses": 0, "repaired": 0,
+                              "replayed_from_record": made, "recorded": made}
+    assert layout.conversations_file("target-a").read_bytes() == conversations
+    assert layout.calls_file("simulate", "target-a").read_bytes() == record
 
 
 class Interrupted(BaseException):

@@ -25,6 +25,7 @@ from ..schemas import ConcurrencyReport, ModelUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
+from .call_record import CallRecord
 from .in_flight import CallClaims
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
 from .providers.registry import ModelApi, api_for, connect
@@ -117,11 +118,15 @@ class ModelClient:
         stop_after_rejections: int = 3,
         max_cost_usd: float | None = None,
         batch: BatchSettings | None = None,
+        record: str | Path | None = None,
     ):
         self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
         self.claims = CallClaims(cache_dir)
         self.use_cache = use_cache
+        # The stage's recorded calls (`llm.call_record`): read in front of the cache, rewritten
+        # with the calls of this run by `write_record`.
+        self.record = CallRecord(record) if record is not None and use_cache else None
         self.repair_retries = repair_retries
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
@@ -269,6 +274,31 @@ class ModelClient:
     def model_versions(self) -> dict[str, list[str]]:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
 
+    def cache_stats(self) -> dict[str, int]:
+        """The cache's counts, with `hits` counting replays from the stage's record too (and
+        `replayed_from_record` how many of them)."""
+        replayed = self.record.replayed if self.record is not None else 0
+        stats = self.cache.stats()
+        return stats | {"hits": stats["hits"] + replayed, "replayed_from_record": replayed}
+
+    def write_record(self) -> int:
+        """Replace the stage's record with the calls this run used; return how many.
+
+        Refused if the record would hold the value of any model's API key or extra header
+        (they are no part of a request's material, so this guards a setting that puts one
+        there, such as `extra_body`)."""
+        if self.record is None:
+            return 0
+        secrets = {}
+        for mid, state in self._states.items():
+            env = state.spec.api_key_env
+            if env and len(os.environ.get(env, "")) >= 8:
+                secrets[f"${env}"] = os.environ[env]
+            for name, value in (state.spec.extra_headers or {}).items():
+                if len(value) >= 8:
+                    secrets[f"models.{mid}.extra_headers.{name}"] = value
+        return self.record.write(secrets)
+
     # --- internals ----------------------------------------------------------
 
     def _account(self, state: _ModelState, result: CallResult) -> None:
@@ -316,7 +346,8 @@ class ModelClient:
     async def _complete(
         self, model_id, state, messages, schema, sample, max_tokens, allow_truncated
     ) -> tuple[ProviderResponse, bool]:
-        """One reply, from the cache when it holds a good one for this request.
+        """One reply, from the stage's record or else the cache when either holds a good one for
+        this request (the record first: it is the study's versioned data, `llm.call_record`).
 
         Only replies that are answers are cached: a failed one (empty, cut off where a
         cut-off is not accepted, refused, filtered) is asked again on the next run, so a
@@ -328,8 +359,14 @@ class ModelClient:
         key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens)
         limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
+            if self.record is not None:
+                recorded = self._replayable(self.record.replay(key), limit, allow_truncated)
+                if recorded is not None:
+                    self.record.keep_replayed(key)
+                    return recorded, True
             hit = self._replayable(self.cache.get(key), limit, allow_truncated)
             if hit is not None:
+                self._keep(key, material, hit)
                 return hit, True
         # The call runs as a task of its own, shielded: a stage that stops cancels its rows,
         # but a request already sent is paid for, so its reply still reaches the cache (and
@@ -351,11 +388,18 @@ class ModelClient:
         async with self.claims.claim(key):
             hit = self._replayable(self.cache.get(key, again=True), limit, allow_truncated)
             if hit is not None:
+                self._keep(key, material, hit)
                 return hit, True
             response = await self._ask(model_id, state, key, request)
             if reply_problem(response, limit, allow_truncated) is None:
                 self.cache.put(key, material, response.__dict__)
+                self._keep(key, material, response)
         return response, False
+
+    def _keep(self, key: str, material: dict, response: ProviderResponse) -> None:
+        """Note a call this run used in the stage's record (when the client keeps one)."""
+        if self.record is not None:
+            self.record.keep(key, material, response.__dict__)
 
     @staticmethod
     def _replayable(hit: dict | None, limit: int, allow_truncated: bool) -> ProviderResponse | None:

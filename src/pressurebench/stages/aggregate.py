@@ -189,7 +189,7 @@ def run(
 
     n_error = sum(s.status == "error" for s in rows)
     stage.finish(
-        stage.client(),
+        stage.client(record=False),
         counts={
             "targets": len(targets),
             "scores": len(rows),

@@ -21,7 +21,7 @@ def record_study(
     stage.replacing_outputs()
     write_artifact(stage.layout.root / f"{stage.stage}.json", study)
     stage.finish(
-        stage.client(),
+        stage.client(record=False),
         counts={"arms": len(study.arms), "targets": len(study.targets)},
         prompts=[],
         declared=declared_params(stage.stage),

@@ -1,0 +1,96 @@
+"""Share and reproduce a study, as the README says: push the reproduced repository's data to a
+local-directory DVC remote, clone it, `dvc pull`, `dvc repro`, then raise `generation.turns`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from pipeline_support import run
+
+pytestmark = pytest.mark.slow
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+RESULTS = Path("data/pressure-core/results.json")
+
+
+def records_declared(root: Path) -> set[str]:
+    """The outputs dvc.yaml declares with `persist: true`, as DVC itself expands them."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        return {out.def_path for out in repo.index.outs if out.persist}
+
+
+def assistant_replies(root: Path) -> dict[tuple[str, str], int]:
+    """Target replies per conversation, over the main arm's and every arm's conversations."""
+    replies = {}
+    for path in (root / "data").rglob("conversations.json"):
+        for row in json.loads(path.read_text())["rows"]:
+            replies[(str(path.relative_to(root)), row["conv_id"])] = sum(
+                m["role"] == "assistant" for m in row["transcript"])
+    return replies
+
+
+def target_requests(server) -> list[dict]:
+    """Chat requests without a structured answer: the targets' (user, judge and generator
+    calls all ask for JSON)."""
+    return [e.body for e in server.request_log
+            if e.path.endswith("/chat/completions") and e.body is not None
+            and "response_format" not in e.body and "tools" not in e.body]
+
+
+def set_turns(root: Path, turns: int) -> None:
+    path = root / "params" / "pipeline.yaml"
+    params = yaml.safe_load(path.read_text())
+    params["generation"]["turns"] = turns
+    path.write_text(yaml.safe_dump(params))
+
+
+def test_a_pushed_study_reproduces_on_a_clone_and_extends_paying_only_for_new_turns(
+    reproduced_repo: Path, pipeline_server, tmp_path: Path
+):
+    origin = reproduced_repo  # its environment holds the mock's API key, as a user's would
+
+    # Every stage that calls a model recorded its calls in a file DVC tracks (and keeps in
+    # place while the stage re-runs); no record holds the API key the run had in its env.
+    records = sorted((origin / "data").rglob("*.calls.jsonl"))
+    assert {str(p.relative_to(origin)) for p in records} == records_declared(origin)
+    lines = [line for p in records for line in p.read_text().splitlines()]
+    assert lines and all(os.environ["PB_MOCK_KEY"] not in line for line in lines)
+    assert any("/simulate.calls.jsonl" in str(p) for p in records)
+
+    # The owner shares: a remote (a local directory here; s3://… works the same) and a push.
+    store = tmp_path / "store"
+    run(["dvc", "remote", "add", "-d", "store", str(store)], origin)
+    subprocess.run([*GIT, "commit", "-qam", "Share the study"], cwd=origin, check=True)
+    run(["dvc", "push"], origin)
+
+    # A colleague clones, pulls and reproduces: up to date, no model call, the same bytes.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    assert not (clone / ".pbcache").exists() and not (clone / RESULTS).exists()
+    assert not list((clone / "data").rglob("*.calls.jsonl"))
+    run(["dvc", "pull"], clone)
+    pipeline_server.reset()
+    assert "up to date" in run(["dvc", "status"], clone).stdout
+    assert "Running stage" not in run(["dvc", "repro"], clone).stdout
+    assert pipeline_server.total_requests == 0
+    assert (clone / RESULTS).read_bytes() == (origin / RESULTS).read_bytes()
+
+    # One more turn: the pulled records replay every earlier turn, so the only target calls
+    # sent are the new turn's, one per conversation that gets one.
+    before = assistant_replies(clone)
+    set_turns(clone, 3)
+    run(["dvc", "repro"], clone)
+    after = assistant_replies(clone)
+    grown = sum(after[c] > before[c] for c in before)
+    assert all(after[c] - before[c] in (0, 1) for c in before)
+    sent = target_requests(pipeline_server)
+    assert grown > 0 and len(sent) == grown
+    assert all(sum(m["role"] == "user" for m in body["messages"]) == 3 for body in sent)
