@@ -162,3 +162,9 @@ def test_fidelity_answers_flow_into_the_judge_validity_section(project, script):
     assert "leak" in set(table["kind"]) and set(table["conversations"]) == {len(export.items)}
     shares = judge.fidelity_corrected_table(results)
     assert set(shares["target"]) == set(TARGETS)
+    # The paper exports carry the corrected break shares.
+    assert cli.main(["export", *args]) == 0
+    exported = pd.read_csv(Path("reports/tiny/export/tables/fidelity_corrected.csv"))
+    row = exported[(exported["key"] == "leak") & (exported["target"] == "target-a")].iloc[0]
+    assert row["corrected_rate"] == pytest.approx(leak.corrected["target-a"].corrected_rate)
+    assert row["n_labelled"] == leak.corrected["target-a"].n_labelled
