@@ -32,7 +32,7 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
-from pipeline.module_closure import imports_in
+from pressurebench.code_deps import imports_in
 from support import REPO
 
 PACKAGE = "pressurebench"
@@ -46,8 +46,8 @@ LAYERS: list[set[str]] = [
     {"reports/", "compare/"},
     {"labels/"},
     {"stages/"},
-    {"cli", "notebook_run", "notebook_session", "stage_failure", "estimate", "estimate_time",
-     "preflight", "impactbench"},
+    {"cli", "notebook_run", "notebook_engine", "notebook_session", "stage_failure", "estimate",
+     "estimate_time", "preflight", "impactbench", "code_deps"},
 ]
 
 

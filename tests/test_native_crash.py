@@ -2,7 +2,7 @@
 names the stage, the embedded models and what to try, from the CLI and under DVC alike.
 
 The crash is real: a SIGSEGV delivered to the stage's own process (the CLI's child process,
-or the notebook's kernel), as a segfault inside llama.cpp would.
+or the process running the notebook's cells), as a segfault inside llama.cpp would.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_cli_stage_killed_by_a_segfault_exits_4_with_a_report(local_project, tmp
     assert "llama.cpp reports" in proc.stderr
 
 
-def test_a_notebook_whose_kernel_dies_names_the_stage_and_what_to_try(local_project, tmp_path):
+def test_a_notebook_whose_process_dies_names_the_stage_and_what_to_try(local_project, tmp_path):
     nb = nbformat.v4.new_notebook(metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
@@ -63,5 +63,5 @@ def test_a_notebook_whose_kernel_dies_names_the_stage_and_what_to_try(local_proj
         run_notebook(path, local_project.root / "reports" / "tiny" / "03_simulate",
                      {"params_path": str(local_project.params_path), "benchmark": "tiny"})
     message = str(err.value)
-    assert "stage 03_simulate tiny died natively (its notebook's kernel died)" in message
+    assert "stage 03_simulate tiny died natively (its process was killed by SIGSEGV)" in message
     assert "local models: gen" in message and "weight_repacking: false" in message

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 
 from .estimate import Line
+from .llm.providers.registry import is_embedded
 from .params import Params
 from .run_totals import RunTotals
 
@@ -92,7 +93,7 @@ def expected_times(params: Params, lines: list[Line], history: RunTotals | None)
             rate, measured = rates[(stage, models)]
             out.append(StageTime(stage, arm, calls, calls * rate,
                                  f"{RECORDED}: {rate:.2f} s per call over {measured} calls"))
-        elif all(params.models[m].provider == "local" for m in models):
+        elif all(is_embedded(params.models[m].provider) for m in models):
             out.append(StageTime(stage, arm, calls, _assumed_local_seconds(params, group),
                                  f"{ASSUMED}: embedded model at {ASSUMED_PROMPT_TPS_PER_CORE:.0f} "
                                  f"prompt tokens/s per core, {ASSUMED_DECODE_TPS:.0f} decoded/s"))

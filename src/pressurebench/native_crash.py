@@ -1,8 +1,8 @@
 """What to tell a user when a stage's process dies natively (a segfault inside llama.cpp).
 
-Such a crash kills the Python process (or the notebook's kernel) before any
+Such a crash kills the Python process (the one running a notebook's cells) before any
 exception can be raised, so no error row or traceback says what happened; the
-stage ends with "Kernel died" or exit status 139. The process that started the
+stage would end with exit status 139. The process that started the
 stage survives, and reports it through `crash_message`: which stage, which
 embedded models it could have been running, and what their provider says to try
 (for llama.cpp: what it reports about the CPU).

@@ -1,25 +1,32 @@
-"""Run one stage notebook with papermill (kernel `python3`) and render it to HTML.
+"""Run one stage notebook with papermill and render it to HTML.
 
 This is what every DVC stage command calls:
 
     python -m pressurebench.notebook_run notebooks/03_simulate.ipynb reports/<b>/03_simulate__<t> \
-        -p params_path params/pipeline.yaml -p benchmark <b> -p target <t>
+        -p benchmark <b> -p target <t>
 
 writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
-`reports/<b>/03_simulate__<t>.html` (code hidden). The notebook runs with
+`reports/<b>/03_simulate__<t>.html` (code hidden). `params_path` is
+`params/pipeline.yaml` unless given. The notebook runs with
 `write_outputs = True`: it runs its stage (run by hand it would only show the
-last outputs, `notebook_session`). When the notebook fails, the
-report is still written, opening with what failed, what to do and the stage's
-error rows grouped by reason (`stage_failure`); the command prints the error as
-one line instead of a kernel traceback and exits with the command line's codes:
-2 bad input or settings, 3 above the error budget, 1 unexpected. A kernel that
-dies natively (a crash inside llama.cpp) is reported the same way, naming the
-stage, the embedded models and what to try (`native_crash`), and exits 4.
+last outputs, `notebook_session`).
+
+The cells run in a Python process of their own, on an IPython shell rather than
+a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter and its
+imports, not for a kernel's start-up and messaging. This process only starts
+that one and waits, so a native crash there (a segfault inside llama.cpp) is
+still reported, naming the stage, the embedded models and what to try
+(`native_crash`), with exit code 4. When the notebook fails, the report is
+still written, opening with what failed, what to do and the stage's error rows
+grouped by reason (`stage_failure`); the command prints the error as one line
+instead of a traceback and exits with the command line's codes: 2 bad input or
+settings, 3 above the error budget, 1 unexpected.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +34,7 @@ from .errors import PressurebenchError
 from .native_crash import EXIT_NATIVE_CRASH
 
 KERNEL = "python3"
+DEFAULT_PARAMS = "params/pipeline.yaml"
 
 
 class NotebookFailed(PressurebenchError):
@@ -37,41 +45,78 @@ class NotebookFailed(PressurebenchError):
         self.code = code
 
 
+def paths(out_stem: str | Path) -> tuple[Path, Path]:
+    """The executed notebook and the HTML report of `reports/<b>/<name>`."""
+    out_stem = Path(out_stem)
+    return out_stem.parent / "notebooks" / f"{out_stem.name}.ipynb", out_stem.with_suffix(".html")
+
+
 def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
+    """Execute the notebook in a child process (`execute_notebook`); returns the report.
+
+    Raises NotebookFailed with the exit code when it fails: the child has printed its error,
+    and a native crash's report (which the child could not write) is the message.
+    """
+    parameters = {"params_path": DEFAULT_PARAMS, **parameters}
+    command = [sys.executable, "-X", "faulthandler", "-m", "pressurebench.notebook_run",
+               "--in-process", str(notebook), str(out_stem)]
+    for name, value in parameters.items():
+        command += ["-p", name, value]
+    code = subprocess.call(command)
+    html = paths(out_stem)[1]
+    if code == 0:
+        return html
+    if code < 0:
+        from .native_crash import crash_message, signal_name
+
+        stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
+        how = f"its process was killed by {signal_name(code)}"
+        raise NotebookFailed(crash_message(stage, parameters["params_path"], how), EXIT_NATIVE_CRASH)
+    raise NotebookFailed(f"{notebook} failed with exit code {code} (report: {html})", code)
+
+
+def skip_iri_format_checks() -> None:
+    """Keep jsonschema from building its IRI parsers (call before anything imports nbformat).
+
+    nbformat validates notebooks with jsonschema, whose non-GPL format checkers
+    (installed with JupyterLab) build about 35 Earley parsers when imported, for
+    the `iri` formats: about a second of every stage's start. No notebook schema
+    uses those formats and nbformat checks none, so jsonschema runs without them.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
+def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
+    """Execute the notebook in this process and render its report; returns the report."""
+    skip_iri_format_checks()
     import papermill
-    from nbclient.exceptions import DeadKernelError
+    from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
-    from .native_crash import crash_message
+    from .notebook_engine import ENGINE_NAME, InProcessEngine
     from .reports.render import render_notebook
-    from .stage_failure import exit_code, title_for, write_failure_notebook
 
-    out_stem = Path(out_stem)
-    html = out_stem.with_suffix(".html")
-    executed = out_stem.parent / "notebooks" / f"{out_stem.name}.ipynb"
+    papermill_engines.register(ENGINE_NAME, InProcessEngine)
+    executed, html = paths(out_stem)
     executed.parent.mkdir(parents=True, exist_ok=True)
     try:
         papermill.execute_notebook(
             str(notebook), str(executed), parameters={**parameters, "write_outputs": True},
-            kernel_name=KERNEL, cwd=".",
-            log_output=True, progress_bar=False,
-            # The kernel is local and short-lived; its warning about unencrypted TCP on
-            # loopback would be printed by every stage.
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            engine_name=ENGINE_NAME, kernel_name=KERNEL, cwd=".", progress_bar=False,
+            # The executed copy is written once, at the end (or where a cell failed).
+            request_save_on_cell_execute=False,
         )
     except PapermillExecutionError as exc:
+        from .stage_failure import exit_code, title_for, write_failure_notebook
+
         write_failure_notebook(executed, notebook, parameters, exc.ename, exc.evalue)
         add_models_note(executed, parameters, position=1, executed_stage=notebook)
         render_notebook(executed, html, title=title_for(notebook, parameters, failed=True))
         raise NotebookFailed(
             f"{notebook} failed: {exc.ename}: {exc.evalue} (report: {html})", exit_code(exc.ename)
         ) from None
-    except DeadKernelError:
-        stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
-        how = "its notebook's kernel died"
-        raise NotebookFailed(
-            crash_message(stage, parameters.get("params_path", ""), how), EXIT_NATIVE_CRASH
-        ) from None
+    from .stage_failure import title_for
+
     add_models_note(executed, parameters, position=1, executed_stage=notebook)  # under the title
     return render_notebook(executed, html, title=title_for(notebook, parameters))
 
@@ -102,11 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_stem", help="reports/<benchmark>/<name>: where the .html goes")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="a papermill parameter (string)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="execute here, without a parent process to report a native crash")
     args = parser.parse_args(argv)
+    parameters = {"params_path": DEFAULT_PARAMS, **dict(args.parameter)}
     try:
-        run_notebook(args.notebook, args.out_stem, dict(args.parameter))
+        if args.in_process:
+            execute_notebook(args.notebook, args.out_stem, parameters)
+        else:
+            run_notebook(args.notebook, args.out_stem, parameters)
     except NotebookFailed as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
+        if args.in_process or exc.code == EXIT_NATIVE_CRASH:  # else the child printed it
+            print(f"pressurebench: {exc}", file=sys.stderr)
         return exc.code
     except PressurebenchError as exc:  # the report could not be written
         print(f"pressurebench: {exc}", file=sys.stderr)

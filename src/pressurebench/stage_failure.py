@@ -235,7 +235,7 @@ def write_failure_notebook(
     error_value: str,
 ) -> Path:
     """Put the failure section in front of the executed copy (written by papermill even on
-    failure, or empty if the kernel never started) and save it in place."""
+    failure, or empty if no cell ran) and save it in place."""
     try:
         nb = nbformat.read(executed, as_version=4)
     except (OSError, ValueError):

@@ -1,60 +1,94 @@
-"""`dvc repro` sees every change: each stage's command, and every package module it can import
-(at any depth, also inside functions), is covered by the stage's declared deps."""
+"""`dvc repro` sees every code change: each stage depends on code_deps/<command>.json, which the
+`code_deps` stage writes from the whole package and every notebook, and which lists every file
+the stage's command can run (its notebook, every package module it can import at any depth, also
+inside functions, and the data those modules read)."""
 
 from __future__ import annotations
 
-import yaml
-from module_closure import closure, command_entries
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
+import yaml
+
+from pressurebench.code_deps import DATA_DIRS, PACKAGE, code_files, commands
 from support import REPO
 
-# Data the code reads at run time, beside the modules that read it.
-DATA_DIRS = {"prompts.py": "src/pressurebench/prompts", "reports/render.py": "src/pressurebench/reports/templates",
-             "reports/browser.py": "src/pressurebench/reports/templates",
-             "reports/index.py": "src/pressurebench/reports/templates"}
+
+def stages() -> dict[str, dict]:
+    return {name: stage.get("do", stage)
+            for name, stage in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"].items()}
 
 
-def covered(path: str, deps: list[str]) -> bool:
-    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps)
+def command_name(cmd: str) -> str:
+    """The code_deps file a stage command reads: its notebook's, else its `-m` module's."""
+    notebook = re.search(r"notebooks/(\S+)\.ipynb", cmd)
+    if notebook:
+        return notebook.group(1)
+    module = re.search(r"-m\s+pressurebench\.(\S+)", cmd)
+    assert module, f"{cmd!r} runs neither a notebook nor a package module"
+    return module.group(1)
 
 
-def test_every_stage_depends_on_every_module_its_command_can_import():
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    missing = {}
-    for name, stage in stages.items():
-        body = stage.get("do", stage)
-        deps = [d for d in body.get("deps", []) if isinstance(d, str)]
-        files = closure(REPO / "src", command_entries(body["cmd"], REPO))
-        assert files, f"{name}: its command runs none of the package"
-        needed = {str(p.relative_to(REPO)) for p in files}
-        for module, data in DATA_DIRS.items():
-            if f"src/pressurebench/{module}" in needed:
-                needed.add(data)
-        gaps = sorted(p for p in needed if not covered(p, deps))
-        notebooks = [w for w in body["cmd"].split() if w.endswith(".ipynb")]
-        gaps += [nb for nb in notebooks if nb not in deps]
-        if gaps:
-            missing[name] = gaps
-    assert not missing, f"deps do not cover what the stages run: {missing}"
+def test_the_code_deps_stage_reads_the_whole_package_and_every_notebook():
+    stage = stages()["code_deps"]
+    assert stage["cmd"].split()[:3] == ["python", "-m", "pressurebench.code_deps"]
+    assert set(stage["deps"]) == {"src/pressurebench", "notebooks"}
+    assert stage["outs"] == ["code_deps"]
 
 
-def test_the_closure_follows_imports_inside_functions(tmp_path):
-    pkg = tmp_path / "pressurebench"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("def f():\n    from .sub import b\n")
-    (pkg / "sub" / "b.py").write_text(
-        "from typing import TYPE_CHECKING\nfrom ..c import x\nif TYPE_CHECKING:\n    from .. import d\n")
-    (pkg / "c.py").write_text("x = 1\n")
-    (pkg / "d.py").write_text("")  # imported for annotations only: never run
-    found = {p.relative_to(tmp_path).as_posix() for p in closure(tmp_path, {"pressurebench.a"})}
-    assert found == {"pressurebench/__init__.py", "pressurebench/a.py", "pressurebench/sub/__init__.py",
-                     "pressurebench/sub/b.py", "pressurebench/c.py"}
+def test_every_stage_depends_on_the_code_its_command_runs():
+    available = commands(REPO)
+    wrong = {}
+    for name, stage in stages().items():
+        if name == "code_deps":
+            continue
+        deps = stage.get("deps", [])
+        expected = f"code_deps/{command_name(stage['cmd'])}.json"
+        code = [d for d in deps if d.startswith(("code_deps", "src/", "notebooks/"))]
+        if code != [expected] or command_name(stage["cmd"]) not in available:
+            wrong[name] = code
+    assert not wrong, f"stages whose code deps are not their command's code_deps file: {wrong}"
 
 
-def test_the_closure_includes_every_provider_module_the_registry_imports():
-    """The registry finds its providers at run time, so the params' closure names them all."""
-    found = {p.name for p in closure(REPO / "src", {"pressurebench.params"})}
-    providers = {p.name for p in (REPO / "src" / "pressurebench" / "llm" / "providers").glob("*_provider.py")}
-    assert len(providers) >= 3 and providers <= found
+def test_a_notebook_command_covers_its_notebook_and_all_it_imports():
+    aggregate = code_files(REPO, commands(REPO)["05_aggregate"])
+    for path in ("notebooks/05_aggregate.ipynb", "src/pressurebench/notebook_run.py",
+                 "src/pressurebench/notebook_engine.py", "src/pressurebench/stages/aggregate.py",
+                 "src/pressurebench/reports/figures.py", "src/pressurebench/reports/templates/notebook.html.j2",
+                 "src/pressurebench/stats/bootstrap.py"):
+        assert path in aggregate, path
+    simulate = code_files(REPO, commands(REPO)["03_simulate"])
+    assert "src/pressurebench/prompts/user_system.txt" in simulate
+    assert "src/pressurebench/reports/figures.py" not in simulate  # it draws no results figure
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["05_aggregate", "03_simulate", "reports.index"])
+def test_the_files_cover_what_python_imports_when_the_command_starts(name):
+    """What Python itself loads for a command's modules (the dynamic view) lies inside the
+    command's files (found by reading the source)."""
+    command = commands(REPO)[name]
+    listed = set(code_files(REPO, command))
+    script = ("import json, sys\n"
+              f"for m in {sorted(command.modules)!r}:\n"
+              "    try: __import__(m)\n    except ImportError: pass\n"
+              "print(json.dumps(sorted(getattr(m, '__file__', None) or '' for m in sys.modules.values())))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", script], cwd=REPO, check=True,
+                                       capture_output=True, text=True).stdout)
+    package = str(REPO / "src" / PACKAGE)
+    ours = {str(Path(f).relative_to(REPO)) for f in loaded if f.startswith(package)}
+    assert ours and ours <= listed, sorted(ours - listed)
+
+
+def test_every_data_file_of_the_package_belongs_to_a_module_that_reads_it():
+    package = REPO / "src" / PACKAGE
+    folders = [package / folder for folder in DATA_DIRS.values()]
+    data = [p for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+            and "__pycache__" not in p.parts]
+    assert data
+    orphans = [str(p.relative_to(package)) for p in data if not any(f in p.parents for f in folders)]
+    assert not orphans, f"data files no module in code_deps.DATA_DIRS reads: {orphans}"
