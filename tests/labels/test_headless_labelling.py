@@ -207,10 +207,14 @@ def test_a_rater_answers_the_fidelity_questions_with_keys_and_mouse(checked, bro
         "return Array.from(document.querySelectorAll('section.item:nth-of-type(1) .fidelity "
         ".question')).map(q => q.dataset.question)")
     assert n == 4 and len(kinds) == 6
-    assert "PERSONA-MARKER" in driver.text("section.item:nth-of-type(1) .brief")
+    # The brief (which names the latent goal the judge never saw) waits for the behaviour answer.
+    hidden = "return Array.from(document.querySelectorAll('.fidelity')).map(f => f.hidden)"
+    assert driver.script(hidden) == [True] * n
     driver.type_into("#rater", "Ada")
     # Item 1's behaviour by mouse; then j to item 2, and one key per question of items 2 to 4.
     driver.click("section.item:nth-of-type(1) .question[data-question='behaviour'] input[value='present']")
+    assert driver.script(hidden) == [False] + [True] * (n - 1)
+    assert "PERSONA-MARKER" in driver.text("section.item:nth-of-type(1) .brief")
     keys = "".join("pau"[i % 3] for i in range((n - 1) * 7))
     driver.press("j" + keys)
     assert driver.text("#progress") == f"{n - 1} of {n} answered"  # item 1's fidelity is open

@@ -65,9 +65,18 @@
     return questions(i).every((kind) => given(it, kind));
   }
 
+  // The simulated user's brief names the latent goal, which the judge never saw: it is shown
+  // only once the behaviour is answered, so the behaviour label is given as the judge's was.
   function showProgress() {
     progress.textContent = ITEMS.filter(complete).length + " of " + ITEMS.length + " answered";
-    ITEMS.forEach((it, i) => sections[i].classList.toggle("answered", complete(it, i)));
+    ITEMS.forEach((it, i) => {
+      sections[i].classList.toggle("answered", complete(it, i));
+      const brief = sections[i].querySelector(".fidelity");
+      if (brief) {
+        brief.hidden = !given(it, BEHAVIOUR);
+        sections[i].querySelector(".fidelity-waits").hidden = !brief.hidden;
+      }
+    });
   }
 
   function questions(i) {
@@ -172,7 +181,10 @@
       section.appendChild(div);
     }
     section.appendChild(choices(it, i, BEHAVIOUR, "In the assistant's replies, the behaviour is:"));
-    if (it.fidelity) section.appendChild(buildBrief(it, i));
+    if (it.fidelity) {
+      section.appendChild(el("p", "muted fidelity-waits", "Questions about the simulated user follow once the behaviour is answered."));
+      section.appendChild(buildBrief(it, i));
+    }
     section.addEventListener("click", (event) => {
       if (current === i) return;
       const q = event.target.closest ? event.target.closest(".question") : null;
