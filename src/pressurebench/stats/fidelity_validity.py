@@ -14,6 +14,11 @@ checks' share over every checked conversation plus the human-minus-checks
 difference over the labelled ones, its interval withheld only where the raw
 share's is.
 
+The conversations asked about are drawn from those whose own-metric score row has
+a verdict (the labelling draw's population); a conversation whose behaviour
+verdict failed but whose fidelity was checked is in the checked share and
+cannot be labelled, so the correction assumes it breaks as the others do.
+
 A break is the "present" of a positive metric here: a conversation's "pass"
 is the break, as in the break-share frames (`stats.fidelity.fidelity_frames`).
 """
