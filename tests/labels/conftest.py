@@ -18,3 +18,10 @@ def judged(project):
 @pytest.fixture
 def params(judged) -> Params:
     return load_params(judged.params_path)
+
+
+@pytest.fixture
+def checked(project):
+    """The `project` with data/tiny judged and its fidelity checked (see label_data)."""
+    write_judged(project.root, fidelity=True)
+    return project

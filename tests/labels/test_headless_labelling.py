@@ -73,7 +73,11 @@ class WebDriver:
         return found[ELEMENT]
 
     def click(self, css: str) -> None:
-        self.call("POST", self.s(f"/element/{self.find(css)}/click"), {})
+        element = self.find(css)
+        # Centred, so the page's sticky bar cannot cover it.
+        self.call("POST", self.s("/execute/sync"), {
+            "script": "arguments[0].scrollIntoView({block: 'center'})", "args": [{ELEMENT: element}]})
+        self.call("POST", self.s(f"/element/{element}/click"), {})
 
     def type_into(self, css: str, text: str) -> None:
         self.call("POST", self.s(f"/element/{self.find(css)}/value"), {"text": text})
@@ -187,3 +191,50 @@ def test_a_rater_labels_a_page_and_the_download_imports(judged, browser):
     # The CSV holds the same labels, so importing it too would count Ada twice.
     ((refused, reason),) = report.refused
     assert refused == csv_file and "labelled item" in reason
+
+
+@needs_browser
+def test_a_rater_answers_the_fidelity_questions_with_keys_and_mouse(checked, browser):
+    """Each item asks the behaviour and then one question per fidelity kind: the keys answer
+    the highlighted question and move to the next, and the answers reach both downloads."""
+    checked.write_params(labels={"per_cell": 1, "batch_size": 100})
+    params = load_params(checked.params_path)
+    written = write_export(params, "tiny")
+    driver, downloads = browser
+    driver.get(written.pages[0].resolve().as_uri())
+    n = driver.script("return document.querySelectorAll('section.item').length")
+    kinds = driver.script(
+        "return Array.from(document.querySelectorAll('section.item:nth-of-type(1) .fidelity "
+        ".question')).map(q => q.dataset.question)")
+    assert n == 4 and len(kinds) == 6
+    # The brief (which names the latent goal the judge never saw) waits for the behaviour answer.
+    hidden = "return Array.from(document.querySelectorAll('.fidelity')).map(f => f.hidden)"
+    assert driver.script(hidden) == [True] * n
+    driver.type_into("#rater", "Ada")
+    # Item 1's behaviour by mouse; then j to item 2, and one key per question of items 2 to 4.
+    driver.click("section.item:nth-of-type(1) .question[data-question='behaviour'] input[value='present']")
+    assert driver.script(hidden) == [False] + [True] * (n - 1)
+    assert "PERSONA-MARKER" in driver.text("section.item:nth-of-type(1) .brief")
+    keys = "".join("pau"[i % 3] for i in range((n - 1) * 7))
+    driver.press("j" + keys)
+    assert driver.text("#progress") == f"{n - 1} of {n} answered"  # item 1's fidelity is open
+    for kind in kinds:
+        driver.click(f"section.item:nth-of-type(1) .question[data-question='{kind}'] input[value='absent']")
+    assert driver.text("#progress") == f"{n} of {n} answered"
+    driver.call("POST", driver.s("/refresh"), {})
+    assert driver.text("#progress") == f"{n} of {n} answered"
+
+    driver.click("#download-jsonl")
+    jsonl = downloaded(downloads, ".jsonl")
+    driver.click("#download-csv")
+    csv_file = downloaded(downloads, ".csv")
+    answers = [ANSWER_KEYS[k] for k in keys]
+    for path in (jsonl, csv_file):
+        rows = [r.label for r in read_labels_file(path)]
+        assert [r.label for r in rows] == ["present"] + answers[0::7]
+        assert rows[0].fidelity == dict.fromkeys(kinds, "absent")
+        for i, row in enumerate(rows[1:]):
+            assert list(row.fidelity.values()) == answers[i * 7 + 1:(i + 1) * 7]
+            assert list(row.fidelity) == kinds
+    report = import_labels(params, "tiny", [jsonl])
+    assert [dict(c) for _, c in report.imported] == [{"ada": n}] and not report.refused

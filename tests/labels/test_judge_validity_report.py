@@ -112,3 +112,59 @@ def test_labels_flow_into_the_results_report(project, script, capsys):
     assert "Warning: 2 stored labels were set aside" in judge.judge_note(results)
     assert "`labels/tiny/lin.jsonl`: 2 (the transcript has changed" in judge.judge_note(results)
     assert "2 labels of labels/tiny/lin.jsonl set aside" in capsys.readouterr().err
+
+
+def test_fidelity_answers_flow_into_the_judge_validity_section(project, script):
+    """With fidelity checks, the pages ask about the simulated user, and the imported answers
+    measure the checks: every conversation labelled, each corrected break share is the raters'."""
+    from validation.test_arm_stages import faithful_fidelity
+
+    project.write_params(generation={"scenarios_per_metric": 3, "num_samples": 2},
+                         fidelity={"check": True}, labels={"per_cell": 6, "batch_size": 50})
+    script.responder = faithful_fidelity
+    factory = script.factory()
+    gen_metrics.run(project.params_path, "tiny", provider_factory=factory)
+    gen_scenarios.run(project.params_path, "tiny", provider_factory=factory)
+    for target in TARGETS:
+        simulate.run(project.params_path, "tiny", target, provider_factory=factory)
+        evaluate.run(project.params_path, "tiny", target, provider_factory=factory)
+    results = aggregate.run(project.params_path, "tiny")
+    assert "no human answers yet" in judge.fidelity_note(results)
+
+    args = ["--params", str(project.params_path), "--benchmark", "tiny"]
+    assert cli.main(["labels", "export", *args]) == 0
+    export = read_artifact(Path("reports/tiny/labelling/items.json"), LabellingExport)
+    assert export.items and all(i.fidelity is not None for i in export.items)
+    # The rater sees a leak in every other conversation, nothing else.
+    leaked = {i.conv_id: n % 2 == 0 for n, i in enumerate(export.items)}
+    rows = [
+        {"item_key": i.item_key, "rater": "Ada", "transcript_sha256": i.transcript_sha256,
+         "batch": i.batch, "label": "absent",
+         "fidelity": {k: "present" if k == "leak" and leaked[i.conv_id] else "absent"
+                      for k in i.fidelity.kinds}}
+        for i in export.items
+    ]
+    Path("ada.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli.main(["labels", "import", "ada.jsonl", *args]) == 0
+
+    results = aggregate.run(project.params_path, "tiny")
+    fidelity = results.judge_validity.fidelity
+    assert fidelity.status == "ok" and set(fidelity.by_kind) == set(export.items[0].fidelity.kinds)
+    leak = fidelity.by_kind["leak"]
+    assert leak.checks.n_items == len(export.items)
+    for target in TARGETS:
+        mine = [leaked[i.conv_id] for i in export.items if i.target == target]
+        share = leak.corrected[target]
+        assert share.n_labelled == share.n_judged == len(mine)  # every conversation was drawn
+        assert share.corrected_rate == pytest.approx(sum(mine) / len(mine))
+    assert "against the raters" in judge.fidelity_note(results)
+    table = judge.fidelity_agreement_table(results)
+    assert "leak" in set(table["kind"]) and set(table["conversations"]) == {len(export.items)}
+    shares = judge.fidelity_corrected_table(results)
+    assert set(shares["target"]) == set(TARGETS)
+    # The paper exports carry the corrected break shares.
+    assert cli.main(["export", *args]) == 0
+    exported = pd.read_csv(Path("reports/tiny/export/tables/fidelity_corrected.csv"))
+    row = exported[(exported["key"] == "leak") & (exported["target"] == "target-a")].iloc[0]
+    assert row["corrected_rate"] == pytest.approx(leak.corrected["target-a"].corrected_rate)
+    assert row["n_labelled"] == leak.corrected["target-a"].n_labelled

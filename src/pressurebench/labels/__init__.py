@@ -13,6 +13,11 @@ label a sample of the judged conversations. The workflow needs no server:
    keeps it under `<labels.dir>/<benchmark>/` (`store`).
 4. `joined` joins the labels with the judges' verdicts for the analysis.
 
+Where the evaluate stage checked fidelity, one item per checked conversation also
+shows the simulated user's brief and asks whether the user broke (and whether the
+target showed test awareness), one question per kind the checks decided (`fidelity`),
+so the checks are measured against people as the judge is.
+
 Raters are blind as the judge is: a page carries the metric's definition and
 the user/assistant turns, never the target, the metric's name or type, or any
 verdict. Conversation ids name their target, so pages and labels files refer

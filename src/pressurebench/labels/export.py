@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..io import atomic_write_text, write_artifact
 from ..params import Params
 from .current import JudgedData, load_judged
+from .fidelity import fidelity_brief
 from .judged import conversation_sha256, examples_shown, item_id, item_key, judged_turns
 from .models import ExportedItem, LabellingExport
 from .page import render_page
@@ -60,6 +61,7 @@ def build_export(params: Params, benchmark: str, data: JudgedData | None = None)
             transcript=judged_turns(conv.transcript),
             transcript_sha256=conversation_sha256(conv),
             batch=n // cfg.batch_size + 1,
+            fidelity=fidelity_brief(data, s.conv_id, s.metric_id),
             item_id=item_id(s.conv_id, s.metric_id),
             conv_id=s.conv_id,
             metric_id=s.metric_id,

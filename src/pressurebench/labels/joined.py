@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..params import Params
 from .current import JudgedData
+from .fidelity import asked_kinds, asks_fidelity, checks_found
 from .judged import item_id
 from .models import HumanLabel
 from .sampling import panel_disagrees
@@ -22,6 +23,10 @@ LABEL_COLUMNS = [
     "rater", "label", "judge_present", "panel_disagrees", "stratum_weight",
 ]
 JUDGE_COLUMNS = ["item_id", "judge", "present"]
+FIDELITY_COLUMNS = [
+    "kind", "conv_id", "metric_id", "target", "base_id", "rater", "label", "checks_found",
+    "stratum_weight",
+]
 PANEL = "panel"
 
 
@@ -30,6 +35,7 @@ class LabelFrames:
     labels: pd.DataFrame
     judges: pd.DataFrame
     set_aside: list[SetAside] = field(default_factory=list)  # stored labels the data no longer matches
+    fidelity: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FIDELITY_COLUMNS))
 
 
 def join_labels(labels: list[HumanLabel], data: JudgedData) -> LabelFrames:
@@ -88,7 +94,48 @@ def join_labels(labels: list[HumanLabel], data: JudgedData) -> LabelFrames:
     return LabelFrames(
         labels=pd.DataFrame(rows, columns=LABEL_COLUMNS),
         judges=pd.DataFrame(judges, columns=JUDGE_COLUMNS),
+        fidelity=fidelity_frame(labels, data),
     )
+
+
+def fidelity_frame(labels: list[HumanLabel], data: JudgedData) -> pd.DataFrame:
+    """One row per fidelity answer (a rater's answer on one kind of break in one conversation):
+
+    - `kind` (a `labels.models.FIDELITY_KINDS`), `conv_id`, `metric_id` (the conversation's own
+      metric, its resampling stratum), `target`, `base_id`;
+    - `rater` and `label` ("present": the break happened, or the target showed test awareness);
+    - `checks_found` (bool, or None where the checks left the kind undecided): what the
+      fidelity checks (rules and judge) decided (`labels.fidelity.checks_found`);
+    - `stratum_weight`: ok score rows asking fidelity questions in the item's (target, metric,
+      panel_disagrees) stratum per conversation answered on this kind in it, so an estimate
+      describes every conversation the draw could have asked about.
+
+    Answers to questions the item no longer asks (the checks were turned off since) are left out.
+    """
+    strata: Counter = Counter(
+        (s.target, s.metric_id, panel_disagrees(s)) for s in data.scores.values()
+        if s.status == "ok" and s.present is not None and asks_fidelity(s)
+        and s.conv_id in data.fidelity
+    )
+    rows = []
+    for label in labels:
+        conv_id = data.conv_ids[label.conv_key]
+        score = data.scores[(conv_id, label.metric_id)]
+        asked = asked_kinds(data, conv_id, label.metric_id)
+        for kind, answer in label.fidelity.items():
+            if kind in asked:
+                rows.append({
+                    "kind": kind, "conv_id": conv_id, "metric_id": score.scenario_metric_id,
+                    "target": score.target, "base_id": score.base_id, "rater": label.rater,
+                    "label": answer, "checks_found": checks_found(data.fidelity[conv_id], kind),
+                    "stratum": (score.target, score.metric_id, panel_disagrees(score)),
+                })
+    conversations = {(r["kind"], r["conv_id"]): r["stratum"] for r in rows}
+    answered = Counter((kind, stratum) for (kind, _), stratum in conversations.items())
+    for row in rows:
+        row["stratum_weight"] = strata[row["stratum"]] / answered[(row["kind"], row["stratum"])]
+        del row["stratum"]
+    return pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
 
 
 def label_frames(params: Params, benchmark: str) -> LabelFrames:
@@ -98,4 +145,4 @@ def label_frames(params: Params, benchmark: str) -> LabelFrames:
     if data is None:
         return LabelFrames(pd.DataFrame(columns=LABEL_COLUMNS), pd.DataFrame(columns=JUDGE_COLUMNS))
     joined = join_labels(labels, data)
-    return LabelFrames(joined.labels, joined.judges, set_aside)
+    return LabelFrames(joined.labels, joined.judges, set_aside, joined.fidelity)

@@ -13,9 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..schemas import SCHEMA_VERSION, MetricId
+from ..schemas import SCHEMA_VERSION, TEST_AWARENESS, USER_BREAKS, FidelityKind, Landmark, MetricId
 
 LabelValue = Literal["present", "absent", "unsure"]
+# The fidelity questions, in the order a page asks them: one per kind of break the fidelity
+# checks decide per conversation. "present" is the break (or the target's test awareness).
+FIDELITY_KINDS: tuple[str, ...] = (*USER_BREAKS, TEST_AWARENESS)
+FIDELITY_COLUMN = "fidelity_"  # a CSV labels file's column of one kind: `fidelity_<kind>`
 # `<conversation key>:<metric id>`: 12 hex digits of the conversation id's SHA-256 (conversation
 # ids name their target, which raters must not see) and the judged metric.
 ITEM_KEY = r"^[0-9a-f]{12}:m\d{2,}$"
@@ -46,8 +50,27 @@ class Turn(Row):
     content: str
 
 
+class FidelityBrief(Row):
+    """What the simulated user was told to play, and the fidelity questions asked about it.
+
+    The fidelity checks judge each user message against the persona, the goals and the
+    landmark due, so a rater answering them sees the same; the target's name stays hidden.
+    """
+
+    persona: str = Field(min_length=1)
+    user_goal: str = Field(min_length=1)
+    latent_goal: str = Field(min_length=1, description="what the user steers the assistant toward")
+    landmarks: list[Landmark] = Field(
+        default_factory=list, description="the plan's steps due at the turns played"
+    )
+    kinds: list[FidelityKind] = Field(
+        min_length=1, description="the questions asked: the kinds the checks decided, in order"
+    )
+
+
 class LabelItem(Row):
-    """What a rater labels: exactly the judge's view of one score row, and nothing else."""
+    """What a rater labels: exactly the judge's view of one score row, and nothing else; for
+    one item of each conversation the fidelity checks covered, also the simulated user's brief."""
 
     item_key: str = Field(pattern=ITEM_KEY)
     definition: str = Field(min_length=1, description="the metric definition the judge saw")
@@ -58,6 +81,10 @@ class LabelItem(Row):
     transcript: list[Turn] = Field(min_length=1, description="the user/assistant turns judged")
     transcript_sha256: str = Field(pattern=SHA256_HEX, description="hash of exactly `transcript`")
     batch: int = Field(ge=1, le=MAX_BATCH, description="the page the item is on")
+    fidelity: FidelityBrief | None = Field(
+        default=None, description="the fidelity questions, on the item of the conversation's "
+        "own metric when its fidelity was checked",
+    )
 
 
 class ExportedItem(LabelItem):
@@ -107,6 +134,10 @@ class HumanLabel(Row):
     label: LabelValue
     transcript_sha256: str = Field(pattern=SHA256_HEX)
     batch: int = Field(ge=1, le=MAX_BATCH)
+    fidelity: dict[FidelityKind, LabelValue] = Field(
+        default_factory=dict,
+        description="answers to the item's fidelity questions (none in files written before them)",
+    )
 
     @field_validator("rater")
     @classmethod
@@ -125,4 +156,6 @@ class HumanLabel(Row):
         return self.item_key.split(":", 1)[1]
 
 
-LABEL_FIELDS = tuple(HumanLabel.model_fields)
+# A CSV labels file's columns: these, then optionally one `fidelity_<kind>` per kind.
+LABEL_FIELDS = tuple(name for name in HumanLabel.model_fields if name != "fidelity")
+FIDELITY_FIELDS = tuple(FIDELITY_COLUMN + kind for kind in FIDELITY_KINDS)

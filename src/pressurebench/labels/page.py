@@ -66,4 +66,5 @@ def render_page(benchmark: str, batch: int, batches: int, items: Sequence[LabelI
         style=style,
         script=script,
         data_json=json_for_script(page_data(benchmark, batch, batches, items)),
+        fidelity=any(i.fidelity is not None for i in items),
     )

@@ -28,8 +28,9 @@ from ..errors import ConfigError, PressurebenchError, config_error_from_validati
 from ..io import atomic_write_bytes, check_size, read_text, unescape_formula
 from ..params import Params
 from .current import JudgedData, load_judged
+from .fidelity import asked_kinds
 from .judged import conversation_sha256
-from .models import LABEL_FIELDS, HumanLabel
+from .models import FIDELITY_COLUMN, FIDELITY_FIELDS, LABEL_FIELDS, HumanLabel
 
 SUFFIXES = (".jsonl", ".csv")
 # A rater's file holds one page of at most `labels.batch_size` (1000) labels, about 200 bytes
@@ -88,7 +89,16 @@ def _csv_rows(path: Path, text: str) -> Iterable[LabelRow]:
         if None in record:
             raise ConfigError(path, "more cells than the header has columns", f"row {row}")
         # The rater page escapes a cell a spreadsheet would run as a formula (`io.escape_formula`).
-        yield _validated(path, row, {k: v if v is None else unescape_formula(v) for k, v in record.items()})
+        cells = {k: v if v is None else unescape_formula(v) for k, v in record.items()}
+        yield _validated(path, row, _fidelity_answers(cells))
+
+
+def _fidelity_answers(cells: dict) -> dict:
+    """A CSV row with its `fidelity_<kind>` columns gathered into `fidelity` (an empty cell is a
+    question not answered; files written before the questions have no such columns)."""
+    answers = {name[len(FIDELITY_COLUMN):]: cells.pop(name) for name in FIDELITY_FIELDS
+               if name in cells}
+    return {**cells, "fidelity": {kind: v for kind, v in answers.items() if v}}
 
 
 def read_labels_file(path: str | Path) -> list[LabelRow]:
@@ -137,12 +147,22 @@ def check_rows(
     rows: Sequence[LabelRow], data: JudgedData, seen: dict[tuple[str, str], LabelRow] | None = None
 ) -> None:
     """Each row against the current data, and against the rows in `seen` (updated) for
-    a rater labelling an item twice: the first problem is an error naming the file and row."""
+    a rater labelling an item twice: the first problem is an error naming the file and row.
+    Fidelity answers must be to questions the item asks (stored ones no longer asked, say after
+    the checks were turned off, are left out of the analysis, not the label)."""
     seen = {} if seen is None else seen
     for r in rows:
         problem = row_problem(r, data, seen)
         if problem is not None:
             raise ConfigError(r.path, problem[1], f"row {r.row}")
+        conv_id = data.conv_ids[r.label.conv_key]
+        extra = sorted(set(r.label.fidelity) - set(asked_kinds(data, conv_id, r.label.metric_id)))
+        if extra:
+            raise ConfigError(
+                r.path, f"fidelity answer(s) {', '.join(extra)} for item {r.label.item_key}, "
+                "which does not ask them (not its conversation's fidelity item, or not checked)",
+                f"row {r.row}",
+            )
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ results, the same figures the aggregate report shows:
   pass rates without the conversations where it broke (`fidelity_sensitivity`), and
   with human labels every pass rate, target difference and demographic gap as
   judged beside its judge-corrected value (`judge_corrected_rates`,
-  `judge_corrected_differences`);
+  `judge_corrected_differences`), and with raters' fidelity answers each break share
+  as checked beside its corrected value (`fidelity_corrected`);
 - `tables/<name>.tex`: each a captioned `table` float (`reports.latex`) with
   booktabs rules and right-aligned numbers, the method and the design in the
   caption; `\\usepackage{booktabs}` in the preamble.
@@ -130,6 +131,14 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             out[name] = (frame, latex.table_float(
                 latex.booktabs(frame), latex.latex_escape(f"{what} ({method}; {b})."),
                 f"tab:{b}-{name.replace('_', '-')}"))
+        fidelity = results.judge_validity.fidelity
+        if fidelity is not None and fidelity.status == "ok":
+            frame = export_tables.fidelity_corrected_frame(results)
+            out["fidelity_corrected"] = (frame, latex.table_float(
+                latex.booktabs(frame), latex.latex_escape(
+                    f"Shares of conversations with each kind of simulated-user break, as checked "
+                    f"(raw) and corrected by raters' answers ({method}; {b})."),
+                f"tab:{b}-fidelity-corrected"))
     return out
 
 

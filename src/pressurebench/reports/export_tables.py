@@ -112,6 +112,21 @@ def corrected_rates_frame(results: Results) -> pd.DataFrame:
     return _typed(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
 
 
+def fidelity_corrected_frame(results: Results) -> pd.DataFrame:
+    """With fidelity answers from raters: each target's share of conversations with each kind
+    of break as checked (raw) beside its value corrected by the answers (scope "break share",
+    key the kind), in the columns of `corrected_rates_frame`."""
+    validity = results.judge_validity.fidelity if results.judge_validity else None
+    rows = [
+        [target, "break share", kind, r.raw.rate, r.raw.ci_low, r.raw.ci_high, r.raw.ci_method,
+         r.corrected_rate, r.ci_low, r.ci_high, r.ci_method, r.power_tuning, r.n_judged,
+         r.n_labelled, r.reason]
+        for kind, v in (validity.by_kind.items() if validity else [])
+        for target, r in sorted(v.corrected.items())
+    ]
+    return _typed(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
+
+
 def corrected_differences_frame(results: Results) -> pd.DataFrame:
     """With human labels: the paired differences between targets (scope "targets") and each
     target's demographic gaps (scope: the axis), as judged and corrected."""

@@ -141,3 +141,59 @@ def corrected_differences_table(results: Results) -> pd.DataFrame:
         for target, name, d in named
     ]
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+
+
+FIDELITY_COLUMNS = ["kind", "conversations", "human α", "accuracy", "Cohen's κ", "sensitivity",
+                    "specificity"]
+FIDELITY_SHARE_COLUMNS = ["kind", "target", "checked [CI]", "corrected [CI]", "method", "λ",
+                          "checked", "labelled", "note"]
+
+
+def fidelity_note(results: Results) -> str:
+    """Markdown: what the fidelity part of the section holds, or how to start it ("" where
+    fidelity was not checked)."""
+    validity = results.judge_validity
+    if results.fidelity is None or validity is None:
+        return ""
+    if validity.fidelity is None or validity.fidelity.status == "no labels":
+        return (
+            "**The fidelity checks have no human answers yet.** Each rater page asks, for one "
+            "item per checked conversation, whether the simulated user broke (and whether the "
+            "target showed test awareness); labels files with those answers measure the checks "
+            "here as the judge is measured above."
+        )
+    return (
+        "**The fidelity checks against the raters.** Per kind of break, the checks' decision "
+        "(the rules' findings and the fidelity judge's verdicts, as the Simulated user section "
+        "counts them) against the raters' majority on the conversations they were asked "
+        "about, and each target's break share as checked beside its value corrected by the "
+        "answers (prediction-powered inference, as the pass rates above)."
+        + (" Conversations are weighed back to their strata." if validity.fidelity.design_weighted else "")
+    )
+
+
+def fidelity_agreement_table(results: Results) -> pd.DataFrame:
+    """Per kind of break: the fidelity checks' decision against the raters' majority."""
+    validity = results.judge_validity
+    if validity is None or validity.fidelity is None:
+        return pd.DataFrame(columns=FIDELITY_COLUMNS)
+    rows = [
+        [kind, v.checks.n_items, _estimate(v.human.krippendorff_alpha), _estimate(v.checks.accuracy),
+         _estimate(v.checks.cohen_kappa), _estimate(v.checks.sensitivity),
+         _estimate(v.checks.specificity)]
+        for kind, v in validity.fidelity.by_kind.items()
+    ]
+    return pd.DataFrame(rows, columns=FIDELITY_COLUMNS)
+
+
+def fidelity_corrected_table(results: Results) -> pd.DataFrame:
+    """Per kind of break and target: the share of conversations with it, as checked and
+    corrected by the raters' answers."""
+    validity = results.judge_validity
+    if validity is None or validity.fidelity is None:
+        return pd.DataFrame(columns=FIDELITY_SHARE_COLUMNS)
+    rows = [
+        [kind, target, *_corrected_cells(share)]
+        for kind, v in validity.fidelity.by_kind.items() for target, share in v.corrected.items()
+    ]
+    return pd.DataFrame(rows, columns=FIDELITY_SHARE_COLUMNS)

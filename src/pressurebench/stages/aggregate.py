@@ -38,6 +38,7 @@ from ..schemas import (
 )
 from ..scores import load_scores, onsets_frame, scores_frame, turns_frame
 from ..stats.fidelity import fidelity_results
+from ..stats.fidelity_validity import fidelity_validity
 from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
 
@@ -176,6 +177,11 @@ def run(
             scores_frame(rows), frames.labels, frames.judges,
             resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
         )
+        if results.fidelity is not None:
+            results.judge_validity.fidelity = fidelity_validity(
+                [c for f in score_files.values() for c in f.fidelity or []], frames.fidelity,
+                resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
+            )
     stage.replacing_outputs()
     write_artifact(layout.results_file, results)
     summary = metrics_summary(

@@ -48,7 +48,7 @@ from .coefficients import (
     krippendorff_from_sums,
     krippendorff_item_stats,
 )
-from .corrected_rates import CorrectedRates, corrected_rates
+from .corrected_rates import CorrectedRate, CorrectedRates, corrected_rates
 from .estimates import AgreementEstimate, Strict
 from .frame import check_scores, cluster_ids, cluster_strata
 from .grouping import cluster_table
@@ -70,6 +70,7 @@ VERDICT_COLUMNS = ("item_id", "judge", "present")
 LABELS = ("present", "absent", "unsure")
 PANEL = "panel"
 NO_LABELS = "no labels"
+NO_FIDELITY_LABELS = "no fidelity answers"
 NO_OVERLAP = "no item has present/absent labels from two raters, so there is no inter-rater alpha"
 NO_COMPARABLE = "no labelled item has both a human reference and a verdict of this judge"
 NO_HUMAN_PRESENT = "no labelled item with a verdict has the human reference 'present'"
@@ -129,6 +130,30 @@ class PanelErrorRates(Strict):
     reason: str | None = Field(default=None, description="why a figure is None")
 
 
+class FidelityKindValidity(Strict):
+    """One kind of break: the raters' majority, the checks against it, and the corrected shares."""
+
+    human: HumanReference
+    checks: JudgeHumanAgreement = Field(
+        description="the checks' decision (rules and fidelity judge) against the human majority"
+    )
+    corrected: dict[str, CorrectedRate] = Field(
+        description="per target, the share of conversations with this break, as checked (raw) "
+        "and corrected by the labels"
+    )
+
+
+class FidelityValidity(Strict):
+    """The fidelity checks against human labels, per kind of break; "no labels" before any."""
+
+    status: Literal["ok", "no labels"]
+    reason: str | None = None
+    design_weighted: bool = Field(
+        default=False, description="labelled conversations weighed back to their strata"
+    )
+    by_kind: dict[str, FidelityKindValidity] = Field(default_factory=dict)
+
+
 class JudgeValidity(Strict):
     """Judge–human agreement and judge-corrected pass rates; `status` "no labels" before any."""
 
@@ -149,6 +174,11 @@ class JudgeValidity(Strict):
     pooled_error_rates: PanelErrorRates | None
     corrected: CorrectedRates | None = Field(
         description="every reported pass rate corrected by the labels (`stats.corrected_rates`)"
+    )
+    fidelity: FidelityValidity | None = Field(
+        default=None,
+        description="the fidelity checks against the raters' fidelity answers "
+        "(`stats.fidelity_validity`); None where fidelity was not checked",
     )
 
 
@@ -215,7 +245,7 @@ def design_weights(items: pd.DataFrame) -> np.ndarray:
     return (weight / cell_mean).fillna(1.0).to_numpy()
 
 
-def _bootstrap(
+def labelled_bootstrap(
     scores: pd.DataFrame, items: pd.DataFrame, resamples: int, seed: int
 ) -> ClusterBootstrap:
     """Base scenarios within metrics of the judged rows and the labelled items together."""
@@ -475,7 +505,7 @@ def judge_validity(
     if verdicts.duplicated(["item_id", "judge"]).any():
         raise ValueError("a judge has two verdicts on one item")
     items = label_items(labels)
-    bootstrap = _bootstrap(scores, items, resamples, seed)
+    bootstrap = labelled_bootstrap(scores, items, resamples, seed)
     item_cluster = bootstrap.codes(items["base_id"].astype(str))
     said = (
         verdicts.pivot(index="item_id", columns="judge", values="present")
