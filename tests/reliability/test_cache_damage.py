@@ -3,7 +3,9 @@
 Each kind of damage (an empty object, bytes that are not UTF-8, JSON cut short, the
 entry of another call copied over this one) is put on a target reply the simulate
 stage replays. The re-run must give the conversations the first run wrote, ask the
-server exactly the damaged calls, count them in the cost file and say so once.
+server exactly the damaged calls, count them in the cost file and say so once. The stage's
+call record, which a re-run replays before the cache, is removed first (as after a run that
+stopped before writing it), so the cache alone answers.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def test_a_rerun_over_damaged_entries_asks_them_again_and_loses_nothing(proj, se
     assert len(entries) >= len(KINDS) + 1
     for kind, path in zip(KINDS, entries, strict=False):
         damage(kind, path, entries[-1])
+    (RUN / "simulate.calls.jsonl").unlink()
     capsys.readouterr()
 
     simulate.run(PARAMS, BENCHMARK, TARGET)
