@@ -61,5 +61,5 @@ def test_a_fresh_clone_of_the_committed_tree_reads_no_dependency_as_modified(tmp
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     status = run(["dvc", "status"], clone).stdout
-    assert [d for d in modified_deps(status) if not d.startswith("data/")] == [], status
+    assert [d for d in modified_deps(status) if Path(d).parts[0] != "data"] == [], status
     assert "not in cache" in status, status
