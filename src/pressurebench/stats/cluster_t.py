@@ -75,7 +75,7 @@ def remedy(metrics: int, min_df: int = MIN_DEGREES_OF_FREEDOM) -> str:
     """What design gives an interval that is withheld, said where the reason is read."""
     needed = scenarios_for_an_interval(metrics, min_df)
     return (f"an interval needs at least {needed} base scenarios per metric (set "
-            f"generation.scenarios_per_metric: {needed}; `pressurebench plan` sizes a study)")
+            f"generation.scenarios_per_metric: {needed}; the command pressurebench plan sizes a study)")
 
 
 def stratified_variance(
