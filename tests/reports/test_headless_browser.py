@@ -238,3 +238,55 @@ def test_browser_marks_flagged_turns_and_filters_by_fidelity(artifacts, tmp_path
     assert len(marked) == 2  # the user's first message and the target's first reply
     dom = dump_dom(page.as_uri() + "#fidelity=none&target=target-a", tmp_path)
     assert {r["data-conv-id"] for r in dom.rows()} == {r.conv_id for r in rows} - {flagged.conv_id}
+
+
+@needs_chromium
+def test_a_failed_stage_report_names_the_host_port_and_file(tmp_path):
+    """What a reader sees of a stage whose target's endpoint refused connections: the address
+    nothing answered at, the fix, and the file holding the error rows."""
+    import yaml
+
+    from pressurebench.stage_failure import write_failure_notebook
+    from support import tiny_params
+
+    models = tiny_params()["models"]
+    models["target-a"].update(model="gpt-4o-mini", base_url="http://127.0.0.1:8765/v1",
+                              api_key_env="LAB_OPENAI_KEY")
+    params = tmp_path / "pipeline.yaml"
+    params.write_text(yaml.safe_dump(tiny_params(models=models)))
+    error = ("simulate tiny target-a: 2 of 2 conversations are errors (100.0%), above "
+             "run.max_error_rate=0.0%. The error rows are in data/tiny/runs/target-a/"
+             "conversations.json; the first, m01_s001_v01__target-a__s0: target 'target-a' "
+             "failed at turn 1: openai gpt-4o-mini at http://127.0.0.1:8765/v1: connection "
+             "error: ClientConnectorError: Cannot connect to host 127.0.0.1:8765")
+    executed = write_failure_notebook(
+        tmp_path / "03_simulate.ipynb", "notebooks/03_simulate.ipynb",
+        {"params_path": str(params), "benchmark": "tiny", "target": "target-a"},
+        "StageFailed", error)
+    page = render_notebook(executed, tmp_path / "03_simulate.html", title="simulate · FAILED")
+    visible = " ".join(dump_dom(page.as_uri(), tmp_path).visible().split())
+    assert "Nothing answered at http://127.0.0.1:8765/v1: is a server running there" in visible
+    assert "base_url of target-a (gpt-4o-mini) right?" in visible
+    assert "The error rows are in data/tiny/runs/target-a/conversations.json" in visible
+    assert "Cannot connect to host 127.0.0.1:8765" in visible
+
+
+@needs_chromium
+def test_the_index_links_every_page_a_reader_needs(artifacts, tmp_path):
+    """Opened in a browser, the index links each stage report, the transcript browser, the paper
+    exports, the rater pages, the labels files and the run comparisons."""
+    from pressurebench.reports.index import write_index
+
+    reports = tmp_path / "reports"
+    for name in ("05_aggregate.html", "transcripts.html"):
+        (reports / "tiny").mkdir(parents=True, exist_ok=True)
+        (reports / "tiny" / name).write_text(f"<html><head><title>{name}</title></head></html>")
+    page = write_index(reports, data_dir=artifacts.data_dir, labels_dir=tmp_path / "labels")
+    dom = dump_dom(page.as_uri(), tmp_path)
+    hrefs = {a.get("href") for tag, a in dom.elements if tag == "a"}
+    assert {"tiny/05_aggregate.html", "tiny/transcripts.html", "tiny/export/index.json",
+            "tiny/labelling/", "../labels/tiny/", "compare/index.html"} <= hrefs
+    visible = dom.visible()
+    for words in ("Transcript browser", "Paper exports", "Labelling pages", "Labels files",
+                  "Run comparisons"):
+        assert words in visible
