@@ -194,10 +194,27 @@ def check_artifacts_complete(data_dir: Path) -> list[Path]:
             read_artifact(path, model)
         elif path.name == "metrics.json":
             json.loads(path.read_text(encoding="utf-8"))
+        elif path.name.endswith(".calls.jsonl"):
+            check_call_record(path)
         else:
             raise AssertionError(f"unexpected file {path}")
         found.append(path)
     return found
+
+
+def check_call_record(path: Path) -> None:
+    """A stage's call record is whole: every line a recorded call whose reply replays."""
+    from pressurebench.llm.call_record import CallRecord, RecordedCall
+
+    data = path.read_bytes()
+    assert not data or data.endswith(b"\n"), f"call record cut short: {path}"
+    record = CallRecord(path)
+    try:
+        for line in data.splitlines():
+            call = RecordedCall.model_validate_json(line)
+            assert record.replay(call.key) == call.response.model_dump(), path
+    finally:
+        record.close()
 
 
 def check_cache_entries(cache_dir: Path) -> int:
