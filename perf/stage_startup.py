@@ -7,13 +7,15 @@ on every command, so the lock is the one this dvc.yaml writes); then, in turn
 and `--repeats` times:
 
 - `dvc repro -f -s aggregate@<b>`: DVC, the stage command (`notebook_run`: the
-  notebook's cells in the stage's own process, its report rendered), DVC's
-  bookkeeping;
+  notebook's cells in a process forked from the stage server, its report
+  rendered), DVC's bookkeeping; the server is warm, as for every stage of a run
+  but the first;
+- the same with a server that starts with the stage (as the first stage of a run);
+- the same without a stage server (`PRESSUREBENCH_STAGE_SERVER_IDLE=0`): a fresh
+  process per stage;
 - the stage command alone, without DVC;
-- the same notebook executed on a Jupyter kernel (papermill's own engine) and
-  rendered, as stage commands ran before they ran in-process;
 - `pressurebench.stages.aggregate.run` in a fresh `python -c`: imports and the
-  stage's work, the floor of any stage command (its call alone is printed too).
+  stage's work, the floor of a stage started cold (its call alone is printed too).
 
 Printed: the median wall time of each and the ratios, measured in one run.
 Goal: `dvc repro -f -s` within 3.2x the stage's own run in a fresh process
@@ -37,6 +39,7 @@ from pathlib import Path
 from common import REPO, machine
 
 from mock_providers import MockLLMServer
+from pressurebench.stage_server import IDLE_ENV
 
 BENCHMARK = "pressure-core"
 STAGE = f"aggregate@{BENCHMARK}"
@@ -47,20 +50,6 @@ RUN_STAGE = (
     f"s = time.perf_counter(); aggregate.run('params/pipeline.yaml', {BENCHMARK!r}); "
     "print(time.perf_counter() - s)"
 )
-KERNEL_STAGE = f"""
-import papermill
-from pressurebench.notebook_run import add_models_note, paths
-from pressurebench.reports.render import render_notebook
-parameters = {{"params_path": "params/pipeline.yaml", "benchmark": {BENCHMARK!r}}}
-executed, html = paths("reports/{BENCHMARK}/05_aggregate_kernel")
-executed.parent.mkdir(parents=True, exist_ok=True)
-papermill.execute_notebook("notebooks/05_aggregate.ipynb", str(executed),
-                           parameters={{**parameters, "write_outputs": True}}, kernel_name="python3",
-                           cwd=".", progress_bar=False,
-                           extra_arguments=["--IPKernelApp.log_level=ERROR"])
-add_models_note(executed, parameters, position=1, executed_stage="notebooks/05_aggregate.ipynb")
-render_notebook(executed, html, title="aggregate")
-"""
 
 
 def pipeline_conftest():
@@ -95,13 +84,18 @@ def main() -> int:
         cold, _ = timed(["dvc", "repro"], root, env)
         lock_lines = len((root / "dvc.lock").read_text().splitlines())
         print(f"cold `dvc repro` of the scratch copy: {cold:.1f} s; dvc.lock {lock_lines} lines", flush=True)
-        rows: dict[str, list[float]] = {k: [] for k in ("repro", "command", "kernel", "process", "call")}
+        rows: dict[str, list[float]] = {k: [] for k in ("repro", "first", "off", "command", "process", "call")}
         command = [sys.executable, "-m", "pressurebench.notebook_run", "notebooks/05_aggregate.ipynb",
                    f"reports/{BENCHMARK}/05_aggregate", "-p", "benchmark", BENCHMARK]
-        for _ in range(args.repeats):
+        off = {**env, IDLE_ENV: "0"}
+        for repeat in range(args.repeats):
             rows["repro"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, env)[0])
+            # Another environment is another server: this one starts with the stage, as the first
+            # stage of a run starts it.
+            fresh = {**env, "PERF_STAGE_STARTUP_ROUND": str(repeat)}
+            rows["first"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, fresh)[0])
+            rows["off"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, off)[0])
             rows["command"].append(timed(command, root, env)[0])
-            rows["kernel"].append(timed([sys.executable, "-c", KERNEL_STAGE], root, env)[0])
             seconds, out = timed([sys.executable, "-c", RUN_STAGE], root, env)
             rows["process"].append(seconds)
             rows["call"].append(float(out.split()[-1]))
@@ -109,17 +103,19 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in rows.items()}
     labels = {
         "repro": f"dvc repro -f -s {STAGE}",
-        "command": "the stage command alone (in-process notebook)",
-        "kernel": "the notebook on a Jupyter kernel, rendered",
+        "first": "  the same, its stage server starting with it",
+        "off": f"  the same, without a stage server ({IDLE_ENV}=0)",
+        "command": "the stage command alone",
         "process": "aggregate.run in a fresh python -c",
         "call": "aggregate.run, the call alone",
     }
-    print(f"\n{'':<48} {'median s':>9}  runs")
+    print(f"\n{'':<52} {'median s':>9}  runs")
     for key, label in labels.items():
-        print(f"{label:<48} {med[key]:>9.2f}  {', '.join(f'{v:.2f}' for v in rows[key])}")
+        print(f"{label:<52} {med[key]:>9.2f}  {', '.join(f'{v:.2f}' for v in rows[key])}")
     ratio = med["repro"] / med["process"]
     print(f"\ndvc repro / the stage's run in a fresh process: {ratio:.2f} (goal <= {GOAL_RATIO})")
-    print(f"stage command: in-process / kernel: {med['command'] / med['kernel']:.2f}")
+    print(f"with a stage server / without: {med['repro'] / med['off']:.2f}; "
+          f"starting one / without: {med['first'] / med['off']:.2f}")
     print(f"dvc repro - stage command (DVC's own share): {med['repro'] - med['command']:.2f} s")
     return 0 if ratio <= GOAL_RATIO else 1
 

@@ -19,6 +19,7 @@ process and reports it.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import io
 import os
@@ -32,6 +33,7 @@ from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
 from papermill.engines import Engine
+from traitlets.config import Config
 
 ENGINE_NAME = "pressurebench-in-process"
 
@@ -207,13 +209,21 @@ def cell_shell():
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     cells = CellOutputs()
     ResultHook.cells = DisplayRecorder.cells = CellShell.cells = cells
-    shell = CellShell.instance(displayhook_class=ResultHook, display_pub_class=DisplayRecorder)
+    # No history database: a kernel's cells are not kept across sessions either, and stages
+    # running side by side would share one SQLite file in the user's home.
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = CellShell.instance(config=config, displayhook_class=ResultHook,
+                               display_pub_class=DisplayRecorder)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = TeeStream("stdout", cells, saved[0]), TeeStream("stderr", cells, saved[1])
     try:
         yield shell
     finally:
         sys.stdout, sys.stderr = saved
+        # IPython's own exit step resets the namespace with a full collection: nothing to keep
+        # or release when the stage's process ends anyway.
+        atexit.unregister(shell.atexit_operations)
         CellShell.clear_instance()
 
 

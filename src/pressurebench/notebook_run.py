@@ -12,8 +12,10 @@ writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
 last outputs, `notebook_session`).
 
 The cells run in a Python process of their own, on an IPython shell rather than
-a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter and its
-imports, not for a kernel's start-up and messaging. This process only starts
+a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter, not for a
+kernel's start-up and messaging, and that process is forked from a stage server
+that has already imported what stages use (`stage_server`), so not for the
+imports either. This process only starts
 that one and waits, so a native crash there (a segfault inside llama.cpp) is
 still reported, naming the stage, the embedded models and what to try
 (`native_crash`), with exit code 4. When the notebook fails, the report is
@@ -30,10 +32,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import stage_server
 from .errors import PressurebenchError
 from .native_crash import EXIT_NATIVE_CRASH
 
 KERNEL = "python3"
+MODULE = "pressurebench.notebook_run"
 DEFAULT_PARAMS = "params/pipeline.yaml"
 
 
@@ -58,11 +62,12 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
     and a native crash's report (which the child could not write) is the message.
     """
     parameters = {"params_path": DEFAULT_PARAMS, **parameters}
-    command = [sys.executable, "-X", "faulthandler", "-m", "pressurebench.notebook_run",
-               "--in-process", str(notebook), str(out_stem)]
+    args = ["--in-process", str(notebook), str(out_stem)]
     for name, value in parameters.items():
-        command += ["-p", name, value]
-    code = subprocess.call(command)
+        args += ["-p", name, value]
+    code = stage_server.call(MODULE, args, xoptions=["faulthandler"])
+    if code is None:
+        code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", MODULE, *args])
     html = paths(out_stem)[1]
     if code == 0:
         return html

@@ -16,6 +16,7 @@ forbids script altogether.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -95,7 +96,9 @@ def quiet_progress(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+@functools.cache
 def notebook_exporter() -> HTMLExporter:
+    """The one exporter of a process: it compiles its templates once, on its first report."""
     exporter = HTMLExporter(
         template_name="lab",
         template_file="notebook.html.j2",
