@@ -133,18 +133,14 @@ class CallTracer:
 
     def run(self, stage: str, call) -> None:
         self.stage = stage
-        previous = sys.getprofile()
+        previous, previous_threads = sys.getprofile(), threading.getprofile()
         sys.setprofile(self)
         threading.setprofile(self)
         try:
             call()
         finally:
             sys.setprofile(previous)
-            threading.setprofile(None)
-
-    @property
-    def files(self) -> set[str]:
-        return {path for path, _ in self.first}
+            threading.setprofile(previous_threads)
 
 
 @pytest.fixture(scope="module")
@@ -210,10 +206,8 @@ def test_the_scenario_is_the_one_the_trail_follows(traced):
 
 def test_every_function_of_the_trail_runs_in_the_trails_order(steps, traced):
     tracer, _ = traced
-    functions = [
-        (s.path, name) for s in steps for name in s.names
-        if not inspect.isclass(definition(s.path, name))
-    ]
+    functions = [(s.path, name) for s in steps for name in s.names
+                 if not inspect.isclass(definition(s.path, name))]
     never = [f"{path}: {name}" for path, name in functions if (path, name) not in tracer.first]
     assert not never, f"named on the trail but never run for the scenario: {never}"
     late = [
@@ -227,10 +221,8 @@ def test_every_function_of_the_trail_runs_in_the_trails_order(steps, traced):
 
 def test_every_row_model_of_the_trail_is_built_or_read(steps, traced):
     tracer, _ = traced
-    models = [
-        definition(s.path, name) for s in steps for name in s.names
-        if inspect.isclass(definition(s.path, name))
-    ]
+    named = [definition(s.path, name) for s in steps for name in s.names]
+    models = [obj for obj in named if inspect.isclass(obj)]
     unused = [m.__qualname__ for m in models if m not in tracer.models]
     assert not unused, f"named on the trail but never built or read: {unused}"
 
