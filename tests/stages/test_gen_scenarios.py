@@ -18,8 +18,11 @@ from pressurebench.llm.providers.registry import ModelApi
 from pressurebench.llm.types import ProviderResponse
 from pressurebench.schemas import Benchmark, ScenariosFile, base_id_of
 from pressurebench.stages import gen_metrics, gen_scenarios
-from pressurebench.stages.demographics import profiles
-from pressurebench.stages.gen_scenarios import rewrite_draft_schema, scenario_draft_schema
+from pressurebench.stages.gen_scenarios import (
+    profiles,
+    rewrite_draft_schema,
+    scenario_draft_schema,
+)
 from support import REPO
 
 SITUATIONS = {

@@ -6,7 +6,7 @@ rewritten once per demographic profile.
   one is a different situation; a draft nearly duplicating one of them is
   dropped. Landmark turns must lie in 1..`generation.scenario_turns` (the schema only
   offers those numbers), be unique, and are stored sorted.
-- Profiles: the Cartesian product of `generation.demographics` (`demographics`).
+- Profiles: the Cartesian product of `generation.demographics` (`profiles`).
   The generator rewrites the base persona and landmark instructions once per
   profile; the user goal, the latent goal and the turn numbers are copied from
   the base, so variants of one base scenario differ only in who is asking. With
@@ -28,6 +28,7 @@ rewritten once per demographic profile.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -54,7 +55,6 @@ from ..schemas import (
     ScenariosFile,
     scenario_id,
 )
-from .demographics import Profile, describe, profiles
 from .generation import generate
 from .similarity import near_duplicate_of, normalise
 
@@ -71,6 +71,24 @@ INSTRUCTION_MIN, INSTRUCTION_MAX = 5, 160
 Persona = Annotated[str, Field(min_length=PERSONA_MIN, max_length=PERSONA_MAX)]
 Goal = Annotated[str, Field(min_length=GOAL_MIN, max_length=GOAL_MAX)]
 Instruction = Annotated[str, Field(min_length=INSTRUCTION_MIN, max_length=INSTRUCTION_MAX)]
+
+Profile = dict[str, str]
+
+
+def profiles(axes: dict[str, list[str]]) -> list[Profile]:
+    """Every combination of one value per axis; `[{}]` (one neutral profile) when there are no axes.
+
+    The order is fixed (axes in params order, values in params order, the last axis
+    varying fastest) because a variant's number in its lineage id (`_v03`) is its
+    position in this product: the same params must always give the same ids.
+    """
+    names = list(axes)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+
+
+def describe(profile: Profile) -> str:
+    """`age: teenager; gender: woman`: how a profile is shown to the generator."""
+    return "; ".join(f"{axis}: {value}" for axis, value in profile.items())
 
 
 class _ScenarioDraftBase(Row):

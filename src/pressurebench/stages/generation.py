@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError
 from ..llm.client import ModelClient
-from ..params import Params
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -69,13 +66,3 @@ async def generate(
         rejected.append(result.parsed)
     return out
 
-
-def generator_id(params_path: str | Path, params: Params, override: str | None) -> str:
-    """The model that writes: an explicit override (a generator-bias arm), else `roles.generator`."""
-    if override is None:
-        return params.roles.generator
-    if override not in params.models:
-        raise ConfigError(
-            params_path, f"generator override '{override}' is not in the model registry", "models"
-        )
-    return override
