@@ -66,14 +66,10 @@ PRELOAD = (
     "pressurebench.stages.simulate", "pressurebench.stages.evaluate", "pressurebench.stages.aggregate",
     "pressurebench.reports.figures", "pressurebench.reports.tables", "pressurebench.reports.pressure",
     "pressurebench.reports.judge", "pressurebench.reports.fidelity", "pressurebench.views",
-    "pressurebench.run_totals", "pressurebench.llm.providers.openai_provider",
-    "pressurebench.llm.providers.anthropic_provider", "pressurebench.llm.providers.local_provider",
+    "pressurebench.run_totals", "pressurebench.llm.providers.registry",
     "papermill", "matplotlib.pyplot", "matplotlib_inline.backend_inline", "seaborn",
     "scipy.stats",
 )
-# Imported by the server while no stage asks for a process: only stages calling these providers
-# use them, and they are slow to import.
-PRELOAD_WHEN_IDLE = ("openai", "anthropic")
 _HEADER = struct.Struct("!I")
 
 
@@ -142,6 +138,9 @@ def socket_path(key: str) -> Path | None:
 
 
 def _send(conn: socket.socket, message: dict, fds: list[int] | None = None) -> None:
+    """One length-prefixed JSON message. The server and a stage's process both write to the
+    command's socket (the stage's pid, its exit code) in either order; each message is a few
+    dozen bytes in one write, so theirs never interleave."""
     body = json.dumps(message).encode()
     data = _HEADER.pack(len(body)) + body
     if fds:
@@ -197,6 +196,8 @@ def call(module: str, args: list[str], xoptions: list[str]) -> int | None:
             reply = reader.read()
         except OSError:
             return None
+        if reply and "exit" in reply:  # a stage quick enough to end before the server spoke
+            return reply["exit"]
         if not reply or "pid" not in reply:
             return None
         return _wait(reader, reply["pid"])
@@ -229,12 +230,13 @@ def _start(path: Path, lock_path: Path, idle: float, xoptions: list[str]) -> soc
         conn = _connect(path)
         if conn is not None:
             return conn
-        launcher = subprocess.Popen(
-            [sys.executable, *(f"-X{x}" for x in xoptions), "-m", __name__, str(path),
-             "--idle", str(idle)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-        )
+        with open(path.with_suffix(".log"), "ab") as log:  # the server's own errors, if any
+            launcher = subprocess.Popen(
+                [sys.executable, *(f"-X{x}" for x in xoptions), "-m", __name__, str(path),
+                 "--idle", str(idle)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, close_fds=True,
+            )
         try:
             started = launcher.wait(timeout=START_TIMEOUT_SECONDS) == 0
         except subprocess.TimeoutExpired:
@@ -345,11 +347,15 @@ def serve(path: str, idle: float) -> dict | None:
     server = os.getpid()
     clients: dict[socket.socket, _Reader] = {}
     running: dict[int, socket.socket] = {}  # pid -> the command waiting for it
-    when_idle = list(PRELOAD_WHEN_IDLE)
+    # The providers' SDKs, imported while no stage asks for a process: only stages calling
+    # those providers use them, and they are slow to import.
+    from .llm.providers.registry import client_modules
+
+    when_idle = client_modules()
     abandoned: set[int] = set()  # stages whose command stopped waiting: asked to stop
     last_active = time.monotonic()
     try:
-        while running or clients or time.monotonic() - last_active < idle:
+        while running or clients or time.monotonic() - last_active < idle or _waiting(listener):
             wait = 0.02 if running else max(0.0, idle - (time.monotonic() - last_active))
             if when_idle:
                 wait = 0.0
@@ -381,6 +387,7 @@ def serve(path: str, idle: float) -> dict | None:
                     last_active = time.monotonic()
             if when_idle and not readable:
                 _import(when_idle.pop(0))
+                last_active = time.monotonic()  # importing is not waiting
     finally:
         if os.getpid() == server:
             try:
@@ -389,6 +396,11 @@ def serve(path: str, idle: float) -> dict | None:
             except OSError:
                 pass
     return None
+
+
+def _waiting(listener: socket.socket) -> bool:
+    """Whether a command is waiting to be accepted (so the server must not stop yet)."""
+    return bool(select.select([listener], [], [], 0)[0])
 
 
 def _kill(pid: int, signum: int) -> None:
@@ -406,6 +418,10 @@ def _handle(conn, reader, key, running, listener, clients) -> dict | None:
         request = None
     fds = reader.fds
     if not request or request.get("key") != key or len(fds) != 3:
+        why = "unreadable" if not request else f"{len(fds)} descriptors"
+        if request and request.get("key") != key:
+            why = "another key"
+        print(f"refused a request: {why}", file=sys.stderr, flush=True)
         for fd in fds:
             os.close(fd)
         conn.close()
