@@ -150,20 +150,17 @@ def test_a_killed_command_does_not_leave_its_stage_running(env, tmp_path):
         time.sleep(0.05)
 
 
-def test_a_different_environment_or_package_gets_a_server_of_its_own(env, tmp_path):
+def test_a_different_environment_or_package_gets_a_server_of_its_own(env, tmp_path, monkeypatch):
     assert command(env, "report", cwd=tmp_path).returncode == 0
     assert command({**env, "PROBE_MARKER": "other"}, "report", cwd=tmp_path).returncode == 0
     assert len(servers(env)) == 2
     base = stage_server.server_key(["faulthandler"])
     assert stage_server.server_key([]) != base
-    os.environ["DVC_STAGE"] = "simulate@b"
-    try:
-        assert stage_server.server_key(["faulthandler"]) == base
-    finally:
-        del os.environ["DVC_STAGE"]
+    monkeypatch.setenv("DVC_STAGE", "simulate@b")
+    assert stage_server.server_key(["faulthandler"]) == base
 
 
-def test_a_changed_package_file_changes_the_key(monkeypatch, tmp_path):
+def test_a_changed_package_file_changes_the_key(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "module.py").write_text("A = 1\n")

@@ -95,7 +95,6 @@ def _tree_state(root: Path) -> list[tuple[str, int, int]]:
 
 def server_key(xoptions: list[str]) -> str:
     """What makes a warm process equal to a fresh one, hashed: see the module's docstring."""
-    env = os.environ
     package = Path(__file__).resolve().parent
     # A fresh process's import path follows from the interpreter, the working directory, the
     # environment and the site directories (their .pth files and installed packages).
@@ -112,7 +111,7 @@ def server_key(xoptions: list[str]) -> str:
         "cwd": os.getcwd(),
         "sites": sites,
         "package": [str(package), _tree_state(package)],
-        "env": sorted((k, v) for k, v in env.items() if k not in PER_COMMAND_ENV),
+        "env": sorted((k, v) for k, v in os.environ.items() if k not in PER_COMMAND_ENV),
         "uid": os.getuid(),
     }
     return hashlib.sha256(json.dumps(state, default=str).encode()).hexdigest()
@@ -258,12 +257,7 @@ def _wait(reader: _Reader, pid: int) -> int:
     relayed = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
     previous = {s: signal.signal(s, relay) for s in relayed}
     try:
-        while True:
-            try:
-                reply = reader.read()
-                break
-            except InterruptedError:
-                continue
+        reply = reader.read()  # a relayed signal does not interrupt it (PEP 475 retries)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -328,7 +322,7 @@ def serve(path: str, idle: float) -> dict | None:
     Returns None in the server when it stops; returns the request in a forked stage process
     (whose caller then runs it).
     """
-    key = server_key([x for x in sys._xoptions])
+    key = server_key(list(sys._xoptions))
     _preload()
     # What the server holds stays out of every collection: a stage's collections would
     # otherwise walk, and so copy, every page of it.
@@ -457,7 +451,6 @@ def _reopen_std_streams() -> None:
 
 def become(request: dict) -> None:
     """Turn this forked process into the command's `python -m <module> <args>`."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for target, fd in enumerate(request["fds"]):
         os.dup2(fd, target)
         os.close(fd)
