@@ -195,3 +195,27 @@ def test_no_server_when_the_socket_directory_is_not_private(env, tmp_path):
     shared.chmod(0o755)
     result = command(env, "report", cwd=tmp_path)
     assert result.returncode == 99 and not servers(env)
+
+
+def test_two_commands_at_once_start_one_server_and_both_run(env, tmp_path):
+    procs = [subprocess.Popen([sys.executable, "-c", CLIENT, "report", str(i)], env=env,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert sorted(json.loads(out)["argv"][1] for out, _ in outs) == ["0", "1"]
+    assert len(servers(env)) == 1
+
+
+def test_a_server_killed_outright_is_replaced(env, tmp_path):
+    assert command(env, "report", cwd=tmp_path).returncode == 0
+    [server] = servers(env)
+    os.kill(server, signal.SIGKILL)  # leaves its socket file behind, with nobody listening
+    deadline = time.monotonic() + 10
+    while server in servers(env):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    again = command(env, "report", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    [replacement] = servers(env)
+    assert replacement != server and json.loads(again.stdout)["ppid"] == replacement
