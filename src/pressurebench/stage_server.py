@@ -341,18 +341,11 @@ def serve(path: str, idle: float) -> dict | None:
     server = os.getpid()
     clients: dict[socket.socket, _Reader] = {}
     running: dict[int, socket.socket] = {}  # pid -> the command waiting for it
-    # The providers' SDKs, imported while no stage asks for a process: only stages calling
-    # those providers use them, and they are slow to import.
-    from .llm.providers.registry import client_modules
-
-    when_idle = client_modules()
     abandoned: set[int] = set()  # stages whose command stopped waiting: asked to stop
     last_active = time.monotonic()
     try:
         while running or clients or time.monotonic() - last_active < idle or _waiting(listener):
             wait = 0.02 if running else max(0.0, idle - (time.monotonic() - last_active))
-            if when_idle:
-                wait = 0.0
             watched = [conn for pid, conn in running.items() if pid not in abandoned]
             readable, _, _ = select.select([listener, *clients, *watched], [], [], wait)
             for conn in readable:
@@ -379,9 +372,6 @@ def serve(path: str, idle: float) -> dict | None:
                         pass
                     conn.close()
                     last_active = time.monotonic()
-            if when_idle and not readable:
-                _import(when_idle.pop(0))
-                last_active = time.monotonic()  # importing is not waiting
     finally:
         if os.getpid() == server:
             try:

@@ -39,7 +39,6 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max
 class AnthropicProvider(ModelApi):
     distributions = ("anthropic",)
     batch_price_factor = 0.5  # Message Batches bill half the direct price
-    client_modules = ("anthropic",)
 
     # --- params rules -------------------------------------------------------------------
 

@@ -44,7 +44,6 @@ class OpenAIProvider(ModelApi):
     settings = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
     distributions = ("openai",)
     batch_price_factor = 0.5  # the Batch API bills half the direct price
-    client_modules = ("openai",)
 
     # --- params rules -------------------------------------------------------------------
 

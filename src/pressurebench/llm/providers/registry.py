@@ -64,9 +64,6 @@ class ModelApi:
     # models take no `batch: true`). A provider with one implements `body`, `batch_submit`,
     # `batch_poll` and `batch_results` (`llm.batches`).
     batch_price_factor: ClassVar[float | None] = None
-    # What its calls import on first use (its SDK): a stage server imports them ahead, while it
-    # waits for stages (`stage_server`).
-    client_modules: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: ModelSpec, api_key: str | None = None):
         self.spec = spec
@@ -179,12 +176,6 @@ def provider_names() -> list[str]:
     """Every registered provider's name, sorted."""
     _load_builtins()
     return sorted(_APIS)
-
-
-def client_modules() -> list[str]:
-    """Every registered provider's `client_modules`, in the order of their names."""
-    _load_builtins()
-    return [m for name in sorted(_APIS) for m in _APIS[name].client_modules]
 
 
 def setting_owners() -> dict[str, list[str]]:
