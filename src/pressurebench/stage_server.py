@@ -462,6 +462,11 @@ def run_module(module: str, args: list[str], conn: socket.socket) -> int:
     the code; then it need not wait for the kernel to take the process's memory back.
     """
     sys.argv = [module, *args]
+    # `python -m` runs the module as `__main__` only; a copy the server imported under its own
+    # name would make runpy warn that the module is already loaded, so it goes first.
+    preloaded = sys.modules.get(module)
+    if preloaded is not None and not hasattr(preloaded, "__path__"):
+        del sys.modules[module]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
