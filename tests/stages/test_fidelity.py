@@ -305,6 +305,7 @@ def test_results_report_section_and_warning(project, script):
     overall = sens[(sens["target"] == "target-a") & (sens["rate on"] == "overall")].iloc[0]
     assert overall["left out"] == "3 broken, 0 undecided"
     assert overall["CI method"].startswith("no interval: ")
+    assert overall["difference [CI]"].endswith(" pp")  # a difference of rates: percentage points
     assert "8 conversations checked (0 undecided" in fidelity_report.fidelity_note(results)
     unchecked = results.model_copy(update={"fidelity": None})
     assert fidelity_report.warnings_markdown(unchecked) == ""

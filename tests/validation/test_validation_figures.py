@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from pressurebench.params import Statistics
 from pressurebench.reports import validation_figures as vf
 from pressurebench.reports import validation_tables as tables
+from pressurebench.reports.tables import format_difference
 from pressurebench.validation.generator_bias import compare_generator_arm
 from pressurebench.validation.user_model_bias import compare_user_arm
 from stats_support.synthetic import synthetic_scores
@@ -149,8 +150,8 @@ def test_tables_show_dashes_not_zeros_for_missing_numbers():
     assert "no valid rows" in frame.loc["b", "note"]
     correlations = tables.correlation_frame(result)
     assert list(correlations["value"]) == ["—", "—"] and "at least 3" in correlations["note"][0]
-    assert tables.format_difference(0.1234, -0.01, 0.2) == "+12.3 pp [-1.0, +20.0]"
-    assert tables.format_difference(None, None, None) == "—"
+    assert format_difference(0.1234, -0.01, 0.2) == "+12.3 pp [-1.0, +20.0]"
+    assert format_difference(None, None, None) == "—"
 
 
 def test_an_empty_order_flip_table_says_why():

@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..results import Results
 from ..schemas import USER_BREAKS
-from ..stats.estimates import Difference, RateEstimate
-from .tables import MISSING, format_estimate, interval_method
+from ..stats.estimates import RateEstimate
+from .tables import MISSING, format_difference, format_estimate, interval_method
 
 NOT_CHECKED = (
     "**The simulated user was not checked.** Set `fidelity.check: true` in the params and "
@@ -38,14 +38,6 @@ def _cell(est: RateEstimate) -> str:
     if est.rate is None:
         return MISSING
     return f"{format_estimate(est)} (n={est.n}, errors={est.n_error})"
-
-
-def _difference(d: Difference) -> str:
-    if d.difference is None:
-        return MISSING
-    if d.ci_low is None:
-        return f"{d.difference:+.1%}"
-    return f"{d.difference:+.1%} [{d.ci_low:+.1%}, {d.ci_high:+.1%}]"
 
 
 def warnings_markdown(results: Results) -> str:
@@ -116,7 +108,7 @@ def sensitivity_table(results: Results) -> pd.DataFrame:
             d = entry.difference
             all_rate = MISSING if d.rate_b is None else f"{d.rate_b:.1%} (n={d.n_b})"
             rows.append([
-                target, name, all_rate, _cell(entry.without_breaks), _difference(d),
+                target, name, all_rate, _cell(entry.without_breaks), format_difference(d.difference, d.ci_low, d.ci_high),
                 interval_method(d.ci_method, d.reason), left_out,
             ])
     return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)

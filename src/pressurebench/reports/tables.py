@@ -85,6 +85,19 @@ def format_rate(rate: float | None, low: float | None, high: float | None) -> st
     return f"{format_share(rate)} {format_interval(low, high)}"
 
 
+def format_points(value: float | None) -> str:
+    return MISSING if value is None else f"{100 * value:+.1f} pp"
+
+
+def format_difference(value: float | None, low: float | None, high: float | None) -> str:
+    """`+16.7 pp [+5.6, +28.8]`: a difference of rates in percentage points with its interval."""
+    if value is None:
+        return MISSING
+    if low is None or high is None:
+        return format_points(value)
+    return f"{format_points(value)} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
 def metric_ids(results: Results) -> list[str]:
     """Every metric any target has a rate entry for, in id order."""
     return sorted({m for t in results.targets.values() for m in t.by_metric})

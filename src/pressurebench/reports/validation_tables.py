@@ -19,22 +19,9 @@ from ..validation.models import (
     Pairing,
     UserModelBiasStudy,
 )
-from .tables import MISSING, format_estimate, format_rate, method_label
+from .tables import MISSING, format_difference, format_estimate, format_rate, method_label
 
 ArmResult = GeneratorArmResult | PairedArmResult
-
-
-def format_points(value: float | None) -> str:
-    return MISSING if value is None else f"{100 * value:+.1f} pp"
-
-
-def format_difference(value: float | None, low: float | None, high: float | None) -> str:
-    """`+16.7 pp [+5.6, +28.8]`: a pass-rate difference in percentage points with its interval."""
-    if value is None:
-        return MISSING
-    if low is None or high is None:
-        return format_points(value)
-    return f"{format_points(value)} [{100 * low:+.1f}, {100 * high:+.1f}]"
 
 
 def _difference_columns(d: Difference | None) -> dict:
