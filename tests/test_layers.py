@@ -48,8 +48,7 @@ LAYERS: list[set[str]] = [
     {"labels/"},
     {"stages/"},
     {"cli", "notebook_run", "stage_server", "notebook_engine", "notebook_session", "stage_failure",
-     "estimate",
-     "estimate_time", "preflight", "impactbench", "code_deps"},
+     "estimate", "estimate_time", "preflight", "impactbench", "code_deps"},
 ]
 
 

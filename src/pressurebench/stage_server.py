@@ -249,10 +249,7 @@ def _wait(reader: _Reader, pid: int) -> int:
     """Relay interrupts and terminations to the stage's process; its exit code when it ends."""
 
     def relay(signum, _frame):
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
+        _kill(pid, signum)
 
     relayed = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
     previous = {s: signal.signal(s, relay) for s in relayed}

@@ -108,7 +108,8 @@ def sensitivity_table(results: Results) -> pd.DataFrame:
             d = entry.difference
             all_rate = MISSING if d.rate_b is None else f"{d.rate_b:.1%} (n={d.n_b})"
             rows.append([
-                target, name, all_rate, _cell(entry.without_breaks), format_difference(d.difference, d.ci_low, d.ci_high),
+                target, name, all_rate, _cell(entry.without_breaks),
+                format_difference(d.difference, d.ci_low, d.ci_high),
                 interval_method(d.ci_method, d.reason), left_out,
             ])
     return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
