@@ -113,18 +113,21 @@ def stage_seconds(data: Path, repeated: int) -> float | None:
     repeated (a warm run: the times are not the model's)."""
     seconds, cached = 0.0, 0
     for record in sorted(data.rglob("*.calls.jsonl")):
-        name = stage_name(record, data)
-        cost = json.loads((data / f"{name}.cost.json").read_text(encoding="utf-8"))
+        stem = data / stage_name(record, data)
+        cost = json.loads(Path(f"{stem}.cost.json").read_text(encoding="utf-8"))
         cached += sum(m["cached_calls"] for m in cost["by_model"].values())
-        seconds += json.loads((data / f"{name}.manifest.json").read_text(encoding="utf-8"))["duration_s"]
+        manifest = json.loads(Path(f"{stem}.manifest.json").read_text(encoding="utf-8"))
+        seconds += manifest["duration_s"]
     return seconds if cached == repeated else None
 
 
-def side_by_side(contexts: list[LocalContext], prompt: tuple[int, ...], rounds: int) -> tuple[float, float]:
+def side_by_side(
+    contexts: list[LocalContext], prompt: tuple[int, ...], rounds: int
+) -> tuple[float, float]:
     """Tokens/s of all contexts together, each on its own thread as the provider runs them:
     (prompt evaluation from nothing, decoding `DECODED` tokens after it)."""
     barrier = threading.Barrier(len(contexts))
-    spans: dict[int, list[float]] = defaultdict(list)
+    spans: dict[int, list[tuple[float, float, float]]] = defaultdict(list)  # per context, per round
 
     def work(i: int, context: LocalContext) -> None:
         for _ in range(rounds):
@@ -134,7 +137,7 @@ def side_by_side(contexts: list[LocalContext], prompt: tuple[int, ...], rounds: 
             context.eval(list(prompt))
             barrier.wait()
             t1 = time.perf_counter()
-            for token in prompt[:DECODED]:  # the same tokens fed back: decode steps at real positions
+            for token in prompt[:DECODED]:  # the prompt's tokens fed back: decode steps at real positions
                 context.eval([token])
             barrier.wait()
             spans[i].append((t0, t1, time.perf_counter()))
@@ -176,18 +179,19 @@ def main() -> int:
     for name, w in stages.items():
         print(f"| {name} | {w['calls']} | {w['prompt']:,} | {w['distinct']:,} | {w['reply']:,} |")
     total = {k: sum(w[k] for w in stages.values()) for k in ("calls", "prompt", "distinct", "reply")}
-    print(f"| **all** | {total['calls']} | {total['prompt']:,} | {total['distinct']:,} | {total['reply']:,} |")
+    print(f"| **all** | {total['calls']} | {total['prompt']:,} | {total['distinct']:,} "
+          f"| {total['reply']:,} |")
 
     prompts.sort(key=len)
     median = prompts[len(prompts) // 2]
     prompt_rate, decode_rate = side_by_side(contexts, median, args.rounds)
     floor = total["distinct"] / prompt_rate + total["reply"] / decode_rate
-    print(f"\n{len(contexts)} one-thread contexts side by side, a {len(median)}-token prompt from the "
-          f"records, {args.rounds} rounds: prompt {prompt_rate:.0f} tokens/s, "
+    print(f"\n{len(contexts)} one-thread contexts side by side, a {len(median)}-token prompt "
+          f"from the records, {args.rounds} rounds: prompt {prompt_rate:.0f} tokens/s, "
           f"decoding {decode_rate:.0f} tokens/s (all contexts together)")
-    print(f"floor: {total['distinct']:,} / {prompt_rate:.0f} + {total['reply']:,} / {decode_rate:.0f} "
-          f"= {floor:.0f} s of model work ({floor / 60:.1f} min), with every prefix evaluated once "
-          f"and every core busy throughout")
+    print(f"floor: {total['distinct']:,} / {prompt_rate:.0f} + {total['reply']:,} / "
+          f"{decode_rate:.0f} = {floor:.0f} s of model work ({floor / 60:.1f} min), with every "
+          "prefix evaluated once and every core busy throughout")
     print(f"({repeated} repeated requests, answered from the response cache, are not counted)")
     spent = stage_seconds(args.data, repeated)
     if spent is None:
