@@ -1,4 +1,5 @@
 # Entry points: `make repro` runs the pipeline, `make test` runs every test,
+# `make docs` builds the documentation site into site/ (any warning fails it),
 # `make perf` runs the measurements under perf/, `make coverage` the interval coverage
 # grid, `make judge-coverage` that of judge-corrected rates. Each bootstraps .venv first.
 SHELL := /bin/bash
@@ -7,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast perf coverage judge-coverage check estimate lab plots clean-reports
+.PHONY: install repro test test-fast docs perf coverage judge-coverage check estimate lab plots clean-reports
 
 install: $(STAMP)
 
@@ -15,7 +16,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,dev,lab]'
+	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs]'
 	touch $(STAMP)
 
 repro: $(STAMP)
@@ -32,6 +33,12 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	pytest -m 'not slow'
+
+# The configuration and command-line references are written from the code as the site builds
+# (docs/_hooks/reference.py); --strict turns a broken link or a page left out of the nav into
+# an error.
+docs: $(STAMP)
+	mkdocs build --strict
 
 perf: $(STAMP)
 	$(PY) perf/run_all.py

@@ -1,4 +1,4 @@
-"""The README's "Follow one scenario" trail is true.
+"""The "Follow one scenario" trail of docs/how-it-works.md is true.
 
 The trail is a numbered list, one step per package file: the file, the functions
 (and row models) to read there, and what happens to the scenario. It names at
@@ -35,7 +35,7 @@ from pressurebench.results import Results
 from pressurebench.schemas import ScenariosFile, ScoresFile
 from support import REPO, TINY_BENCHMARK, tiny_params
 
-HEADING = "### Follow one scenario"
+HEADING = "## Follow one scenario"
 MAX_FILES = 15
 STEP = re.compile(r"^(?P<number>\d+)\. `(?P<path>[^`]+)` — (?P<names>`[^`]+`(?:, `[^`]+`)*) — \S")
 PACKAGE_DIR = Path(pressurebench.__file__).parent
@@ -145,7 +145,7 @@ class CallTracer:
 
 @pytest.fixture(scope="module")
 def steps() -> list[Step]:
-    return trail_steps(trail_section((REPO / "README.md").read_text(encoding="utf-8")))
+    return trail_steps(trail_section((REPO / "docs" / "how-it-works.md").read_text(encoding="utf-8")))
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def traced(tmp_path_factory) -> tuple[CallTracer, Layout]:
 
 
 def test_the_trail_names_few_package_files_that_define_what_it_names(steps):
-    section = trail_section((REPO / "README.md").read_text(encoding="utf-8"))
+    section = trail_section((REPO / "docs" / "how-it-works.md").read_text(encoding="utf-8"))
     named = {s.path for s in steps} | {
         p for p in re.findall(r"`([^`\s]+\.py)`", section) if (PACKAGE_DIR / p).is_file()
     }

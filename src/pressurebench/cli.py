@@ -19,6 +19,8 @@ from .paths import benchmark_source
 from .schemas import Benchmark
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
+PARAMS_HELP = "the params file: models, roles, targets, benchmarks and every setting"
+BENCHMARK_HELP = "one of the params' `benchmarks`; it names the folders the command reads and writes"
 
 
 def benchmark_of(args: argparse.Namespace, params: Params) -> str:
@@ -294,13 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check", help="validate the params and every benchmark file; keys present, endpoints answering",
     )
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--offline", action="store_true",
                    help="do not ask the API endpoints (one free model-list request each)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_estimate)
 
     p = sub.add_parser(
@@ -319,15 +321,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "export", help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a paper",
     )
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",
     )
-    p.add_argument("--params", default=DEFAULT_PARAMS)
-    p.add_argument("--benchmark", help="default: the first in the params")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
     goal = p.add_mutually_exclusive_group(required=True)
     goal.add_argument("--half-width", type=float, help="interval half-width wanted on a pass rate")
     goal.add_argument("--difference", type=float, help="difference between two targets to detect")
@@ -342,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--icc", type=float, default=0.2, help="intra-class correlation of base scenarios")
     p.add_argument("--pair-correlation", type=float, default=0.0,
                    help="how alike two targets' scenario effects are (0: plan for the worst case)")
-    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals planned")
     p.add_argument("--pilot", action="store_true",
                    help="estimate the pass rate and the ICC from this benchmark's finished scores")
     p.set_defaults(func=cmd_plan)
@@ -352,8 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = scenarios.add_parser(
         "export", help="write the generated scenarios to benchmarks/<b>/scenarios.yaml to edit",
     )
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--force", action="store_true", help="replace an existing curated file")
     p.set_defaults(func=cmd_scenarios_export)
 
@@ -371,12 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run one stage as its notebook would (exit 2: bad input, 3: too many errors, "
         "4: the stage's process crashed natively)",
     )
-    p.add_argument("stage", choices=STAGES)
-    p.add_argument("--benchmark", required=True)
+    p.add_argument("stage", choices=STAGES, help="the stage to run")
+    p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
     p.add_argument("--target", help="the target model id (simulate and evaluate only)")
     p.add_argument("--arm", help="a validation arm, generator/<model id>, user/<model id> or "
                    "evaluator/<model id> (default: the main arm)")
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("labels", help="have people label judged conversations, to check the judge")
@@ -384,15 +386,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = labels.add_parser(
         "export", help="draw conversations to label; write rater pages to reports/<b>/labelling/",
     )
-    p.add_argument("--benchmark", help="default: the first in the params")
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_labels_export)
     p = labels.add_parser(
         "import", help="check labels files (JSONL or CSV) and keep them under <labels.dir>/<b>/",
     )
-    p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--benchmark", help="default: the first in the params")
-    p.add_argument("--params", default=DEFAULT_PARAMS)
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="labels files downloaded from the rater pages")
+    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_labels_import)
 
     add_arm_parser(sub)

@@ -49,30 +49,66 @@ class ModelSpec(Strict):
     """
 
     provider: str = Field(description="a registered provider (`llm.providers.registry`)")
-    model: str = Field(min_length=1)
-    base_url: str | None = None
-    api_key_env: str | None = None
+    model: str = Field(
+        min_length=1,
+        description="the provider's model name, or for the local provider a GGUF file path or a "
+        "bundled model's name",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="the endpoint of an OpenAI-compatible server (vLLM, Ollama, a llama.cpp server); "
+        "default: the provider's own API",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="the environment variable (or `.env` entry) holding the key; the key itself is "
+        "never written in the params",
+    )
     temperature: float | None = Field(
         default=None, ge=0.0, le=2.0,
         description="sampling temperature; left out of requests when not set (the provider's default)",
     )
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_p: float | None = Field(
+        default=None, gt=0.0, le=1.0,
+        description="nucleus sampling; left out of requests when not set (the provider's default)",
+    )
     max_tokens: int = Field(
         default=512, ge=1, le=32768,
         description="tokens of a reply; a reasoning model gets `reasoning_tokens` more for its hidden reasoning",
     )
-    seed: Seed | None = None
-    max_concurrency: int | None = Field(default=None, ge=1, le=4096)
-    requests_per_minute: float | None = Field(default=None, gt=0)
+    seed: Seed | None = Field(
+        default=None, description="sent to providers that take a sampling seed",
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, le=4096,
+        description="calls in flight at most; default: 8 for API providers, 4 for the local one "
+        "(one per llama.cpp context); a 429 halves it for a while",
+    )
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, description="spaces call starts to stay within the provider's limit",
+    )
     tokens_per_minute: float | None = Field(
         default=None, gt=0,
         description="the provider's tokens-per-minute limit: calls wait for room instead of a 429",
     )
-    price_per_mtok_in: float | None = Field(default=None, ge=0)
-    price_per_mtok_out: float | None = Field(default=None, ge=0)
-    system_prompt: str | None = Field(default=None, max_length=20000)
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = Field(default=120.0, gt=0)
+    price_per_mtok_in: float | None = Field(
+        default=None, ge=0,
+        description="USD per million input tokens; without both prices cost is unknown, never 0",
+    )
+    price_per_mtok_out: float | None = Field(
+        default=None, ge=0,
+        description="USD per million output tokens (reasoning tokens are billed as output)",
+    )
+    system_prompt: str | None = Field(
+        default=None, max_length=20000,
+        description="the system prompt this model gets as a target where neither its scenario "
+        "nor the benchmark's `scenario.user_context` sets one",
+    )
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers added to every request; never part of a cache key or a call record",
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="seconds one request may take")
     structured_output: StructuredOutput | None = Field(
         default=None,
         description=(
@@ -187,9 +223,14 @@ class ModelSpec(Strict):
 
 
 class Roles(Strict):
-    generator: ModelId
-    user: ModelId
-    evaluator: ModelId | list[ModelId]
+    """Which model of `models` plays each part; targets are listed apart."""
+
+    generator: ModelId = Field(description="writes the metrics (unless hand-written) and the scenarios")
+    user: ModelId = Field(description="plays the persona that pushes each target")
+    evaluator: ModelId | list[ModelId] = Field(
+        description="judges each conversation, blind; a list is a panel deciding by majority "
+        "(ties undetermined)",
+    )
     fidelity: ModelId | list[ModelId] | None = Field(
         default=None,
         description="the fidelity judge(s) of the simulated user and target test awareness; "
@@ -217,8 +258,14 @@ class Roles(Strict):
 
 
 class Generation(Strict):
-    metrics_per_benchmark: int = Field(default=4, ge=1, le=50)
-    scenarios_per_metric: int = Field(default=2, ge=1, le=500)
+    metrics_per_benchmark: int = Field(
+        default=4, ge=1, le=50,
+        description="metrics the generator writes for a benchmark without hand-written ones",
+    )
+    scenarios_per_metric: int = Field(
+        default=2, ge=1, le=500,
+        description="base scenarios per metric, each rewritten once per demographic profile",
+    )
     scenario_turns: int = Field(
         default=4, ge=1, le=50,
         description="the conversation length scenarios are written for: landmark turns fall within it",
@@ -227,8 +274,14 @@ class Generation(Strict):
         default=4, ge=1, le=50,
         description="user turns simulated; a landmark past it is not reached (counted by simulate)",
     )
-    num_samples: int = Field(default=1, ge=1, le=100)
-    landmarks: bool = True
+    num_samples: int = Field(
+        default=1, ge=1, le=100, description="conversations per scenario variant and target",
+    )
+    landmarks: bool = Field(
+        default=True,
+        description="give the simulated user each landmark's instruction only at its turn; "
+        "off, the whole scenario up front",
+    )
     allow_early_end: bool = Field(
         default=False,
         description=(
@@ -245,8 +298,16 @@ class Generation(Strict):
         default=0.0, ge=0.0, le=1.0,
         description="share of words in user messages given a typo, seeded per conversation",
     )
-    demographics: dict[str, list[str]] = Field(default_factory=dict)
-    max_regenerations: int = Field(default=2, ge=0, le=10)
+    demographics: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="axes and their values, `{axis: [values]}`: every base scenario is "
+        "rewritten once per combination",
+    )
+    max_regenerations: int = Field(
+        default=2, ge=0, le=10,
+        description="new drafts of a generated metric or scenario the stage rejected (a "
+        "near-duplicate, say) before it becomes an error row",
+    )
 
     @field_validator("demographics")
     @classmethod
@@ -260,8 +321,13 @@ class Generation(Strict):
 
 
 class Evaluation(Strict):
-    evaluate_all_metrics: bool = False
-    show_examples: bool = False
+    evaluate_all_metrics: bool = Field(
+        default=False,
+        description="judge every conversation on every metric, not only its scenario's own",
+    )
+    show_examples: bool = Field(
+        default=False, description="give the judge the metric's example phrases",
+    )
     per_turn: bool = Field(
         default=False,
         description=(
@@ -287,22 +353,41 @@ class Fidelity(Strict):
 
 
 class Statistics(Strict):
-    resamples: int = Field(default=2000, ge=100, le=100000)
-    confidence_level: float = Field(default=0.95, gt=0.5, lt=1.0)
-    seed: Seed = 12345
+    resamples: int = Field(
+        default=2000, ge=100, le=100000,
+        description="cluster-bootstrap resamples (rank shares, rank correlations, agreement, "
+        "median onset)",
+    )
+    confidence_level: float = Field(
+        default=0.95, gt=0.5, lt=1.0, description="of every interval reported",
+    )
+    seed: Seed = Field(default=12345, description="seeds the bootstrap")
 
 
 class Validation(Strict):
-    generator_bias: list[ModelId] = Field(default_factory=list)
-    user_model_bias: list[ModelId] = Field(default_factory=list)
+    generator_bias: list[ModelId] = Field(
+        default_factory=list,
+        description="models that each write the benchmark's metrics and scenarios anew in place of "
+        "the generator",
+    )
+    user_model_bias: list[ModelId] = Field(
+        default_factory=list,
+        description="models that each play the user on the study subset in place of the user model",
+    )
     evaluator_bias: list[ModelId] = Field(
         default_factory=list,
         description="models that each re-judge the main arm's conversations of the study subset "
         "in place of the evaluator",
     )
-    targets: list[ModelId] | None = None
-    fraction: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: Seed = 7
+    targets: list[ModelId] | None = Field(
+        default=None,
+        description="targets the studies run on (written out as a list under DVC); null: every target",
+    )
+    fraction: float = Field(
+        default=1.0, gt=0.0, le=1.0,
+        description="seeded share of base scenarios per metric the studies play (at least one)",
+    )
+    seed: Seed = Field(default=7, description="seeds the study subset")
 
 
 class Labels(Strict):
@@ -333,7 +418,11 @@ class Labels(Strict):
 
 
 class Run(Strict):
-    max_error_rate: float = Field(default=0.1, ge=0.0, le=1.0)
+    max_error_rate: float = Field(
+        default=0.1, ge=0.0, le=1.0,
+        description="a stage whose share of error rows exceeds this writes its artifacts, then "
+        "fails (exit 3)",
+    )
     truncated_replies: Literal["error", "mark"] = Field(
         default="error",
         description=(
@@ -341,11 +430,18 @@ class Run(Strict):
             "'mark' keeps it, flagged `truncated` on the message and counted in the manifest"
         ),
     )
-    cache_dir: str = ".pbcache"
-    data_dir: str = "data"
-    reports_dir: str = "reports"
-    repair_retries: int = Field(default=2, ge=0, le=5)
-    max_retries: int = Field(default=5, ge=0, le=20)
+    cache_dir: str = Field(
+        default=".pbcache", description="the response cache, spending record and batch records",
+    )
+    data_dir: str = Field(default="data", description="where stages write their artifacts")
+    reports_dir: str = Field(default="reports", description="where the HTML reports go")
+    repair_retries: int = Field(
+        default=2, ge=0, le=5, description="re-asks after an invalid structured answer",
+    )
+    max_retries: int = Field(
+        default=5, ge=0, le=20,
+        description="transport retries of a call (jittered exponential back-off)",
+    )
     batch_max_requests: int = Field(
         default=5000, ge=1, le=50000, description="requests per provider batch at most",
     )
@@ -376,17 +472,28 @@ class Run(Strict):
 
 
 class Params(Strict):
-    models: dict[ModelId, ModelSpec]
-    roles: Roles
-    targets: list[ModelId] = Field(min_length=1)
-    benchmarks: list[BenchmarkId] = Field(min_length=1)
-    generation: Generation = Field(default_factory=Generation)
-    evaluation: Evaluation = Field(default_factory=Evaluation)
-    fidelity: Fidelity = Field(default_factory=Fidelity)
-    statistics: Statistics = Field(default_factory=Statistics)
-    validation: Validation = Field(default_factory=Validation)
-    labels: Labels = Field(default_factory=Labels)
-    run: Run = Field(default_factory=Run)
+    models: dict[ModelId, ModelSpec] = Field(
+        description="the model registry: each model declared once under an id (letters, digits, "
+        "`-`, `_`) that roles, targets and studies refer to",
+    )
+    roles: Roles = Field(description="the model playing each part")
+    targets: list[ModelId] = Field(min_length=1, description="the assistants measured")
+    benchmarks: list[BenchmarkId] = Field(
+        min_length=1, description="folders under `benchmarks/` to run; a `--benchmark` must be one",
+    )
+    generation: Generation = Field(
+        default_factory=Generation, description="metrics, scenarios and simulated conversations",
+    )
+    evaluation: Evaluation = Field(default_factory=Evaluation, description="the judge")
+    fidelity: Fidelity = Field(
+        default_factory=Fidelity, description="checks of the simulated user and test awareness",
+    )
+    statistics: Statistics = Field(default_factory=Statistics, description="intervals and resampling")
+    validation: Validation = Field(
+        default_factory=Validation, description="generator, user-model and evaluator bias studies",
+    )
+    labels: Labels = Field(default_factory=Labels, description="human labels of judged conversations")
+    run: Run = Field(default_factory=Run, description="limits, retries, batches and folders")
 
     @model_validator(mode="after")
     def _no_duplicates(self):

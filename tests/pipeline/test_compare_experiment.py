@@ -1,5 +1,6 @@
-"""The README's flow on the real pipeline: change a target's system prompt in a DVC experiment,
-then `pressurebench compare` the committed run with it."""
+"""The documented flow on the real pipeline (docs/sharing-and-comparing.md, "Comparing runs"):
+change a target's system prompt in a DVC experiment, then `pressurebench compare` the committed
+run with it. The commands are the page's own block, run line by line as written."""
 
 from __future__ import annotations
 
@@ -8,20 +9,22 @@ from pathlib import Path
 import pytest
 from pipeline_support import run
 
-from pressurebench import cli
+from docs_support import recipes
 
 pytestmark = pytest.mark.slow
 
-PROMPT = "params/pipeline.yaml:models.smollm2-agreeable.system_prompt=Be brief."
+PAGE = "docs/sharing-and-comparing.md"
 
 
-def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path, capsys):
+def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path):
     root = reproduced_repo
-    run(["dvc", "exp", "run", "-n", "brief", "-S", PROMPT], root)
+    (recipe,) = [b for b in recipes(PAGE) if "pressurebench compare" in b.body]
+    experiment, compare = recipe.commands()
+    assert experiment.startswith("dvc exp run") and compare.startswith("pressurebench compare")
+    run(["bash", "-c", experiment], root)
     status = run(["git", "status", "--porcelain"], root).stdout
 
-    assert cli.main(["compare", "HEAD", "brief"]) == 0
-    out = capsys.readouterr().out
+    out = run(["bash", "-c", compare], root).stdout
     assert "models.smollm2-agreeable.system_prompt" in out
     assert '"Agree with the user."' in out and '"Be brief."' in out
     assert "Differences paired by base scenario" in out

@@ -1,5 +1,12 @@
-"""Share and reproduce a study, as the README says: push the reproduced repository's data to a
-local-directory DVC remote, clone it, `dvc pull`, `dvc repro`, then raise `generation.turns`."""
+"""Share and reproduce a study as docs/sharing-and-comparing.md shows it: push the reproduced
+repository's data to a local-directory DVC remote, clone it, `dvc pull`, `dvc repro`, then raise
+`generation.turns`.
+
+The page's two blocks run as written, each as one bash script, with its placeholders filled
+in: the remote's directory (`/mnt/shared/pressurebench-store`) and the repository's URL
+(`<repository-url>`, a bare repository the owner's clone pushes to). One line is not run:
+`make install`, whose result, the installed package, is the environment this test runs in.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,29 @@ import pytest
 import yaml
 from pipeline_support import run
 
+from docs_support import recipes
+
 pytestmark = pytest.mark.slow
 
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 RESULTS = Path("data/pressure-core/results.json")
+PAGE = "docs/sharing-and-comparing.md"
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+
+def documented(start: str, fill: dict[str, str]) -> str:
+    """The page's shell block that starts with `start`, placeholders filled, `make install` out."""
+    (block,) = [b for b in recipes(PAGE) if b.body.startswith(start)]
+    script = block.body
+    for placeholder, value in fill.items():
+        assert placeholder in script, placeholder
+        script = script.replace(placeholder, value)
+    return "\n".join(line for line in script.splitlines() if line.strip() != "make install")
+
+
+def bash(script: str, cwd: Path) -> subprocess.CompletedProcess:
+    return run(["bash", "-ec", script], cwd, env={**os.environ, **IDENTITY})
 
 
 def records_declared(root: Path) -> set[str]:
@@ -65,22 +90,26 @@ def test_a_pushed_study_reproduces_on_a_clone_and_extends_paying_only_for_new_tu
     assert lines and all(os.environ["PB_MOCK_KEY"] not in line for line in lines)
     assert any("/simulate.calls.jsonl" in str(p) for p in records)
 
-    # The owner shares: a remote (a local directory here; s3://… works the same) and a push.
-    store = tmp_path / "store"
-    run(["dvc", "remote", "add", "-d", "store", str(store)], origin)
-    subprocess.run([*GIT, "commit", "-qam", "Share the study"], cwd=origin, check=True)
-    run(["dvc", "push"], origin)
+    # The owner's repository has a git remote to push to, as a shared study's has.
+    remote = tmp_path / "study.git"
+    branch = run(["git", "rev-parse", "--abbrev-ref", "HEAD"], origin).stdout.strip()
+    subprocess.run(["git", "init", "-q", "--bare", "-b", branch, str(remote)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(remote)], cwd=origin, check=True)
+    subprocess.run(["git", "push", "-qu", "origin", branch], cwd=origin, check=True)
+
+    # The owner shares: a DVC remote (a local directory here; s3://… works the same) and a push.
+    store = tmp_path / "pressurebench-store"
+    bash(documented("dvc remote add", {"/mnt/shared/pressurebench-store": str(store)}), origin)
+    assert store.is_dir()
 
     # A colleague clones, pulls and reproduces: up to date, no model call, the same bytes.
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
-    assert not (clone / ".pbcache").exists() and not (clone / RESULTS).exists()
-    assert not list((clone / "data").rglob("*.calls.jsonl"))
-    run(["dvc", "pull"], clone)
     pipeline_server.reset()
-    assert "up to date" in run(["dvc", "status"], clone).stdout
-    assert "Running stage" not in run(["dvc", "repro"], clone).stdout
+    reproduced = bash(documented("git clone", {"<repository-url>": str(remote)}), tmp_path)
+    clone = tmp_path / "study"
+    assert "Running stage" not in reproduced.stdout
+    assert "up to date" in reproduced.stdout
     assert pipeline_server.total_requests == 0
+    assert "up to date" in run(["dvc", "status"], clone).stdout
     assert (clone / RESULTS).read_bytes() == (origin / RESULTS).read_bytes()
 
     # One more turn: the pulled records replay every earlier turn, so the only target calls

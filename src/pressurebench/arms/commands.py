@@ -20,8 +20,10 @@ def add_arm_parser(sub) -> None:
     q = stages.add_parser(
         "plan", help="write every validation study's plan (arms, targets, seed, scenario subset)"
     )
-    q.add_argument("--params", default=DEFAULT_PARAMS)
-    q.add_argument("--benchmark", required=True)
+    q.add_argument("--params", default=DEFAULT_PARAMS,
+                   help="the params file: models, roles, targets, benchmarks and every setting")
+    q.add_argument("--benchmark", required=True,
+                   help="one of the params' `benchmarks`; it names the folders the command writes")
     q.set_defaults(func=run_plan_command)
 
 

@@ -1,0 +1,209 @@
+"""MkDocs hook: the configuration and command-line references, written from the code at build time.
+
+A reference copied by hand drifts from the code it describes; one generated when the site is
+built cannot. A page holds a marker line, `<!-- reference: params -->` or
+`<!-- reference: cli -->`, and the hook replaces it with tables made from the params schema
+(every field's type, default, bounds and `Field(description=...)`) or from the command
+line's argparse parser. A params field without a description, or an argument without\nhelp, fails the build.
+
+The modules are found through stable names: the params schema through the package's
+`pressurebench.params` module, the parser through the `pressurebench` console script's
+entry point, wherever its module lives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import types
+import typing
+from importlib.metadata import entry_points
+
+import annotated_types
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+MARKER = re.compile(r"^<!-- reference: (?P<name>[a-z]+) -->$", re.MULTILINE)
+
+
+class MissingDescription(ValueError):
+    """A params field or command-line argument the reference cannot describe."""
+
+
+# ---- the params schema -------------------------------------------------------------------------
+
+
+def _type_name(annotation: object) -> str:
+    """`int | None` → `integer or null`, `list[ModelId]` → `list of model id`, a Literal its values."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        base, *meta = args
+        patterned = any(_pattern(m) for m in meta if isinstance(m, FieldInfo))
+        return "id" if patterned else _type_name(base)
+    if origin is typing.Literal:
+        return " or ".join(f"`{a}`" for a in args)
+    if origin in (typing.Union, types.UnionType):
+        names = [_type_name(a) for a in args if a is not type(None)]
+        return " or ".join(names) + (" or null" if type(None) in args else "")
+    if origin is list:
+        return f"list of {_type_name(args[0])}"
+    if origin is dict:
+        return f"mapping of {_type_name(args[0])} to {_type_name(args[1])}"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "section"
+    return {int: "integer", float: "number", str: "text", bool: "boolean"}.get(
+        annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _pattern(info: FieldInfo) -> str | None:
+    return next((getattr(m, "pattern", None) for m in info.metadata if getattr(m, "pattern", None)),
+                None)
+
+
+def _metadata(info: FieldInfo, annotation: object) -> list[object]:
+    """The constraints of a field and of the Annotated types it is made of (seeds, ids)."""
+    found = list(info.metadata)
+    if typing.get_origin(annotation) is typing.Annotated:
+        for meta in typing.get_args(annotation)[1:]:
+            found.extend(meta.metadata if isinstance(meta, FieldInfo) else [meta])
+    elif typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found.extend(_metadata(FieldInfo(), arg))
+    return found
+
+
+def _bounds(info: FieldInfo, annotation: object) -> str:
+    words = []
+    for meta in _metadata(info, annotation):
+        for attr, symbol in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")):
+            value = getattr(meta, attr, None)
+            if value is not None:
+                words.append(f"{symbol} {value:,}".replace(",", " "))
+        if isinstance(meta, annotated_types.MinLen) and meta.min_length:
+            words.append(f"at least {meta.min_length} long")
+        if isinstance(meta, annotated_types.MaxLen):
+            words.append(f"at most {meta.max_length} long")
+        if getattr(meta, "pattern", None):
+            words.append(f"matches `{meta.pattern}`")
+    return ", ".join(dict.fromkeys(words))
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default_factory is not None:
+        value = info.default_factory()
+        return "—" if isinstance(value, BaseModel) else f"`{value!r}`"
+    if info.default is PydanticUndefined:
+        return "required"
+    return "`null`" if info.default is None else f"`{info.default!r}`"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _section_model(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) is dict:
+        value = typing.get_args(annotation)[1]
+        if isinstance(value, type) and issubclass(value, BaseModel):
+            return value
+    return None
+
+
+def params_tables(model: type[BaseModel], prefix: str = "") -> list[tuple[str, type, list[str]]]:
+    """One table per section: (key path, model, rows); nested sections get their own table."""
+    rows, nested = [], []
+    for name, info in model.model_fields.items():
+        key = f"{prefix}{name}"
+        if not info.description:
+            raise MissingDescription(
+                f"params field `{key}` ({model.__name__}.{name}) has no Field(description=...)")
+        rows.append(f"| `{name}` | {_cell(_type_name(info.annotation))} | {_default(info)} | "
+                    f"{_cell(_bounds(info, info.annotation))} | {_cell(info.description)} |")
+        section = _section_model(info.annotation)
+        if section is not None:
+            child = f"{key}.<id>." if typing.get_origin(info.annotation) is dict else f"{key}."
+            nested.extend(params_tables(section, child))
+    return [(prefix.rstrip(".") or "top level", model, rows), *nested]
+
+
+def params_reference() -> str:
+    params = importlib.import_module("pressurebench.params")
+    out = []
+    for key, model, rows in params_tables(params.Params):
+        title = "Top level" if key == "top level" else f"`{key}`"
+        doc = (model.__doc__ or "").strip().split("\n\n")[0]
+        out += [f"### {title}", ""]
+        if doc and key != "top level":
+            out += [" ".join(doc.split()), ""]
+        out += ["| key | type | default | bounds | what it does |",
+                "|---|---|---|---|---|", *rows, ""]
+    return "\n".join(out)
+
+
+# ---- the command line --------------------------------------------------------------------------
+
+
+def console_parser() -> argparse.ArgumentParser:
+    """The parser behind the `pressurebench` console script, wherever its module lives."""
+    (script,) = entry_points(group="console_scripts", name="pressurebench")
+    module = importlib.import_module(script.module)
+    return module.build_parser()
+
+
+def _subcommands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield words, parser
+        return
+    helps = {c.dest: c.help for c in actions[0]._choices_actions}
+    for name, sub in actions[0].choices.items():
+        sub.description = sub.description or helps.get(name)
+        yield from _subcommands(sub, (*words, name))
+
+
+def _argument_row(action: argparse.Action, command: str) -> str:
+    if action.option_strings:
+        name = ", ".join(f"`{o}`" for o in action.option_strings)
+        if action.nargs != 0:
+            name += f" `{action.metavar or action.dest.upper()}`"
+    else:
+        name = f"`{action.metavar or action.dest}`" + (" ..." if action.nargs == "+" else "")
+    if action.choices:
+        name += " (" + ", ".join(f"`{c}`" for c in action.choices) + ")"
+    if not action.help:
+        raise MissingDescription(f"`{command}` argument {name} has no help")
+    default = ("required" if action.required or not action.option_strings
+               else "" if action.default in (None, False) else f"`{action.default}`")
+    return f"| {name} | {default} | {_cell(action.help or '')} |"
+
+
+def cli_reference() -> str:
+    parser = console_parser()
+    out = []
+    for words, sub in _subcommands(parser):
+        command = " ".join((parser.prog, *words))
+        out += [f"### `{command}`", "", _cell(sub.description or ""), ""]
+        usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")
+        out += ["```text", usage, "```", ""]
+        arguments = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
+        if arguments:
+            out += ["| argument | default | what it does |", "|---|---|---|",
+                    *(_argument_row(a, command) for a in arguments), ""]
+    return "\n".join(out)
+
+
+GENERATORS = {"params": params_reference, "cli": cli_reference}
+
+
+def render(markdown: str) -> str:
+    """The page with every reference marker replaced by its generated reference."""
+    return MARKER.sub(lambda m: GENERATORS[m.group("name")](), markdown)
+
+
+def on_page_markdown(markdown: str, **_) -> str:
+    return render(markdown)

@@ -1,0 +1,162 @@
+"""The documentation site builds with warnings as errors, and its references come from the code.
+
+`mkdocs build --strict` (what `make docs` runs) fails on a broken link, a missing anchor, a
+nav entry without its page or a page the nav leaves out (mkdocs.yml `validation`). The
+configuration and command-line references are written from the params schema and the
+argparse parser as the site builds (docs/_hooks/reference.py), so they cannot drift; a
+field without a description or an argument without help fails the build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from docs_support import DOCS, blocks, pages
+from pydantic import BaseModel, Field
+
+from pressurebench.io import read_yaml_model
+from pressurebench.params import Params, load_params
+from pressurebench.schemas import Benchmark
+from support import REPO
+
+HOOK = DOCS / "_hooks" / "reference.py"
+README_MAX_LINES = 200
+
+
+def hook():
+    spec = importlib.util.spec_from_file_location("docs_reference_hook", HOOK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(root: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
+    )
+
+
+def site_copy(tmp_path: Path) -> Path:
+    """mkdocs.yml and docs/ in a scratch folder, to break on purpose."""
+    root = tmp_path / "site-src"
+    root.mkdir()
+    shutil.copy2(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    shutil.copytree(DOCS, root / "docs", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_the_site_builds_strictly_with_both_references_written_from_the_code(tmp_path):
+    done = build(REPO, tmp_path / "site")
+    assert done.returncode == 0, done.stderr[-4000:]
+    params_page = (tmp_path / "site" / "reference" / "params" / "index.html").read_text()
+    for key, model, _ in hook().params_tables(Params):
+        for name in model.model_fields:
+            assert f"<code>{name}</code>" in params_page, (key, name)
+    assert "reference: params" not in params_page
+    cli_page = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
+    for command in ("check", "estimate", "compare", "export", "plan", "scenarios export",
+                    "import-impactbench", "run", "labels export", "labels import", "arm plan"):
+        assert f"<code>pressurebench {command}</code>" in cli_page, command
+    assert (tmp_path / "site" / "images" / "forest_plot.png").is_file()
+
+
+@pytest.mark.parametrize("breakage", ["broken link", "missing anchor", "page left out of the nav",
+                                      "nav entry without its page"])
+def test_a_broken_site_fails_the_build(tmp_path, breakage):
+    root = site_copy(tmp_path)
+    tutorial = root / "docs" / "tutorial.md"
+    if breakage == "broken link":
+        tutorial.write_text(tutorial.read_text() + "\n[gone](no-such-page.md)\n")
+    elif breakage == "missing anchor":
+        tutorial.write_text(tutorial.read_text() + "\n[gone](how-it-works.md#no-such-part)\n")
+    elif breakage == "page left out of the nav":
+        (root / "docs" / "orphan.md").write_text("# Orphan\n")
+    else:
+        config = root / "mkdocs.yml"
+        config.write_text(config.read_text().replace("tutorial.md", "tutorial-gone.md"))
+    done = build(root, tmp_path / "site")
+    assert done.returncode != 0
+    assert "WARNING" in done.stderr
+    assert "in strict mode" in done.stdout + done.stderr
+
+
+def test_every_params_field_has_a_description():
+    for key, model, rows in hook().params_tables(Params):
+        assert len(rows) == len(model.model_fields), key
+
+
+def test_a_field_without_a_description_or_an_argument_without_help_fails_the_reference():
+    reference = hook()
+
+    class Section(BaseModel):
+        documented: int = Field(default=1, description="has one")
+        bare: int = 2
+
+    class Top(BaseModel):
+        section: Section = Field(default_factory=Section, description="a section")
+
+    with pytest.raises(reference.MissingDescription, match="section.bare"):
+        reference.params_tables(Top)
+
+    parser = argparse.ArgumentParser(prog="tool")
+    parser.add_argument("--quiet", action="store_true")
+    with pytest.raises(reference.MissingDescription, match="--quiet"):
+        reference._argument_row(parser._actions[-1], "tool")
+
+
+def test_the_cli_reference_follows_the_parser_of_the_console_script():
+    reference = hook()
+    parser = reference.console_parser()
+    assert parser.prog == "pressurebench"
+    text = reference.cli_reference()
+    assert "### `pressurebench run`" in text and "`gen_metrics`" in text
+    assert "### `pressurebench labels import`" in text
+
+
+def test_the_readme_is_short_and_its_links_resolve():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    assert targets
+    for target in targets:
+        if "://" not in target:
+            assert (REPO / target).exists(), target
+
+
+def test_every_params_or_benchmark_example_on_the_pages_validates(tmp_path):
+    """A params example must load as `load_params` loads a file; a benchmark example too."""
+    checked = 0
+    for page in pages():
+        for block in blocks(page):
+            if block.lang != "yaml":
+                continue
+            data = yaml.safe_load(block.body)
+            path = tmp_path / "example.yaml"
+            path.write_text(block.body)
+            if "models" in data and "roles" in data:
+                data.setdefault("benchmarks", ["pressure-core"])
+                path.write_text(yaml.safe_dump(data))
+                load_params(path)
+            elif "name" in data and "description" in data:
+                read_yaml_model(path, Benchmark)
+            else:
+                continue
+            checked += 1
+    assert checked >= 4
+
+
+def test_the_readme_figure_is_drawn_by_the_package(tmp_path):
+    import readme_figure
+
+    out = readme_figure.draw(tmp_path / "forest_plot.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
