@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from docs_support import DOCS, blocks, pages
 from pydantic import BaseModel, Field
 
+from docs_support import DOCS, blocks, pages
 from pressurebench.io import read_yaml_model
 from pressurebench.params import Params, load_params
 from pressurebench.schemas import Benchmark
