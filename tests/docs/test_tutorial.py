@@ -60,6 +60,9 @@ def test_the_tutorial_goes_from_a_benchmark_to_a_paper_table(tmp_path):
     refused = [(e.model, e.status) for e in server.request_log if e.status >= 400]
     assert not refused, refused
     assert {e.model for e in server.request_log if e.model} == set(MODELS)
+    # "a few hundred model calls", as the page says
+    assert 100 <= sum(e.path.endswith(("/chat/completions", "/messages"))
+                      for e in server.request_log) <= 1000
 
     table = tmp_path / "reports" / "homework-help" / "export" / "tables" / "pass_rates.tex"
     latex = table.read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ from ..params import Params, load_params
 EMBEDDED_CAVEAT = (
     "The embedded SmolLM2-135M model produced some of these results. It proves the pipeline "
     "runs offline; its numbers are noise, not findings. For a paper, run stronger models "
-    "(README: \"Using API models\")."
+    "(docs/tutorial.md, docs/api-models.md)."
 )
 
 
