@@ -14,6 +14,7 @@ entry point, wherever its module lives.
 from __future__ import annotations
 
 import argparse
+import html
 import importlib
 import re
 import types
@@ -75,6 +76,10 @@ def _metadata(info: FieldInfo, annotation: object) -> list[object]:
     return found
 
 
+def _is_text(annotation: object) -> bool:
+    return annotation is str or str in typing.get_args(annotation)
+
+
 def _bounds(info: FieldInfo, annotation: object) -> str:
     words = []
     for meta in _metadata(info, annotation):
@@ -82,10 +87,13 @@ def _bounds(info: FieldInfo, annotation: object) -> str:
             value = getattr(meta, attr, None)
             if value is not None:
                 words.append(f"{symbol} {value:,}".replace(",", " "))
-        if isinstance(meta, annotated_types.MinLen) and meta.min_length:
-            words.append(f"at least {meta.min_length} long")
+        unit = "characters" if _is_text(annotation) else "items"
+        if isinstance(meta, annotated_types.MinLen) and meta.min_length == 1:
+            words.append("not empty")
+        elif isinstance(meta, annotated_types.MinLen) and meta.min_length:
+            words.append(f"at least {meta.min_length} {unit}")
         if isinstance(meta, annotated_types.MaxLen):
-            words.append(f"at most {meta.max_length} long")
+            words.append(f"at most {meta.max_length} {unit}")
         if getattr(meta, "pattern", None):
             words.append(f"matches `{meta.pattern}`")
     return ", ".join(dict.fromkeys(words))
@@ -101,7 +109,11 @@ def _default(info: FieldInfo) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell: on one line, `|` escaped, and `<` and `>` outside code spans shown as
+    written (`<dir>/<benchmark>/` is a path, not an HTML tag)."""
+    parts = " ".join(text.split()).replace("|", "\\|").split("`")
+    parts[::2] = [html.escape(p, quote=False) for p in parts[::2]]
+    return "`".join(parts)
 
 
 def _section_model(annotation: object) -> type[BaseModel] | None:
