@@ -8,6 +8,7 @@ a stage above its error budget exits 3; a stage whose process crashed natively
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -41,6 +42,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
     if Path("dvc.yaml").is_file():
+        from .params_fill import fill_defaults, interpolates_from
+
+        if interpolates_from("dvc.yaml", args.params):
+            for key, value in fill_defaults(args.params, params).items():
+                print(f"wrote  {args.params}: {key}: {json.dumps(value)} (its default; dvc.yaml "
+                      "reads the key from this file, so it is written there)")
         watched, problems, files = dvc_param_problems(args.params)
         if problems:
             for line in problems:

@@ -187,9 +187,11 @@ class ModelSpec(Strict):
 
 
 class Roles(Strict):
-    generator: ModelId
-    user: ModelId
-    evaluator: ModelId | list[ModelId]
+    generator: ModelId = Field(description="the model id that writes the metrics and scenarios")
+    user: ModelId = Field(description="the model id that plays the user pushing each target")
+    evaluator: ModelId | list[ModelId] = Field(
+        description="the model id of the judge of every conversation (a list: a judge panel)",
+    )
     fidelity: ModelId | list[ModelId] | None = Field(
         default=None,
         description="the fidelity judge(s) of the simulated user and target test awareness; "
@@ -376,10 +378,14 @@ class Run(Strict):
 
 
 class Params(Strict):
-    models: dict[ModelId, ModelSpec]
-    roles: Roles
-    targets: list[ModelId] = Field(min_length=1)
-    benchmarks: list[BenchmarkId] = Field(min_length=1)
+    models: dict[ModelId, ModelSpec] = Field(
+        description="the model registry: an id for every model the roles and targets name",
+    )
+    roles: Roles = Field(description="which models generate, play the user and judge")
+    targets: list[ModelId] = Field(min_length=1, description="the model ids under test")
+    benchmarks: list[BenchmarkId] = Field(
+        min_length=1, description="the benchmarks to run, folders under benchmarks/",
+    )
     generation: Generation = Field(default_factory=Generation)
     evaluation: Evaluation = Field(default_factory=Evaluation)
     fidelity: Fidelity = Field(default_factory=Fidelity)
