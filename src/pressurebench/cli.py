@@ -33,11 +33,16 @@ def benchmark_of(args: argparse.Namespace, params: Params) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .benchmark_checks import check_definitions, name_warning
     from .preflight import dvc_param_problems, endpoint_problems, key_problems
 
     params = load_params(args.params)
     for name in params.benchmarks:
         bench = read_yaml_model(benchmark_source(name), Benchmark)
+        check_definitions(benchmark_source(name), bench)
+        warning = name_warning(benchmark_source(name), bench, name)
+        if warning:
+            print(f"warn  {warning}")
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")

@@ -155,7 +155,7 @@ def _status_problem(which: str, url: str, status: int, spec: ModelSpec) -> str |
     if status == 404:
         where = f"base_url {spec.base_url}" if spec.base_url else "the client's default base URL"
         return (f"{which}: GET {url} answered HTTP 404 (not found), so {where} does not lead "
-                f"to a {spec.provider} API; {BASE_URL_HINTS.get(spec.provider, 'check base_url')}")
+                f"to the {spec.provider} API; {BASE_URL_HINTS.get(spec.provider, 'check base_url')}")
     if not 200 <= status < 300:
         return f"{which}: GET {url} answered HTTP {status}"
     return None
