@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from support import TINY_BENCHMARK, tiny_params
 
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_yaml_model
 from pressurebench.params import load_params
 from pressurebench.schemas import Benchmark
+from support import TINY_BENCHMARK, tiny_params
 
 
 def test_an_error_in_a_metric_names_the_metric_by_its_id_not_its_position(tmp_path):
