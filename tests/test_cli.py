@@ -223,3 +223,15 @@ def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, 
     assert (f"note  dvc.yaml: no stage reads {example} (they read "
             "params/pipeline.yaml); `dvc repro` will not use it.") in out
     assert (tmp_path / example).read_text() == shipped  # a file DVC does not read is not written
+
+
+def test_check_warns_of_a_benchmark_named_other_than_its_folder(project, capsys):
+    import yaml
+
+    path = project.root / "benchmarks" / "tiny" / "benchmark.yaml"
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "name": "tiny-v2"}))
+    assert main(["check", "--offline"]) == 0
+    assert ("warn  benchmarks/tiny/benchmark.yaml: name: 'tiny-v2' differs from its folder "
+            "'tiny'; the pipeline knows this benchmark as 'tiny' (set name: tiny to match)"
+            ) in capsys.readouterr().out

@@ -77,8 +77,8 @@ def test_a_key_without_a_default_is_one_line_naming_it_and_its_meaning(repo_file
     path.write_text(yaml.safe_dump(data))
     assert main(["check", "--offline"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("pressurebench: params/pipeline.yaml: roles.generator: required, it has no "
-                   "default: the model id that writes the metrics and scenarios")
+    assert err == ("pressurebench: params/pipeline.yaml: roles.generator: Field required "
+                   "(no default): the model id that writes the metrics and scenarios")
 
 
 def test_every_key_dvc_reads_has_a_default_or_is_required_by_the_params_model(tmp_path):

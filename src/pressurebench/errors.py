@@ -77,7 +77,7 @@ def config_error_from_validation(
         msg = err.get("msg", "invalid")
         if err.get("type") == "missing":
             meaning = _missing_field_meaning(model, loc)
-            msg = "required, it has no default" + (f": {meaning}" if meaning else "")
+            msg = "Field required" + (f" (no default): {meaning}" if meaning else "")
         lines.append((field, msg))
     field, msg = lines[0]
     msg += "".join(f"\n{path}: {f}: {m}" for f, m in lines[1:])
