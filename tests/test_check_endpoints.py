@@ -80,8 +80,8 @@ def test_an_anthropic_model_on_a_later_page_of_the_list_passes_and_an_unknown_on
     point_models_at(project, served, judge={**anthropic_judge, "model": "claude-haiku-9"})
     assert main(["check"]) == 2
     err = capsys.readouterr().err
-    assert f"model 'judge': 'claude-haiku-9' is not among the 36 models {served.anthropic_base_url}" \
-           "/v1/models lists" in err
+    assert (f"model 'judge': 'claude-haiku-9' is not among the 36 models "
+            f"{served.anthropic_base_url}/v1/models lists") in err
 
 
 def test_the_mock_model_list_is_paged_and_refused_as_the_official_sdks_expect(mock_server):

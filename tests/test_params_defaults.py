@@ -65,7 +65,7 @@ def test_a_params_file_written_before_later_keys_existed_passes_check_and_dvc_pa
     got = load_params(path)
     assert got.model_dump(exclude={"validation"}) == expected.model_dump(exclude={"validation"})
     assert got.validation.targets == expected.targets  # None: every target, now spelled out
-    assert got.roles.fidelity_judges == expected.roles.evaluators  # README: defaults to the evaluator
+    assert got.roles.fidelity_judges == expected.roles.evaluators  # the evaluator, by default
     watched, problems, _ = dvc_param_problems("params/pipeline.yaml")
     assert watched > 20 and problems == []
 

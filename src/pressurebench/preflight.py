@@ -76,20 +76,11 @@ def endpoint_problems(params: Params) -> list[str]:
 
     async def probe_all():
         return await asyncio.gather(*(
-            _probe(users, os.environ.get(users[0][1].api_key_env) if users[0][1].api_key_env else None)
+            _probe(users, os.environ.get(env) if (env := users[0][1].api_key_env) else None)
             for users in endpoints.values()
         ))
 
     return [p for problems in asyncio.run(probe_all()) for p in problems]
-
-
-# Where each provider's model list lives relative to base_url, to say what a 404 means.
-BASE_URL_HINTS = {
-    "openai": "an OpenAI-compatible base_url ends in the API's version path, as "
-              "https://api.openai.com/v1 or http://localhost:8000/v1 do",
-    "anthropic": "an Anthropic base_url is the server's root, as https://api.anthropic.com is "
-                 "(the client adds /v1/messages)",
-}
 
 
 async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[str]:
@@ -117,7 +108,7 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
         page_url = url
         while True:
             reply = await http.send("GET", page_url, headers, ENDPOINT_TIMEOUT_S)
-            problem = _status_problem(which, page_url, reply.status, spec)
+            problem = _status_problem(which, page_url, reply.status, spec, api.base_url_hint)
             if problem:
                 return [problem]
             page = _model_page(reply.body)
@@ -149,13 +140,14 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
         await http.aclose()
 
 
-def _status_problem(which: str, url: str, status: int, spec: ModelSpec) -> str | None:
+def _status_problem(which: str, url: str, status: int, spec: ModelSpec,
+                    hint: str | None) -> str | None:
     if status in (401, 403):
         return f"{which}: {url} refused the key in {spec.api_key_env} (HTTP {status})"
     if status == 404:
         where = f"base_url {spec.base_url}" if spec.base_url else "the client's default base URL"
         return (f"{which}: GET {url} answered HTTP 404 (not found), so {where} does not lead "
-                f"to the {spec.provider} API; {BASE_URL_HINTS.get(spec.provider, 'check base_url')}")
+                f"to the {spec.provider} API; {hint or 'check base_url'}")
     if not 200 <= status < 300:
         return f"{which}: GET {url} answered HTTP {status}"
     return None

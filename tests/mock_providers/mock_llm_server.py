@@ -848,7 +848,8 @@ class MockLLMServer:
             for cursor, side in (("after_id", 1), ("before_id", 0)):
                 if cursor in request.query:
                     if request.query[cursor] not in models:
-                        return self._error(provider, 400, f"{cursor}: unknown model id", "req_models")
+                        return self._error(provider, 400, f"{cursor}: unknown model id",
+                                           "req_models")
                     at = models.index(request.query[cursor])
                     models = models[at + 1:] if side else models[:at]
             page, more = (models[:limit], len(models) > limit) if "before_id" not in request.query \

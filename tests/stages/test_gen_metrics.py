@@ -99,7 +99,8 @@ def test_a_placeholder_definition_is_refused_before_any_call(project, script, ca
     data["metrics"][1]["definition"] = definition
     path.write_text(yaml.safe_dump(data))
     metric_id = data["metrics"][1]["id"]
-    with pytest.raises(ConfigError, match=rf"metrics\[{metric_id}\]\.definition: (is a placeholder|has 4 words)"):
+    refused = rf"metrics\[{metric_id}\]\.definition: (is a placeholder|has 4 words)"
+    with pytest.raises(ConfigError, match=refused):
         gen_metrics.run(project.params_path, "tiny", provider_factory=script.factory())
     assert main(["check", "--offline"]) == 2
     assert f"benchmark.yaml: metrics[{metric_id}].definition: " in capsys.readouterr().err
