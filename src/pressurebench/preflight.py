@@ -116,6 +116,8 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
                 listed = None  # a server that answers but lists no models
                 break
             ids, after = page
+            if after in listed:  # a cursor seen before: the list would never end
+                after = None
             listed += ids
             if after is None:
                 break
