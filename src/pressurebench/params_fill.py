@@ -113,6 +113,13 @@ def write_defaults(params_path: str | Path, values: dict[str, Any]) -> None:
     each written key says where it came from in a comment."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.representer import RoundTripRepresenter
+
+    class _NullAsNull(RoundTripRepresenter):
+        """Writes None as `null` (ruamel leaves the value empty), in this dump only."""
+
+    _NullAsNull.add_representer(
+        type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
 
     rt = YAML()  # round-trip: comments, order and flow style kept
     rt.preserve_quotes = True
@@ -128,8 +135,7 @@ def write_defaults(params_path: str | Path, values: dict[str, Any]) -> None:
             return CommentedMap((k, styled(v)) for k, v in value.items())
         return value
 
-    rt.representer.add_representer(
-        type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    rt.Representer = _NullAsNull
     added: dict[int, int] = {}  # keys added to each section so far, to keep their order
     for key, value in values.items():
         *parents, leaf = key.split(".")
