@@ -137,6 +137,8 @@ def test_check_asks_each_endpoint_once_with_its_key(project, capsys, monkeypatch
                        "base_url": mock_server.anthropic_base_url, "api_key_env": "PB_CHECK_KEY"}
     project.write_params(models=models)
     monkeypatch.setenv("PB_CHECK_KEY", mock_server.api_key)
+    mock_server.models = ("gen-model", "user-model", "judge-model", "target-a", "target-b",
+                          "claude-haiku-4-5")
     assert main(["check"]) == 0
     assert "every endpoint answers" in capsys.readouterr().out
     assert mock_server.path_counts == {"/v1/models": 2}  # one per distinct endpoint, nothing paid
@@ -175,19 +177,26 @@ def test_cli_reports_one_line_errors(project, capsys):
     assert err.count("\n") == 0 and "params/pipeline.yaml: generation.turns" in err
 
 
-def test_check_names_a_param_dvc_declares_but_the_file_lacks(project, capsys):
+def test_check_writes_the_defaults_dvc_reads_instead_of_failing_on_them(project, capsys):
+    """DVC resolves dvc.yaml from the params file and refuses a declared param the file lacks;
+    `check` writes those keys' defaults, so DVC's own error never reaches the user."""
+    from pressurebench.preflight import dvc_param_problems
     from support import REPO
 
     (project.root / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
-    assert main(["check", "--offline"]) == 2  # DVC itself cannot expand its matrices
-    assert "Could not find 'validation.generator_bias'" in capsys.readouterr().err
-    project.write_params(run={"max_error_rate": 0.5},  # tiny params lack e.g. run.truncated_replies
-                         validation={"generator_bias": [], "user_model_bias": [], "evaluator_bias": [],
-                                     "targets": ["target-a"]})
-    assert main(["check", "--offline"]) == 2
-    err = capsys.readouterr().err
-    assert "params/pipeline.yaml: run.truncated_replies: declared by dvc.yaml stage" in err
-
+    before = load_params(project.params_path)
+    assert main(["check", "--offline"]) == 0
+    captured = capsys.readouterr()
+    assert "Could not find" not in captured.err and "missing from the file" not in captured.err
+    assert ('wrote  params/pipeline.yaml: validation.targets: ["target-a", "target-b"]'
+            in captured.out)
+    assert "wrote  params/pipeline.yaml: run.truncated_replies: \"error\"" in captured.out
+    after = load_params(project.params_path)
+    assert after.model_dump(exclude={"validation"}) == before.model_dump(exclude={"validation"})
+    assert after.validation.targets == before.targets
+    assert dvc_param_problems("params/pipeline.yaml")[1] == []
+    assert main(["check", "--offline"]) == 0
+    assert "wrote" not in capsys.readouterr().out  # nothing left to write
 
 def test_repository_params_spell_out_every_declared_key(monkeypatch):
     from pressurebench.preflight import dvc_param_problems
@@ -198,12 +207,31 @@ def test_repository_params_spell_out_every_declared_key(monkeypatch):
     assert watched > 20 and problems == [] and files == {"params/pipeline.yaml"}
 
 
-def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, capsys):
+def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, capsys, tmp_path):
+    import shutil
+
     from support import REPO
 
-    monkeypatch.chdir(REPO)
-    assert main(["check", "--offline", "--params", "params/examples/openai-reasoning-judge-claude-user.yaml"]) in (0, 2)
+    for rel in ("dvc.yaml", "params", "benchmarks"):
+        (shutil.copytree if (REPO / rel).is_dir() else shutil.copy)(REPO / rel, tmp_path / rel)
+    monkeypatch.chdir(tmp_path)
+    example = "params/examples/openai-reasoning-judge-claude-user.yaml"
+    shipped = (tmp_path / example).read_text()
+    assert main(["check", "--offline", "--params", example]) in (0, 2)
     out = capsys.readouterr().out
     assert "all 0 params" not in out
-    assert ("note  dvc.yaml: no stage reads params/examples/openai-reasoning-judge-claude-user.yaml (they read "
+    assert (f"note  dvc.yaml: no stage reads {example} (they read "
             "params/pipeline.yaml); `dvc repro` will not use it.") in out
+    assert (tmp_path / example).read_text() == shipped  # a file DVC does not read is not written
+
+
+def test_check_warns_of_a_benchmark_named_other_than_its_folder(project, capsys):
+    import yaml
+
+    path = project.root / "benchmarks" / "tiny" / "benchmark.yaml"
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "name": "tiny-v2"}))
+    assert main(["check", "--offline"]) == 0
+    assert ("warn  benchmarks/tiny/benchmark.yaml: name: 'tiny-v2' differs from its folder "
+            "'tiny'; the pipeline knows this benchmark as 'tiny' (set name: tiny to match)"
+            ) in capsys.readouterr().out

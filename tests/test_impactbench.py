@@ -151,7 +151,7 @@ def test_an_invalid_metric_names_the_file_and_field(tmp_path):
     (src / "benchmark.yaml").write_text(
         "name: x\ndescription: d\nmetrics:\n  - {id: m01, name: n, type: sideways, definition: d}\n"
     )
-    with pytest.raises(ConfigError, match=r"benchmark.yaml: metrics\[0\].type"):
+    with pytest.raises(ConfigError, match=r"benchmark.yaml: metrics\[m01\].type"):
         import_impactbench(src, data_dir=tmp_path / "data")
 
 

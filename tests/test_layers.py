@@ -11,10 +11,11 @@ only) never runs and does not. The layers, lowest first:
 2. engines: the one model client (`llm/`, its providers' rules included) and the statistics
    (`stats/`). They know the vocabulary and nothing of params files, arms, stages or studies.
 3. configuration: `params`, which checks each model entry by its provider's own rules
-   (`llm/providers/`).
+   (`llm/providers/`), and `params_fill` (the defaults of the keys dvc.yaml reads).
 4. run support: what a stage runs on. `arms/` (naming, planning and input resolution of
-   every arm), `runtime` (a stage's run: client, manifest, cost), `results` (the results
-   artifact), `scores`, `run_totals` (what the stages took), `curated`, `views`, `planning`
+   every arm), `benchmark_checks` (what a hand-written benchmark must hold), `runtime` (a
+   stage's run: client, manifest, cost), `results` (the results artifact), `scores`,
+   `run_totals` (what the stages took), `curated`, `views`, `planning`
    and `native_crash`.
 5. studies: `validation/`, the comparisons of arms, read from what the arms' stages wrote.
 6. reports: `reports/`, the tables, figures and pages of every artifact, studies included,
@@ -40,9 +41,9 @@ PACKAGE = "pressurebench"
 LAYERS: list[set[str]] = [
     {"__init__", "errors", "schemas", "paths", "io", "prompts"},
     {"llm/", "stats/"},
-    {"params"},
-    {"arms/", "runtime", "results", "scores", "run_totals", "curated", "views", "planning",
-     "native_crash"},
+    {"params", "params_fill"},
+    {"arms/", "benchmark_checks", "runtime", "results", "scores", "run_totals", "curated", "views",
+     "planning", "native_crash"},
     {"validation/"},
     {"reports/", "compare/"},
     {"labels/"},

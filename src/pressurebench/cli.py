@@ -8,6 +8,7 @@ a stage above its error budget exits 3; a stage whose process crashed natively
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -34,15 +35,26 @@ def benchmark_of(args: argparse.Namespace, params: Params) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .benchmark_checks import check_definitions, name_warning
     from .preflight import dvc_param_problems, endpoint_problems, key_problems
 
     params = load_params(args.params)
     for name in params.benchmarks:
         bench = read_yaml_model(benchmark_source(name), Benchmark)
+        check_definitions(benchmark_source(name), bench)
+        warning = name_warning(benchmark_source(name), bench, name)
+        if warning:
+            print(f"warn  {warning}")
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
     if Path("dvc.yaml").is_file():
+        from .params_fill import fill_defaults, interpolates_from
+
+        if interpolates_from("dvc.yaml", args.params):
+            for key, value in fill_defaults(args.params, params).items():
+                print(f"wrote  {args.params}: {key}: {json.dumps(value)} (its default; dvc.yaml "
+                      "reads the key from this file, so it is written there)")
         watched, problems, files = dvc_param_problems(args.params)
         if problems:
             for line in problems:

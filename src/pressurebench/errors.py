@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 
 class PressurebenchError(Exception):
@@ -25,29 +26,60 @@ class StageFailed(PressurebenchError):
     """A stage finished its artifacts but its error share is above `max_error_rate`."""
 
 
-def field_path(loc: tuple) -> str:
-    """Render a pydantic error location as a dotted path (`models.gpt-4o.temperature`, `metrics[2].type`)."""
+def field_path(loc: tuple, data: Any = None) -> str:
+    """Render a pydantic error location as a dotted path (`models.gpt-4o.temperature`).
+
+    A list item that carries an `id` (a benchmark's metric, a scenario) is named by it,
+    `metrics[m02].definition`: the id is what the file's reader finds, a zero-based
+    position is not. Without `data`, or for items without an id, the position is shown.
+    """
     out = ""
+    node = data
     for part in loc:
         if isinstance(part, int):
-            out += f"[{part}]"
+            item = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            ident = item.get("id") if isinstance(item, dict) else None
+            out += f"[{ident}]" if isinstance(ident, str) and ident else f"[{part}]"
+            node = item
         else:
             out += ("." if out else "") + str(part)
+            node = node.get(part) if isinstance(node, dict) else None
     return out or "<root>"
 
 
-def config_error_from_validation(path: str | Path, exc: ValidationError, prefix: str = "") -> ConfigError:
-    """Turn the first pydantic error into a one-line ConfigError naming file and field.
+def _missing_field_meaning(model: type[BaseModel] | None, loc: tuple) -> str | None:
+    """The description of the required field at `loc` in `model`, to say what it holds."""
+    field = None
+    for part in loc:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        annotation = field.annotation
+        nested = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        model = annotation if nested else None
+    return field.description if field is not None else None
 
-    The first error is enough to act on; listing all of them would bury it.
+
+def config_error_from_validation(
+    path: str | Path, exc: ValidationError, prefix: str = "", data: Any = None,
+    model: type[BaseModel] | None = None,
+) -> ConfigError:
+    """Turn pydantic's errors into a ConfigError naming file and field, one line per error.
+
+    Every error is listed: fixing the first only to meet the next one costs a run each.
+    A required field that is absent says what it holds (its description in `model`).
     """
-    err = exc.errors()[0]
-    loc = tuple(err.get("loc", ()))
-    field = field_path(loc)
-    if prefix:
-        field = f"{prefix}.{field}" if field != "<root>" else prefix
-    more = len(exc.errors()) - 1
-    msg = err.get("msg", "invalid")
-    if more:
-        msg += f" (and {more} more error{'s' if more > 1 else ''})"
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        field = field_path(loc, data)
+        if prefix:
+            field = f"{prefix}.{field}" if field != "<root>" else prefix
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "missing":
+            meaning = _missing_field_meaning(model, loc)
+            msg = "Field required" + (f" (no default): {meaning}" if meaning else "")
+        lines.append((field, msg))
+    field, msg = lines[0]
+    msg += "".join(f"\n{path}: {f}: {m}" for f, m in lines[1:])
     return ConfigError(path, msg, field)

@@ -149,13 +149,13 @@ def read_json(path: str | Path) -> Any:
 
 
 def validate_as(path: str | Path, model: type[M], data: Any) -> M:
-    """Validate parsed data as `model`, turning the first error into a ConfigError."""
+    """Validate parsed data as `model`, turning its errors into a ConfigError."""
     if data is None:
         raise ConfigError(path, "file is empty")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise config_error_from_validation(path, exc) from None
+        raise config_error_from_validation(path, exc, data=data, model=model) from None
 
 
 def check_schema_version(path: str | Path, data: Any, expected: int) -> None:

@@ -9,7 +9,9 @@ model list, which costs nothing) with that key; `--offline` skips the latter.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 from .errors import ConfigError
 from .params import ModelSpec, Params, require_api_keys
@@ -60,44 +62,110 @@ def key_problems(path: str | Path, params: Params) -> list[str]:
 
 
 def endpoint_problems(params: Params) -> list[str]:
-    """One line per API endpoint that cannot be reached or refuses its key: each distinct
-    endpoint gets its provider's free request (`ModelApi.model_list_endpoint`; embedded
-    models have none)."""
+    """One line per API endpoint that cannot be reached, refuses its key or has no model list
+    where its provider serves one, and per model whose name that list does not hold. Each
+    distinct endpoint gets its provider's free request (`ModelApi.model_list_endpoint`;
+    embedded models have none)."""
     import os
 
-    endpoints: dict[tuple, tuple[str, ModelSpec]] = {}
+    endpoints: dict[tuple, list[tuple[str, ModelSpec]]] = {}
     for model_id in used_models(params):
         spec = params.models[model_id]
-        endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), (model_id, spec))
+        endpoints.setdefault((spec.provider, spec.base_url, spec.api_key_env), []).append(
+            (model_id, spec))
 
     async def probe_all():
         return await asyncio.gather(*(
-            _probe(model_id, spec, os.environ.get(spec.api_key_env) if spec.api_key_env else None)
-            for model_id, spec in endpoints.values()
+            _probe(users, os.environ.get(env) if (env := users[0][1].api_key_env) else None)
+            for users in endpoints.values()
         ))
 
-    return [p for p in asyncio.run(probe_all()) if p]
+    return [p for problems in asyncio.run(probe_all()) for p in problems]
 
 
-async def _probe(model_id: str, spec: ModelSpec, key: str | None) -> str | None:
+async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[str]:
+    """Ask one endpoint for its model list, then check every model that uses it against it.
+
+    The list is paged where the service pages it (Anthropic: `has_more`, `after_id`); a name
+    the list lacks is asked for by itself (`GET .../models/<name>`, which resolves Anthropic's
+    aliases) before it is reported.
+    """
     from .llm.providers.http_transport import JsonTransport
     from .llm.providers.registry import connect
     from .llm.types import RetryableError
 
+    model_id, spec = users[0]
     api = connect(model_id, spec, key)
     endpoint = api.model_list_endpoint()
     if endpoint is None:
-        return None
+        return []
     url, headers = endpoint
+    names = ", ".join(f"'{m}'" for m, _ in users)
+    which = f"model{'s' if len(users) > 1 else ''} {names}"
     http = JsonTransport(api.describe(), max_connections=1)
     try:
-        reply = await http.send("GET", url, headers, ENDPOINT_TIMEOUT_S)
+        listed: list[str] | None = []
+        page_url = url
+        while True:
+            reply = await http.send("GET", page_url, headers, ENDPOINT_TIMEOUT_S)
+            problem = _status_problem(which, page_url, reply.status, spec, api.base_url_hint)
+            if problem:
+                return [problem]
+            page = _model_page(reply.body)
+            if page is None:
+                listed = None  # a server that answers but lists no models
+                break
+            ids, after = page
+            if after in listed:  # a cursor seen before: the list would never end
+                after = None
+            listed += ids
+            if after is None:
+                break
+            page_url = f"{url}?{urlencode({'limit': 1000, 'after_id': after})}"
+        problems = []
+        for model_id, spec in users:
+            if listed is None or spec.model in listed:
+                continue
+            one = f"{url.rstrip('/')}/{quote(spec.model, safe='')}"
+            if (await http.send("GET", one, headers, ENDPOINT_TIMEOUT_S)).status == 200:
+                continue  # an alias the list does not spell out
+            shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
+            problems.append(
+                f"model '{model_id}': '{spec.model}' is not among the {len(listed)} models "
+                f"{url} lists ({shown or 'none'}); set models.{model_id}.model to a name it "
+                "lists, or base_url to the server that serves it"
+            )
+        return problems
     except RetryableError as exc:
-        return f"model '{model_id}': {url} cannot be reached ({exc})"
+        return [f"{which}: {url} cannot be reached ({exc})"]
     finally:
         await http.aclose()
-    if reply.status in (401, 403):
-        return f"model '{model_id}': {url} refused the key in {spec.api_key_env} (HTTP {reply.status})"
-    if reply.status >= 500:
-        return f"model '{model_id}': {url} answered HTTP {reply.status}"
-    return None  # 2xx, or a server without a model list (404): it answered
+
+
+def _status_problem(which: str, url: str, status: int, spec: ModelSpec,
+                    hint: str | None) -> str | None:
+    if status in (401, 403):
+        return f"{which}: {url} refused the key in {spec.api_key_env} (HTTP {status})"
+    if status == 404:
+        where = f"base_url {spec.base_url}" if spec.base_url else "the client's default base URL"
+        return (f"{which}: GET {url} answered HTTP 404 (not found), so {where} does not lead "
+                f"to the {spec.provider} API; {hint or 'check base_url'}")
+    if not 200 <= status < 300:
+        return f"{which}: GET {url} answered HTTP {status}"
+    return None
+
+
+def _model_page(body: bytes) -> tuple[list[str], str | None] | None:
+    """The model ids of a model-list page, and the cursor of the next page (None: the last);
+    None when the body is no model list. Both services answer `{"data": [{"id": ...}, ...]}`;
+    Anthropic adds `has_more` and `last_id`."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return None
+    ids = [x["id"] for x in items if isinstance(x, dict) and isinstance(x.get("id"), str)]
+    after = data.get("last_id") if data.get("has_more") is True else None
+    return ids, after if isinstance(after, str) and ids else None

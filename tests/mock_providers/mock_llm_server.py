@@ -682,6 +682,7 @@ class MockLLMServer:
         app.router.add_post(OPENAI_PATH, self._tracked(self._openai))
         app.router.add_post(ANTHROPIC_PATH, self._tracked(self._anthropic))
         app.router.add_get(MODELS_PATH, self._tracked(self._models))
+        app.router.add_get(MODELS_PATH + "/{model}", self._tracked(self._model))
         self.batch_desk.routes(app, self._tracked)
         app.router.add_route("*", "/{tail:.*}", self._tracked(self._not_found))
         # Dropping a hung client must free its handler; stopping must not wait on hangs.
@@ -827,24 +828,68 @@ class MockLLMServer:
         )
 
     async def _models(self, request: web.Request, entry: LoggedRequest) -> web.Response:
+        """`GET /v1/models` as each service answers it. OpenAI: every model, one page
+        (https://platform.openai.com/docs/api-reference/models/list). Anthropic: a page of
+        `limit` models (default 20, 1 to 1000) after `after_id` or before `before_id`, with
+        `has_more`, `first_id` and `last_id` (https://docs.claude.com/en/api/models-list)."""
         provider = entry.provider = _provider_of(request)
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], "req_models")
         if provider == "anthropic":
+            models = list(self.models)
+            try:
+                limit = int(request.query.get("limit", "20"))
+            except ValueError:
+                limit = 0
+            if not 1 <= limit <= 1000:
+                return self._error(provider, 400, "limit: Input should be between 1 and 1000",
+                                   "req_models")
+            for cursor, side in (("after_id", 1), ("before_id", 0)):
+                if cursor in request.query:
+                    if request.query[cursor] not in models:
+                        return self._error(provider, 400, f"{cursor}: unknown model id",
+                                           "req_models")
+                    at = models.index(request.query[cursor])
+                    models = models[at + 1:] if side else models[:at]
+            page, more = (models[:limit], len(models) > limit) if "before_id" not in request.query \
+                else (models[-limit:], len(models) > limit)
             data = [
                 {"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
-                for m in self.models
+                for m in page
             ]
-            first, last = (self.models[0], self.models[-1]) if self.models else (None, None)
+            first, last = (page[0], page[-1]) if page else (None, None)
             return web.json_response(
-                {"data": data, "has_more": False, "first_id": first, "last_id": last}
+                {"data": data, "has_more": more, "first_id": first, "last_id": last}
             )
         data = [
             {"id": m, "object": "model", "created": 1722902400, "owned_by": "system"}
             for m in self.models
         ]
         return web.json_response({"object": "list", "data": data})
+
+    async def _model(self, request: web.Request, entry: LoggedRequest) -> web.Response:
+        """`GET /v1/models/{model}`: one model, or 404 as each service answers an unknown one
+        (OpenAI: `model_not_found`; Anthropic: `not_found_error`)."""
+        provider = entry.provider = _provider_of(request)
+        if not self._authorized(request):
+            entry.outcome = "unauthorized"
+            return self._error(provider, 401, _UNAUTHORIZED[provider], "req_model")
+        name = request.match_info["model"]
+        if name not in self.models:
+            entry.outcome = "not_found"
+            if provider == "anthropic":
+                return self._error(provider, 404, f"model: {name}", "req_model")
+            return self._error(
+                provider, 404,
+                f"The model '{name}' does not exist or you do not have access to it.",
+                "req_model", code="model_not_found",
+            )
+        if provider == "anthropic":
+            return web.json_response({"type": "model", "id": name, "display_name": name,
+                                      "created_at": "2025-09-29T00:00:00Z"})
+        return web.json_response({"id": name, "object": "model", "created": 1722902400,
+                                  "owned_by": "system"})
 
     async def _openai(self, request: web.Request, entry: LoggedRequest) -> web.Response:
         return await self._complete(request, entry, "openai", _parse_openai)

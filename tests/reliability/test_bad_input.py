@@ -98,10 +98,10 @@ def test_benchmark_without_name_or_description(proj, capsys, server, field):
 
 def test_metric_with_an_invalid_type(proj, capsys, server):
     edit_yaml(proj / SOURCE, lambda b: b["metrics"][1].update(type="neutral"))
-    refused(capsys, server, proj, ["check"], f"{SOURCE}: metrics[1].type: Input should be 'positive' or 'negative'")
+    refused(capsys, server, proj, ["check"], f"{SOURCE}: metrics[m02].type: Input should be 'positive' or 'negative'")
     # The same mistake in the pipeline's own copy stops the next stage.
     edit_yaml(proj / DATA / "benchmark.yaml", lambda b: b["metrics"][1].update(type="neutral"))
-    stage_refuses(capsys, server, proj, "gen_scenarios", DATA / "benchmark.yaml", "metrics[1].type",
+    stage_refuses(capsys, server, proj, "gen_scenarios", DATA / "benchmark.yaml", "metrics[m02].type",
                   "Input should be 'positive' or 'negative'")
 
 

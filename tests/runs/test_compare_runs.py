@@ -136,3 +136,30 @@ def test_the_command_prints_the_table_and_writes_a_report_linked_from_the_index(
     listing = (tmp_path / "reports" / "compare" / "index.html").read_text()
     assert f'href="{pages[0].name}"' in listing and "Run comparisons" not in listing
     assert json.loads(pages[0].with_suffix(".json").read_text())["run_b"] == str(hostile)
+
+
+def test_the_header_names_every_method_the_rows_use_by_the_rows_own_names(tmp_path, capsys):
+    """A paired comparison gives cluster-t intervals where per-scenario differences vary and
+    Newcombe's where they do not (here: the teenagers' rows are the same in both runs); the
+    header must not call every row paired cluster-t."""
+    import numpy as np
+
+    from pressurebench.compare.report import terminal_text
+
+    run_a, _ = frames()
+    run_b = run_a.copy()
+    adult = (run_b["demo:age"] == "adult").to_numpy()
+    flip = adult & (np.random.default_rng(3).random(len(run_b)) < 0.4)
+    run_b.loc[flip, "passed"] = ~run_b.loc[flip, "passed"].astype(bool)
+    write_run(tmp_path / "A", run_a)
+    write_run(tmp_path / "B", run_b)
+    comparison = compare_runs(read_run(str(tmp_path / "A")), read_run(str(tmp_path / "B")))
+    (bench,) = comparison.benchmarks
+    used = {c.change.ci_method for c in bench.changes}
+    assert {methods.CLUSTER_T, methods.NEWCOMBE_CLUSTERS} <= used
+    text = terminal_text(comparison)
+    header = next(line for line in text.splitlines() if line.startswith("Differences paired"))
+    assert "Intervals of B − A: " in header
+    assert "cluster-t, paired (" in header and "Newcombe, scenarios as n (" in header
+    rows = text.split(header, 1)[1]
+    assert "cluster-t, paired" in rows and "Newcombe, scenarios as n" in rows

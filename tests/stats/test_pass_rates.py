@@ -207,3 +207,14 @@ def test_wilson_bounds_are_exact_at_the_edges():
     assert low[0] == 0.0 and high[1] == 1.0
     assert 0 < high[0] < 1 and 0 < low[1] < 1
     assert np.isnan(low[2]) and np.isnan(high[2])
+
+
+def test_a_rate_far_from_0_and_1_that_falls_back_to_wilson_is_labelled_for_what_it_is():
+    """Every scenario passing one row in three: no spread between scenarios, so cluster-t has
+    no variance and Wilson on scenarios is used; the label must not claim a rate near 0 or 1."""
+    from pressurebench.reports.tables import method_label
+
+    est = estimate(frame(clusters({b: [True, False, False] for b in range(1, 22)})))
+    assert est.rate == pytest.approx(1 / 3) and est.ci_method == methods.WILSON_CLUSTERS
+    label = method_label(est.ci_method)
+    assert label.startswith("Wilson, scenarios as n") and "0 or 1" not in label

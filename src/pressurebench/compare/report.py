@@ -119,13 +119,23 @@ def _png(fig: ReportFigure) -> nbformat.NotebookNode:
     return nbformat.v4.new_output("display_data", data={"image/png": data})
 
 
+def _interval_label(change: GroupChange) -> str:
+    """The name a row's interval column shows, and the header counts."""
+    d = change.change
+    return "no interval" if d.ci_method == methods.NONE else method_label(d.ci_method)
+
+
 def _pairing_text(bench: BenchmarkComparison) -> str:
-    how = (
-        "paired by base scenario (cluster-t on the per-scenario difference)"
-        if bench.pairing.paired
-        else "unpaired (cluster-t with Welch degrees of freedom)"
-    )
-    text = f"Differences {how}: {bench.pairing.reason}."
+    """How the runs are compared, and the method of every row's interval by the name the rows
+    show: a paired comparison falls back to Newcombe's interval where a group's per-scenario
+    differences do not vary, so the header cannot name one method for all rows."""
+    how = "paired by base scenario" if bench.pairing.paired else "unpaired"
+    used: dict[str, int] = {}
+    for change in bench.changes:
+        label = _interval_label(change)
+        used[label] = used.get(label, 0) + 1
+    each = "; ".join(f"{label} ({n} row{'s' if n != 1 else ''})" for label, n in used.items())
+    text = f"Differences {how}: {bench.pairing.reason}. Intervals of B − A: {each or 'none'}."
     for run, only in (("A", bench.targets_only_a), ("B", bench.targets_only_b)):
         if only:
             text += f" Only in run {run} (not compared): {', '.join(only)}."

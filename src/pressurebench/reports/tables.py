@@ -32,7 +32,9 @@ METHOD_LABELS = {
     methods.CLUSTER_BOOTSTRAP: "cluster bootstrap",
     methods.INDEPENDENT_CLUSTER_BOOTSTRAP: "independent cluster bootstraps",
     methods.CLUSTER_BOOTSTRAP_EXPANDED: "cluster bootstrap, t-expanded",
-    methods.WILSON_CLUSTERS: "Wilson, scenarios as n (rate at or near 0 or 1)",
+    methods.WILSON_CLUSTERS: (
+        "Wilson, scenarios as n (too few scenarios or no spread for cluster-t)"
+    ),
     methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
     methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
     methods.PPI_CLUSTER_T_WILSON: "PPI++, cluster-t Wilson",

@@ -34,6 +34,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from ..arms.inputs import declared_params, resolve
+from ..benchmark_checks import check_definitions, name_warning
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -188,10 +189,10 @@ async def generate_metrics(
 
 def read_source(path: Path, benchmark: str) -> Benchmark:
     source = read_yaml_model(path, Benchmark)
-    if source.name != benchmark:
-        raise ConfigError(
-            path, f"'{source.name}' differs from the folder name '{benchmark}'", "name"
-        )
+    check_definitions(path, source)
+    warning = name_warning(path, source, benchmark)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     if source.errors:
         raise ConfigError(
             path,

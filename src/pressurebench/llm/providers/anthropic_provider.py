@@ -39,6 +39,10 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max
 class AnthropicProvider(ModelApi):
     distributions = ("anthropic",)
     batch_price_factor = 0.5  # Message Batches bill half the direct price
+    base_url_hint = (
+        "an Anthropic base_url is the server's root, as https://api.anthropic.com is (the client "
+        "adds /v1/messages)"
+    )
 
     # --- params rules -------------------------------------------------------------------
 

@@ -44,6 +44,10 @@ class OpenAIProvider(ModelApi):
     settings = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
     distributions = ("openai",)
     batch_price_factor = 0.5  # the Batch API bills half the direct price
+    base_url_hint = (
+        "an OpenAI-compatible base_url ends in the API's version path, as "
+        "https://api.openai.com/v1 or http://localhost:8000/v1 do"
+    )
 
     # --- params rules -------------------------------------------------------------------
 

@@ -64,6 +64,9 @@ class ModelApi:
     # models take no `batch: true`). A provider with one implements `body`, `batch_submit`,
     # `batch_poll` and `batch_results` (`llm.batches`).
     batch_price_factor: ClassVar[float | None] = None
+    # What a base_url for this API looks like, said when its model list answers 404
+    # (`pressurebench check`); None: nothing to add.
+    base_url_hint: ClassVar[str | None] = None
 
     def __init__(self, spec: ModelSpec, api_key: str | None = None):
         self.spec = spec
