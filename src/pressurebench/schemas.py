@@ -162,6 +162,8 @@ class ModelUsage(Row):
     input_tokens: int = 0
     output_tokens: int = 0  # hidden reasoning included: it is billed as output
     reasoning_tokens: int = 0  # of output_tokens, spent on a reasoning model's hidden reasoning
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of input_tokens, written to the provider's prompt cache
     cost_usd: float | None = 0.0
     latency_s: float | None = 0.0
 

@@ -24,6 +24,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from ..answer_formats import strict_schema, with_schema_instruction
+from ..prompt_cache import prompt_cache_key
 from ..types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
 from .http_errors import classify_status, reply_error_message
 from .registry import ModelApi, model_api
@@ -57,6 +58,13 @@ class OpenAIProvider(ModelApi):
                         f"OpenAI reasoning models take only the default {name} (1), not {value}: "
                         f"leave {name} out (or set `reasoning: false` for a model that is not one)"
                     )
+        if spec.prompt_cache == "1h":
+            raise ValueError(
+                "prompt_cache: 1h is Anthropic's 1-hour cache; OpenAI caches by itself "
+                "(`auto`, or `off` to send no prompt_cache_key)"
+            )
+        if spec.price_per_mtok_cache_write is not None:
+            raise ValueError("price_per_mtok_cache_write: OpenAI bills no cache writes")
         if spec.reasoning_effort is not None and not self.is_reasoning:
             raise ValueError(
                 "reasoning_effort is for reasoning models; set `reasoning: true` if this is one"
@@ -185,6 +193,8 @@ class OpenAIProvider(ModelApi):
         elif mode == "prompt":
             messages = with_schema_instruction(messages, schema)
         body["messages"] = messages
+        if request.cache_group is not None and spec.prompt_cache != "off":
+            body["prompt_cache_key"] = prompt_cache_key(request.cache_group)
         body.update(spec.extra_body)
         return body
 
@@ -286,6 +296,7 @@ def _parse(raw: bytes) -> ProviderResponse:
     finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
     usage = resp.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
+    prompt_details = usage.get("prompt_tokens_details") or {}
     return ProviderResponse(
         text=text,
         finish_reason=finish,
@@ -294,4 +305,6 @@ def _parse(raw: bytes) -> ProviderResponse:
         model_version=resp.get("model"),
         refusal=refusal,
         reasoning_tokens=details.get("reasoning_tokens") or 0,
+        # of prompt_tokens, read from OpenAI's prompt cache
+        cached_input_tokens=prompt_details.get("cached_tokens") or 0,
     )
