@@ -230,7 +230,9 @@ def _anthropic_blocks(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         control = block.get("cache_control") if isinstance(block, Mapping) else None
         if control is not None:
             _check_control(control, f"{where}.cache_control")
-        plain = {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, Mapping) else block
+        # A string is one text block: the same prefix whichever way it is sent.
+        plain = ({k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, Mapping)
+                 else {"type": "text", "text": block})
         blocks.append({"identity": role + json.dumps(plain, sort_keys=True) + "\0",
                        "tokens": tokens(counted), "cache_control": control})
 
