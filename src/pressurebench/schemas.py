@@ -183,6 +183,11 @@ class Cost(Row):
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
     total_cost_usd: float | None = 0.0
     unknown_price_models: list[str] = Field(default_factory=list)
+    cached_price_unknown_models: list[str] = Field(
+        default_factory=list,
+        description="models that read input from a prompt cache but have no "
+        "price_per_mtok_cached_in: that input is priced at the full input price",
+    )
     concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
     cache_repaired: int = Field(
         default=0, ge=0,

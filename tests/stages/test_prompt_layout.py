@@ -7,6 +7,8 @@ on the Anthropic request's blocks, where a cached prefix must end at a block bou
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from pressurebench.llm.providers.registry import api_for
 from pressurebench.llm.types import ProviderRequest
 from pressurebench.params import ModelSpec
@@ -42,7 +44,7 @@ def prefixes(transcript: list[Message]) -> list[list[Message]]:
 
 def test_the_judges_request_for_turn_k_begins_with_the_one_for_turn_k_minus_1():
     requests = [judge_messages(p, METRIC, show_examples=True) for p in prefixes(TRANSCRIPT)]
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in pairwise(requests):
         assert after[: len(before) - 1] == before[:-1]
         assert as_text(after).startswith(as_text(before[:-1]))
         assert before[-1] == after[-1]  # the question, the same every time, comes last
@@ -66,7 +68,7 @@ def test_anthropic_requests_of_the_judge_share_their_blocks_up_to_a_breakpoint()
                 if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
                 for m in body["messages"]]
 
-    for before, after in zip(bodies, bodies[1:], strict=False):
+    for before, after in pairwise(bodies):
         assert before["system"] == after["system"]
         marked_end = len(before["messages"]) - 1  # the second-to-last message holds a breakpoint
         assert "cache_control" in before["messages"][marked_end - 1]["content"][-1]
@@ -80,7 +82,7 @@ def test_the_user_models_requests_share_the_instructions_persona_and_history():
         history = TRANSCRIPT[: 2 * (turn - 1)]
         requests.append(user_model_messages(system, history, turn=turn,
                                             due=landmarks_due(SCENARIO, turn)))
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in pairwise(requests):
         assert after[0] == before[0] and SCENARIO.persona in after[0]["content"]
         assert as_text(after).startswith(as_text(before[:-1]))
 

@@ -177,6 +177,12 @@ class AnthropicProvider(ModelApi):
         """The shortest prefix this model caches (Anthropic's prompt caching docs)."""
         return min_cacheable_tokens(self.spec.model)
 
+    def cached_prefix(self, prefix_tokens: int) -> int:
+        """A prefix ending at a breakpoint of the earlier call is read whole, if long enough."""
+        if self.spec.prompt_cache == "off" or prefix_tokens < self.min_cacheable_tokens:
+            return 0
+        return prefix_tokens
+
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.body(request)
         reply = await self._http.post(self.url, body, self.headers, request.timeout_s)

@@ -35,6 +35,9 @@ from .registry import ModelApi, model_api
 # the params say otherwise (`reasoning:`).
 REASONING_NAME = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
 API_HOST = "api.openai.com"
+# OpenAI caches every prompt of 1024 tokens or more, in steps of 128 tokens of an exact prefix.
+CACHE_MIN_TOKENS = 1024
+CACHE_STEP_TOKENS = 128
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
 TOOL_DESCRIPTION = "Give your answer by calling this function."
@@ -88,6 +91,13 @@ class OpenAIProvider(ModelApi):
         if self.structured_mode not in ("json_schema", "tool"):
             return False
         return self.spec.strict_schema if self.spec.strict_schema is not None else self.at_openai
+
+    def cached_prefix(self, prefix_tokens: int) -> int:
+        """OpenAI caches prompts from 1024 tokens on, in 128-token steps (its prompt caching
+        guide); other servers bill no cached input."""
+        if not self.at_openai or prefix_tokens < CACHE_MIN_TOKENS:
+            return 0
+        return CACHE_MIN_TOKENS + (prefix_tokens - CACHE_MIN_TOKENS) // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
 
     @property
     def token_limit_field(self) -> str:

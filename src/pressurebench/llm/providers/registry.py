@@ -151,6 +151,11 @@ class ModelApi:
         factor = self.cache_write_factor_1h if s.prompt_cache == "1h" else self.cache_write_factor
         return max(factor, 1.0) * (s.price_per_mtok_in or 0.0)
 
+    def cached_prefix(self, prefix_tokens: int) -> int:
+        """Of a prompt prefix an earlier call of the same group sent just before, the tokens the
+        provider would read from its prompt cache (`pressurebench estimate`): none by default."""
+        return 0
+
     @property
     def writes_cache(self) -> bool:
         """Whether a call may write the prompt cache at a price of its own (Anthropic)."""
