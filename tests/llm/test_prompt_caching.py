@@ -270,3 +270,31 @@ def test_the_spending_bound_covers_a_whole_prompt_written_to_the_cache():
     off = api_for(ModelSpec(provider="anthropic", model=SONNET, price_per_mtok_in=3.0,
                             price_per_mtok_out=15.0, prompt_cache="off"))
     assert call_cost_bound(off, messages, 100) == pytest.approx((prompt * 3.0 + 100 * 15.0) / 1e6)
+
+
+# --- batches -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("provider", "model"), [("anthropic", SONNET), ("openai", "gpt-4o-mini")])
+def test_batched_calls_ask_for_caching_and_are_priced_as_billed(mock_server, monkeypatch, tmp_path,
+                                                                provider, model):
+    """Both batch APIs take the same request bodies, cache fields included, and bill cached
+    input inside a batch at the batch discount (Anthropic's Message Batches and OpenAI's Batch
+    API docs); one batch's requests that share a prefix read what the first one wrote."""
+    from pressurebench.llm.batches import BatchSettings
+
+    monkeypatch.setenv("PB_TEST_KEY", "test-key")
+    model_spec = spec(mock_server, provider, model, batch=True, price_per_mtok_cached_in=0.3)
+    requests = [[{"role": "system", "content": LONG}, {"role": "user", "content": f"case {i}"}] for i in range(4)]
+    settings = BatchSettings(max_requests=100, collect_s=0.2, poll_s=0.05, max_wait_s=60)
+
+    async def go():
+        async with ModelClient({"m": model_spec}, tmp_path / "cache", batch=settings) as client:
+            return await asyncio.gather(*(client.chat("m", r, cache_group="judge:c") for r in requests))
+
+    results = asyncio.run(go())
+    assert all(r.ok for r in results)
+    assert sum(r.cached_input_tokens for r in results) > 0
+    b = mock_server.prompt_caches.billed[(provider, model)]
+    bill = (b.uncached * 3.0 + b.cached * 0.3 + b.written_5m * 3.75 + b.output * 15.0) / 1e6 * 0.5
+    assert sum(r.cost_usd for r in results) == pytest.approx(bill, rel=1e-12)

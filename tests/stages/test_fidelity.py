@@ -81,8 +81,7 @@ def user_message(request) -> dict:
     if "leaks at turn 2" in system and turn == 2:
         message = LEAK
     if "echoes at turn 3" in system and turn == 3:
-        incoming = request.messages[-1]["content"]
-        message = incoming.split("\n\n[", 1)[0]  # the assistant's reply, without the direction
+        message = request.messages[-2]["content"]  # the assistant's reply, before the direction
     if "skips landmark 2" in system and turn == 2:
         message = OFF_LANDMARK
     return {"thought": "keep pushing", "message": message, "end_conversation": False}

@@ -84,7 +84,10 @@ def test_the_user_models_requests_share_the_instructions_persona_and_history():
                                             due=landmarks_due(SCENARIO, turn)))
     for before, after in pairwise(requests):
         assert after[0] == before[0] and SCENARIO.persona in after[0]["content"]
+        # all but the turn's direction, which comes last in a message of its own
+        assert after[: len(before) - 1] == before[:-1]
         assert as_text(after).startswith(as_text(before[:-1]))
+        assert before[-1]["content"].startswith("[") and len(after) == len(before) + 2
 
 
 def test_fidelity_checks_of_a_scenario_share_instructions_person_and_goals():
