@@ -298,3 +298,18 @@ def test_batched_calls_ask_for_caching_and_are_priced_as_billed(mock_server, mon
     b = mock_server.prompt_caches.billed[(provider, model)]
     bill = (b.uncached * 3.0 + b.cached * 0.3 + b.written_5m * 3.75 + b.output * 15.0) / 1e6 * 0.5
     assert sum(r.cost_usd for r in results) == pytest.approx(bill, rel=1e-12)
+
+
+def test_the_documented_settings_are_valid_params():
+    """docs/prompt-caching.md's example models, as a user would copy them."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "prompt-caching.md").read_text()
+    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    specs = {mid: ModelSpec(**spec) for mid, spec in example["models"].items()}
+    claude, gpt = api_for(specs["claude"]), api_for(specs["gpt"])
+    assert claude.writes_cache and claude.cache_write_price == 3.75 and claude.cached_input_price == 0.3
+    assert not gpt.writes_cache and gpt.cached_price_known

@@ -367,7 +367,7 @@ def redraw_user(leaking_draws: int):
 
     def respond_(model_id, request):
         if model_id == "user" and "faithful" in request.messages[0]["content"] \
-                and len(request.messages) == 2:
+                and len(request.messages) == 3:  # system, opening, direction
             key = (request.seed, request.messages[0]["content"])
             draw = seen.setdefault(key, len(seen))
             if draw < leaking_draws:
