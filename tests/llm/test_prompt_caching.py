@@ -308,7 +308,7 @@ def test_the_documented_settings_are_valid_params():
     import yaml
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "prompt-caching.md").read_text()
-    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.DOTALL).group(1))
     specs = {mid: ModelSpec(**spec) for mid, spec in example["models"].items()}
     claude, gpt = api_for(specs["claude"]), api_for(specs["gpt"])
     assert claude.writes_cache and claude.cache_write_price == 3.75 and claude.cached_input_price == 0.3
