@@ -313,3 +313,22 @@ def test_the_documented_settings_are_valid_params():
     claude, gpt = api_for(specs["claude"]), api_for(specs["gpt"])
     assert claude.writes_cache and claude.cache_write_price == 3.75 and claude.cached_input_price == 0.3
     assert not gpt.writes_cache and gpt.cached_price_known
+
+
+def test_the_spending_cap_settles_at_the_billed_cost(mock_server, monkeypatch, tmp_path):
+    """The ledger holds what the provider bills (cache reads and writes priced apart), not the
+    uncached bound reserved while the call was in flight."""
+    import json
+
+    monkeypatch.setenv("PB_TEST_KEY", "test-key")
+    model = spec(mock_server, "anthropic", SONNET, price_per_mtok_cached_in=0.3)
+
+    async def go():
+        async with ModelClient({"m": model}, tmp_path / "cache", max_cost_usd=5.0) as client:
+            return [await client.chat("m", r) for r in conversation(4)]
+
+    results = asyncio.run(go())
+    assert sum(r.cached_input_tokens for r in results) > 0
+    ledger = json.loads((tmp_path / "cache" / "spending.json").read_text())
+    assert ledger["spent_usd"] == pytest.approx(sum(r.cost_usd for r in results), rel=1e-12)
+    assert ledger["in_flight_usd"] == {}
