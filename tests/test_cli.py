@@ -66,10 +66,13 @@ def test_the_estimate_predicts_the_cached_share_and_prices_it_as_billed(project,
     assert cached_share(off) == 0 and totals(off)[3] > totals(claude)[3]
 
 
-def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(project):
+def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(project, capsys):
     lines = paper_size(project, "openai", "gpt-5-mini")
     assert cached_share(lines) > 0.3
     assert all(x.cost_usd == pytest.approx(x.uncached_cost_usd) for x in lines)
+    assert main(["estimate"]) == 0
+    assert "No price_per_mtok_cached_in for judge, target-a, target-b, user: their cached input" \
+        in capsys.readouterr().out
 
 
 def test_fidelity_checks_are_counted_per_fidelity_judge_and_owned_conversation(project):

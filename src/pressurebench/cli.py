@@ -75,8 +75,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
           "structured repairs not included).")
     print(f"Prompt caching: {cached_share(lines):.0%} of the input is predicted to be read from "
           "the providers' prompt caches ('cached'); 'cost USD' prices it as billed, 'uncached USD' "
-          "at the full input price. A model without price_per_mtok_cached_in is priced at the "
-          "full input price either way.")
+          "at the full input price.")
+    no_cached_price = sorted({x.model_id for x in lines if x.cached_input_tokens
+                              and params.models[x.model_id].price_per_mtok_cached_in is None})
+    if no_cached_price:
+        print(f"No price_per_mtok_cached_in for {', '.join(no_cached_price)}: their cached input is "
+              "priced at the full input price.")
     unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
     if unpriced:
         print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
