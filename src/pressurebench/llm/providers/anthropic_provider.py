@@ -156,9 +156,9 @@ class AnthropicProvider(ModelApi):
         the system prompt (the role's instructions, shared by every call of the role), the
         end of the second-to-last message (the history the next call of the conversation
         repeats, whatever varies coming last) and the end of the last one (the next call of a
-        growing conversation extends it). Anthropic caches only at breakpoints, at most
-        `MAX_BREAKPOINTS` a request, and only a prefix of the model's minimum length (shorter
-        ones are simply not cached); tools come before the system prompt in the prefix."""
+        growing conversation extends it). Anthropic caches only at breakpoints, at most four
+        a request, and only a prefix of the model's minimum length (shorter ones are simply
+        not cached); tools come before the system prompt in the prefix."""
         if self.spec.prompt_cache == "off":
             return
         control = {"type": "ephemeral", "ttl": "1h"} if self.spec.prompt_cache == "1h" else {"type": "ephemeral"}
