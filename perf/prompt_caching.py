@@ -6,14 +6,15 @@ OpenAI + Anthropic server (tests/mock_providers), which bills prompt caching as 
 providers do (`mock_providers.prompt_caching`: Anthropic caches at `cache_control` breakpoints
 from the model's minimum length on and reports reads and writes apart; OpenAI caches prompts of
 1024 tokens and more in 128-token steps by itself). The design: 24 scenarios on two metrics, two
-targets (one on each wire format), 6 turns, target replies of about 350 tokens, every turn
-judged (per-turn judging) and fidelity checks on. The models and list prices:
+targets (one on each wire format), 6 turns, every turn judged (per-turn judging) and
+fidelity checks on, at three lengths of the target's replies (250, 400 and 600 tokens; the
+goal is read at 400). The models and list prices:
 
   user model, one target   claude-sonnet-4-5   $3 in, $0.30 cache read, $3.75 write, $15 out
   other target             gpt-4.1             $2 in, $0.50 cached, $8 out
   judge, fidelity judge    gpt-5-mini          $0.25 in, $0.025 cached, $2 out
 
-The design runs twice on fresh caches: with `prompt_cache: auto` (the default) and with
+Each design runs twice on fresh caches: with `prompt_cache: auto` (the default) and with
 `prompt_cache: off` (no breakpoints, no prompt_cache_key: only what OpenAI caches by itself).
 Printed per run: the prompt tokens and the share read from a cache, the input bill (uncached,
 cache reads and writes at their prices), the same tokens at the full input price (the bill
@@ -21,7 +22,8 @@ without any caching), and the cost the run's cost files report against the whole
 server's usage adds up to. Goals: caching makes the input bill at least 2x cheaper than without
 caching, and the reported cost equals the bill to the cent.
 
-Run: .venv/bin/python perf/prompt_caching.py
+Run: .venv/bin/python perf/prompt_caching.py   (PB_PERF_DETAIL=1 also prints each model's
+billed tokens by kind, to stderr)
 """
 
 from __future__ import annotations
