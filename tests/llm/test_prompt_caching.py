@@ -332,3 +332,16 @@ def test_the_spending_cap_settles_at_the_billed_cost(mock_server, monkeypatch, t
     ledger = json.loads((tmp_path / "cache" / "spending.json").read_text())
     assert ledger["spent_usd"] == pytest.approx(sum(r.cost_usd for r in results), rel=1e-12)
     assert ledger["in_flight_usd"] == {}
+
+
+def test_cache_settings_and_groups_are_no_part_of_a_calls_cache_key(mock_server, monkeypatch, tmp_path):
+    """They change what a call costs, never its answer: a changed setting replays every call."""
+    requests = conversation(2)
+    first = calls(mock_server, monkeypatch, tmp_path, spec(mock_server, "anthropic", SONNET), requests,
+                  cache_group="target:a")
+    sent = mock_server.total_requests
+    again = calls(mock_server, monkeypatch, tmp_path,
+                  spec(mock_server, "anthropic", SONNET, prompt_cache="off", price_per_mtok_cached_in=0.3),
+                  requests, cache_group="target:b")
+    assert mock_server.total_requests == sent
+    assert [r.text for r in again] == [r.text for r in first] and all(r.cached for r in again)
