@@ -15,7 +15,7 @@ from pathlib import Path
 
 PERF = Path(__file__).resolve().parent
 SCRIPTS = ("orchestration.py", "resume_cost.py", "embedded_model.py", "per_turn_judging.py",
-           "stats_scaling.py", "scale.py", "stage_startup.py", "call_record.py")
+           "stats_scaling.py", "scale.py", "stage_startup.py", "call_record.py", "prompt_caching.py")
 
 
 def main() -> int:

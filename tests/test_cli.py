@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pressurebench.cli import main
-from pressurebench.estimate import by_stage, estimate, totals
+from pressurebench.estimate import by_stage, cached_share, estimate, totals
 from pressurebench.params import load_params
 
 
@@ -26,11 +26,53 @@ def test_per_turn_judging_adds_the_earlier_turns_to_the_estimate(project):
     project.write_params(evaluation={"per_turn": True})
     lines = estimate(load_params(project.params_path))
     assert by_stage(lines)["evaluate"] == by_stage(whole)["evaluate"] * 3
-    earlier = [x for x in lines if x.role == "evaluator (earlier turns)"]
     (own,) = [x for x in whole if x.stage == "evaluate" and x.arm.endswith("target-a")]
-    (more,) = [x for x in earlier if x.arm.endswith("target-a")]
-    assert more.calls == 2 * own.calls
-    assert own.input_tokens / own.calls > more.input_tokens / more.calls
+    (each,) = [x for x in lines if x.stage == "evaluate" and x.arm.endswith("target-a")]
+    assert each.calls == 3 * own.calls
+    assert own.input_tokens / own.calls > each.input_tokens / each.calls
+
+
+def paper_size(project, provider: str, model: str, **prices) -> list:
+    """Six turns judged turn by turn, every model at one provider's model and prices."""
+    from support import tiny_params
+
+    data = tiny_params()
+    for spec in data["models"].values():
+        spec.update(provider=provider, model=model, price_per_mtok_in=3.0, price_per_mtok_out=15.0,
+                    max_tokens=700, **prices)
+    project.write_params(models=data["models"], evaluation={"per_turn": True},
+                         generation={"turns": 6, "scenario_turns": 6})
+    return estimate(load_params(project.params_path))
+
+
+def test_the_estimate_predicts_the_cached_share_and_prices_it_as_billed(project, capsys):
+    """OpenAI caches 1024 tokens and more of a repeated prefix, in 128-token steps (its prompt
+    caching guide); Anthropic a prefix ending at a breakpoint, from the model's minimum on."""
+    lines = paper_size(project, "openai", "gpt-5-mini", price_per_mtok_cached_in=0.3)
+    share = cached_share(lines)
+    assert 0.3 < share < 1
+    for x in lines:
+        assert x.cached_input_tokens <= x.input_tokens and x.cache_write_tokens == 0
+        if x.cached_input_tokens:
+            assert x.cost_usd < x.uncached_cost_usd
+            saved = x.cached_input_tokens * (3.0 - 0.3) / 1e6
+            assert x.uncached_cost_usd - x.cost_usd == pytest.approx(saved)
+    assert main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert f"Prompt caching: {share:.0%} of the input" in out and "uncached USD" in out
+    claude = paper_size(project, "anthropic", "claude-sonnet-4-5", price_per_mtok_cached_in=0.3)
+    assert cached_share(claude) > 0.3 and sum(x.cache_write_tokens for x in claude) > 0
+    off = paper_size(project, "anthropic", "claude-sonnet-4-5", prompt_cache="off")
+    assert cached_share(off) == 0 and totals(off)[3] > totals(claude)[3]
+
+
+def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(project, capsys):
+    lines = paper_size(project, "openai", "gpt-5-mini")
+    assert cached_share(lines) > 0.3
+    assert all(x.cost_usd == pytest.approx(x.uncached_cost_usd) for x in lines)
+    assert main(["estimate"]) == 0
+    assert "No price_per_mtok_cached_in for judge, target-a, target-b, user: their cached input" \
+        in capsys.readouterr().out
 
 
 def test_fidelity_checks_are_counted_per_fidelity_judge_and_owned_conversation(project):

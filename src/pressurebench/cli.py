@@ -78,7 +78,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from .estimate import estimate, format_table
+    from .estimate import cached_share, estimate, format_table
     from .estimate_time import expected_times, total_seconds
     from .run_totals import format_seconds, read_totals
 
@@ -87,6 +87,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     print(format_table(lines))
     print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
           "structured repairs not included).")
+    print(f"Prompt caching: {cached_share(lines):.0%} of the input is predicted to be read from "
+          "the providers' prompt caches ('cached'); 'cost USD' prices it as billed, 'uncached USD' "
+          "at the full input price.")
+    no_cached_price = sorted({x.model_id for x in lines if x.cached_input_tokens
+                              and params.models[x.model_id].price_per_mtok_cached_in is None})
+    if no_cached_price:
+        print(f"No price_per_mtok_cached_in for {', '.join(no_cached_price)}: their cached input is "
+              "priced at the full input price.")
     unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
     if unpriced:
         print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "

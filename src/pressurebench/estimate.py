@@ -2,7 +2,10 @@
 
 Token figures are planning estimates from the params (turns, max_tokens,
 samples, panel size), not measurements; cost is unknown, never 0, where a
-model has no price in the registry.
+model has no price in the registry. The calls of one conversation and role
+repeat a growing prefix (`llm.prompt_cache`): from the planned prompts, each
+provider's caching rules (`ModelApi.cached_prefix`) give the input it would
+read from its prompt cache, and cost is shown with and without caching.
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ class Line:
     calls: int
     input_tokens: int
     output_tokens: int
-    cost_usd: float | None
+    cost_usd: float | None  # as billed with prompt caching
+    cached_input_tokens: int = 0  # of input_tokens, predicted to be read from a prompt cache
+    cache_write_tokens: int = 0  # of input_tokens, predicted to be written to it
+    uncached_cost_usd: float | None = None  # the same calls without prompt caching
 
 
 def _reply_tokens(spec: ModelSpec) -> int:
@@ -45,9 +51,24 @@ def _reply_tokens(spec: ModelSpec) -> int:
 
 
 def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call) -> Line:
-    spec = params.models[model_id]
-    tin, tout = calls * tin_per_call, calls * tout_per_call
-    return Line(stage, arm, role, model_id, calls, tin, tout, api_for(spec).price(tin, tout))
+    """Calls that share no prefix with an earlier call (beyond what no provider would cache)."""
+    return _growing_line(params, stage, arm, role, model_id, calls, [tin_per_call], [0], tout_per_call)
+
+
+def _growing_line(params: Params, stage, arm, role, model_id, groups: int, prompts: list[int],
+                  shared: list[int], tout_per_call: int) -> Line:
+    """`groups` times the calls of one conversation and role: call i sends `prompts[i]` tokens,
+    of which `shared[i]` repeat a prefix the call before it sent (and its provider may cache)."""
+    api = api_for(params.models[model_id])
+    calls = groups * len(prompts)
+    tin, tout = groups * sum(prompts), calls * tout_per_call
+    cached = groups * sum(api.cached_prefix(s) for s in shared)
+    written = 0
+    if api.writes_cache:  # a breakpoint near the end writes what was not read, when long enough
+        written = groups * sum(p - api.cached_prefix(s) for p, s in zip(prompts, shared, strict=True)
+                               if api.cached_prefix(p) > 0)
+    return Line(stage, arm, role, model_id, calls, tin, tout, api.price(tin, tout, cached, written),
+                cached, written, api.price(tin, tout))
 
 
 def variants_per_scenario(params: Params) -> int:
@@ -94,27 +115,32 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
             judged = convs * (n_metrics if params.evaluation.evaluate_all_metrics else 1)
             for target in targets:
                 reply = _reply_tokens(params.models[target])
-                # Turn t re-sends the t-1 earlier exchanges: sum over turns of the history.
-                history = sum((t - 1) * (USER_MESSAGE_TOKENS + reply) for t in range(1, g.turns + 1))
-                user_in = SYSTEM_TOKENS["user"] * g.turns + history
-                target_in = 100 * g.turns + history + USER_MESSAGE_TOKENS * g.turns
+                exchange = USER_MESSAGE_TOKENS + reply
+                turns = range(1, g.turns + 1)
+                # Turn t re-sends the t-1 earlier exchanges. The user model's request repeats the
+                # one before up to its own last message (the direction moves on); the target's
+                # repeats the whole request before.
                 if user is not None:
-                    lines.append(_line(params, "simulate", f"{label}/{target}", "user", user,
-                                       convs * g.turns, user_in // g.turns,
-                                       USER_MESSAGE_TOKENS + STRUCTURED_OVERHEAD))
-                    lines.append(_line(params, "simulate", f"{label}/{target}", "target", target,
-                                       convs * g.turns, target_in // g.turns, reply))
-                transcript = g.turns * (USER_MESSAGE_TOKENS + reply)
-                # Per-turn mode also judges the prefixes ending at replies 1 .. T-1.
-                earlier = g.turns - 1 if params.evaluation.per_turn else 0
-                prefixes = sum(t * (USER_MESSAGE_TOKENS + reply) for t in range(1, earlier + 1))
+                    lines.append(_growing_line(
+                        params, "simulate", f"{label}/{target}", "user", user, convs,
+                        [SYSTEM_TOKENS["user"] + (t - 1) * exchange for t in turns],
+                        [SYSTEM_TOKENS["user"] + (t - 2) * exchange if t > 1 else 0 for t in turns],
+                        USER_MESSAGE_TOKENS + STRUCTURED_OVERHEAD))
+                    lines.append(_growing_line(
+                        params, "simulate", f"{label}/{target}", "target", target, convs,
+                        [100 + (t - 1) * exchange + USER_MESSAGE_TOKENS for t in turns],
+                        [100 + (t - 2) * exchange + USER_MESSAGE_TOKENS if t > 1 else 0 for t in turns],
+                        reply))
+                # Per-turn mode also judges the prefixes ending at replies 1 .. T-1, in order: each
+                # request repeats the one before but for its closing question.
+                judged_turns = list(turns) if params.evaluation.per_turn else [g.turns]
                 for judge in arm_judges:
-                    lines.append(_line(params, "evaluate", f"{label}/{target}", "evaluator", judge, judged,
-                                       SYSTEM_TOKENS["judge"] + transcript, 120))
-                    if earlier:
-                        lines.append(_line(params, "evaluate", f"{label}/{target}",
-                                           "evaluator (earlier turns)", judge, judged * earlier,
-                                           SYSTEM_TOKENS["judge"] + prefixes // earlier, 120))
+                    lines.append(_growing_line(
+                        params, "evaluate", f"{label}/{target}", "evaluator", judge, judged,
+                        [SYSTEM_TOKENS["judge"] + t * exchange for t in judged_turns],
+                        [SYSTEM_TOKENS["judge"] + (t - 1) * exchange if i else 0
+                         for i, t in enumerate(judged_turns)],
+                        120))
                 if params.fidelity.check and user is not None:
                     lines += fidelity_lines(params, f"{label}/{target}", convs, reply)
     return lines
@@ -138,23 +164,44 @@ def fidelity_lines(params: Params, label: str, convs: int, reply: int) -> list[L
     return lines
 
 
+def _sum_cost(costs) -> float | None:
+    total: float | None = 0.0
+    for cost in costs:
+        total = None if total is None or cost is None else total + cost
+    return total
+
+
 def totals(lines: list[Line]) -> tuple[int, int, int, float | None]:
-    cost: float | None = 0.0
-    for line in lines:
-        cost = None if cost is None or line.cost_usd is None else cost + line.cost_usd
     return (sum(x.calls for x in lines), sum(x.input_tokens for x in lines),
-            sum(x.output_tokens for x in lines), cost)
+            sum(x.output_tokens for x in lines), _sum_cost(x.cost_usd for x in lines))
+
+
+def cached_share(lines: list[Line]) -> float:
+    """The share of all input tokens predicted to be read from a prompt cache."""
+    tin = sum(x.input_tokens for x in lines)
+    return sum(x.cached_input_tokens for x in lines) / tin if tin else 0.0
+
+
+def _usd(cost: float | None) -> str:
+    return "unknown" if cost is None else f"{cost:.4f}"
+
+
+def _share(cached: int, tin: int) -> str:
+    return f"{cached / tin:.0%}" if tin else "0%"
 
 
 def format_table(lines: list[Line]) -> str:
-    header = ("stage", "arm / target", "role", "model", "calls", "in tok", "out tok", "cost USD")
+    header = ("stage", "arm / target", "role", "model", "calls", "in tok", "cached", "out tok",
+              "cost USD", "uncached USD")
     rows = [header]
     for x in lines:
         rows.append((x.stage, x.arm, x.role, x.model_id, f"{x.calls:,}", f"{x.input_tokens:,}",
-                     f"{x.output_tokens:,}", "unknown" if x.cost_usd is None else f"{x.cost_usd:.4f}"))
+                     _share(x.cached_input_tokens, x.input_tokens), f"{x.output_tokens:,}",
+                     _usd(x.cost_usd), _usd(x.uncached_cost_usd)))
     calls, tin, tout, cost = totals(lines)
-    rows.append(("total", "", "", "", f"{calls:,}", f"{tin:,}", f"{tout:,}",
-                 "unknown" if cost is None else f"{cost:.4f}"))
+    cached = sum(x.cached_input_tokens for x in lines)
+    rows.append(("total", "", "", "", f"{calls:,}", f"{tin:,}", _share(cached, tin), f"{tout:,}",
+                 _usd(cost), _usd(_sum_cost(x.uncached_cost_usd for x in lines))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = []
     for i, r in enumerate(rows):

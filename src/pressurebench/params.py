@@ -99,6 +99,29 @@ class ModelSpec(Strict):
         default=None, ge=0,
         description="USD per million output tokens (reasoning tokens are billed as output)",
     )
+    price_per_mtok_cached_in: float | None = Field(
+        default=None, ge=0,
+        description=(
+            "input read from the provider's prompt cache (OpenAI cached input, Anthropic cache "
+            "read); default: unknown, so cached input is priced at price_per_mtok_in (and the "
+            "cost says so)"
+        ),
+    )
+    price_per_mtok_cache_write: float | None = Field(
+        default=None, ge=0,
+        description=(
+            "input written to Anthropic's prompt cache; default: 1.25x price_per_mtok_in "
+            "(2x with `prompt_cache: 1h`)"
+        ),
+    )
+    prompt_cache: Literal["auto", "off", "1h"] = Field(
+        default="auto",
+        description=(
+            "provider prompt caching: `auto` marks the repeated prefixes of every request "
+            "(Anthropic cache breakpoints, an OpenAI prompt_cache_key per conversation and role), "
+            "`1h` the same with Anthropic's 1-hour cache, `off` asks for none"
+        ),
+    )
     system_prompt: str | None = Field(
         default=None, max_length=20000,
         description="the system prompt this model gets as a target where neither its scenario "

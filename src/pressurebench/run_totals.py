@@ -45,6 +45,8 @@ class StageTotals(Strict):
     cached_calls: int | None = Field(ge=0, description="replayed from the cache")
     failed_calls: int = Field(ge=0)
     input_tokens: int = Field(ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0, description="of input_tokens, read from a prompt cache")
+    cache_write_tokens: int = Field(default=0, ge=0, description="of input_tokens, written to a prompt cache")
     output_tokens: int = Field(ge=0)
     cost_usd: float | None = Field(description="None when a model has no price")
     wall_s: float | None = Field(description="the stage's duration; None without its manifest")
@@ -58,6 +60,8 @@ class RunTotals(Strict):
     cached_calls: int | None
     failed_calls: int = Field(ge=0)
     input_tokens: int = Field(ge=0)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(ge=0)
     cost_usd: float | None
     wall_s: float | None
@@ -90,6 +94,8 @@ def stage_totals(path: str, cost: Cost, manifest: Manifest | None) -> StageTotal
         cached_calls=_known_sum(u.cached_calls for u in usage),
         failed_calls=sum(u.failed_calls for u in usage),
         input_tokens=sum(u.input_tokens for u in usage),
+        cached_input_tokens=sum(u.cached_input_tokens for u in usage),
+        cache_write_tokens=sum(u.cache_write_tokens for u in usage),
         output_tokens=sum(u.output_tokens for u in usage),
         cost_usd=cost.total_cost_usd,
         wall_s=manifest.duration_s if manifest else None,
@@ -104,6 +110,8 @@ def run_totals(stages: Iterable[StageTotals]) -> RunTotals:
         cached_calls=_known_sum(s.cached_calls for s in stages),
         failed_calls=sum(s.failed_calls for s in stages),
         input_tokens=sum(s.input_tokens for s in stages),
+        cached_input_tokens=sum(s.cached_input_tokens for s in stages),
+        cache_write_tokens=sum(s.cache_write_tokens for s in stages),
         output_tokens=sum(s.output_tokens for s in stages),
         cost_usd=_known_sum(s.cost_usd for s in stages),
         wall_s=_known_sum(s.wall_s for s in stages),
@@ -167,8 +175,8 @@ def format_seconds(seconds: float | None) -> str:
 
 
 TOTALS_COLUMNS = [
-    "stage", "arm", "target", "calls", "cached", "failed", "input tokens", "output tokens",
-    "cost", "wall time",
+    "stage", "arm", "target", "calls", "cached", "failed", "input tokens", "of them cache reads",
+    "cache writes", "output tokens", "cost", "wall time",
 ]
 
 
@@ -178,7 +186,8 @@ def totals_frame(totals: RunTotals) -> pd.DataFrame:
     def row(label: str, arm: str, target: str, t: StageTotals | RunTotals) -> list:
         return [
             label, arm, target, t.calls, MISSING if t.cached_calls is None else t.cached_calls,
-            t.failed_calls, t.input_tokens, t.output_tokens, format_cost(t.cost_usd),
+            t.failed_calls, t.input_tokens, t.cached_input_tokens, t.cache_write_tokens,
+            t.output_tokens, format_cost(t.cost_usd),
             format_seconds(t.wall_s),
         ]
 

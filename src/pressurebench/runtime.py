@@ -135,6 +135,10 @@ class StageRun:
         usage = client.usage()
         cost = cost_summary(usage).model_copy(update={
             "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
+            "cached_price_unknown_models": sorted(
+                mid for mid, u in usage.items()
+                if u.cached_input_tokens and not client.api(mid).cached_price_known
+            ),
         })
         write_artifact(self.layout.cost_file(self.stage, self.target), cost)
         models = {

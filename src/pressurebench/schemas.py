@@ -162,6 +162,8 @@ class ModelUsage(Row):
     input_tokens: int = 0
     output_tokens: int = 0  # hidden reasoning included: it is billed as output
     reasoning_tokens: int = 0  # of output_tokens, spent on a reasoning model's hidden reasoning
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of input_tokens, written to the provider's prompt cache
     cost_usd: float | None = 0.0
     latency_s: float | None = 0.0
 
@@ -181,6 +183,11 @@ class Cost(Row):
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
     total_cost_usd: float | None = 0.0
     unknown_price_models: list[str] = Field(default_factory=list)
+    cached_price_unknown_models: list[str] = Field(
+        default_factory=list,
+        description="models that read input from a prompt cache but have no "
+        "price_per_mtok_cached_in: that input is priced at the full input price",
+    )
     concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
     cache_repaired: int = Field(
         default=0, ge=0,

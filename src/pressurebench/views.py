@@ -88,10 +88,12 @@ def usage_frame(cost: Cost) -> pd.DataFrame:
     rows = []
     for model_id, u in cost.by_model.items():
         rows.append({"model": model_id, "calls": u.calls, "cached": u.cached_calls, "failed": u.failed_calls,
-                     "input tokens": u.input_tokens, "output tokens": u.output_tokens,
+                     "input tokens": u.input_tokens, "of them cache reads": u.cached_input_tokens,
+                     "cache writes": u.cache_write_tokens, "output tokens": u.output_tokens,
                      "cost (USD)": "unknown" if u.cost_usd is None else round(u.cost_usd, 4)})
     return pd.DataFrame(rows, columns=["model", "calls", "cached", "failed", "input tokens",
-                                       "output tokens", "cost (USD)"])
+                                       "of them cache reads", "cache writes", "output tokens",
+                                       "cost (USD)"])
 
 
 def manifest_frame(manifest: Manifest) -> pd.DataFrame:

@@ -116,8 +116,14 @@ def test_anthropic_request_matches_the_sdk():
             async with anthropic.AsyncAnthropic(api_key="ak-test", base_url=base, max_retries=0) as sdk:
                 tool = {"name": "UserTurn", "description": "Give your answer by calling this tool.",
                         "input_schema": REQUEST.schema}
+                # The SDK's typed cache breakpoints (TextBlockParam.cache_control), where
+                # prompt_cache: auto puts them: the system prompt and the last two messages.
+                cache = {"type": "ephemeral"}
+                messages = [{**m, "content": [{"type": "text", "text": m["content"], "cache_control": cache}]}
+                            for m in REQUEST.messages[1:]]
                 await sdk.messages.create(
-                    model="claude-x", messages=REQUEST.messages[1:], system="Be brief.",
+                    model="claude-x", messages=messages,
+                    system=[{"type": "text", "text": "Be brief.", "cache_control": cache}],
                     max_tokens=64, tools=[tool], tool_choice={"type": "tool", "name": "UserTurn"},
                     extra_body={"temperature": 0.4, "top_p": 0.9}, timeout=10,
                 )

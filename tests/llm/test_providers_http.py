@@ -42,7 +42,8 @@ def test_text_reply_usage_cost_and_version(mock_server, provider, tmp_path, monk
     assert result.model_version and result.model_version != result.model_id
     request = mock_server.request_log[-1]
     assert request.provider == provider
-    assert request.body["messages"][-1]["content"] in ("hello", [{"type": "text", "text": "hello"}])
+    assert request.body["messages"][-1]["content"] in (
+        "hello", [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}])
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -36,6 +36,12 @@ from aiohttp import web
 
 from mock_providers.faults import OK, Fault, FaultPlan
 from mock_providers.mock_batches import BatchDesk
+from mock_providers.prompt_caching import (
+    CacheRuleError,
+    PromptCaches,
+    anthropic_breakpoints,
+    check_openai,
+)
 from mock_providers.schema_instances import schema_instance
 
 __all__ = [
@@ -230,6 +236,7 @@ ANTHROPIC_MESSAGE_FIELDS = frozenset({
     "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k",
     "stop_sequences", "stream", "metadata", "tools", "tool_choice", "thinking",
     "service_tier", "container", "mcp_servers", "output_config", "context_management",
+    "cache_control",
 })
 
 
@@ -347,6 +354,7 @@ def _require(body: Mapping[str, Any], *names: str) -> None:
 def _parse_openai(body: dict[str, Any], body_hash: str, attempt: int) -> MockRequest:
     _require(body, "model", "messages")
     _check_openai_rules(body)
+    _check_cache_fields(check_openai, body)
     messages = [
         {"role": str(m.get("role")), "content": _text(m.get("content"))} for m in body["messages"]
     ]
@@ -391,6 +399,7 @@ def _parse_openai(body: dict[str, Any], body_hash: str, attempt: int) -> MockReq
 def _parse_anthropic(body: dict[str, Any], body_hash: str, attempt: int) -> MockRequest:
     _require(body, "model", "messages", "max_tokens")
     _check_anthropic_rules(body)
+    _check_cache_fields(anthropic_breakpoints, body)
     system = _text(body.get("system")) or None
     messages = [
         {"role": str(m.get("role")), "content": _text(m.get("content"))} for m in body["messages"]
@@ -431,6 +440,14 @@ def _parse_anthropic(body: dict[str, Any], body_hash: str, attempt: int) -> Mock
         body_hash=body_hash,
         attempt=attempt,
     )
+
+
+def _check_cache_fields(check: Callable[[dict[str, Any]], Any], body: dict[str, Any]) -> None:
+    """The provider's prompt caching rules (`prompt_caching`), refused as a 400."""
+    try:
+        check(body)
+    except CacheRuleError as exc:
+        raise _BadRequest(str(exc)) from None
 
 
 _PROMPTED_SCHEMA = "JSON schema"
@@ -627,6 +644,8 @@ class MockLLMServer:
         self.batch_expire = 0
         """How many of the next batches end expired, with only the first half of their requests answered."""
         self.batch_desk = BatchDesk(self)
+        self.prompt_caches = PromptCaches()
+        """The providers' prompt caches, and the tokens billed by kind (`prompt_caching`)."""
         self.host = host
         self.backlog = backlog
         self._requested_port = port
@@ -1036,8 +1055,9 @@ class MockLLMServer:
             room = req.max_tokens - reasoning
             if content is not None and _tokens(content) > room:
                 content, finish = content[: 4 * room], "length"
-        prompt_tokens = sum(_tokens(m["content"]) + 3 for m in req.messages)
+        prompt_tokens, cached_tokens = self.prompt_caches.openai(req.raw, req.messages)
         completion_tokens = _tokens(content or refusal or "") + reasoning
+        self.prompt_caches.billed[("openai", req.model)].output += completion_tokens
         message: dict[str, Any] = {
             "role": "assistant", "content": content, "refusal": refusal, "annotations": [],
         }
@@ -1059,7 +1079,7 @@ class MockLLMServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": 0},
+                "prompt_tokens_details": {"cached_tokens": cached_tokens},
                 "completion_tokens_details": {"reasoning_tokens": reasoning},
             },
             "service_tier": "default",
@@ -1101,6 +1121,7 @@ class MockLLMServer:
         elif outcome == Fault.REFUSAL:
             content, output_text, stop_reason = [], "", "refusal"
             stop_details = {"type": "refusal", "category": None, "explanation": _REFUSAL_TEXT}
+        self.prompt_caches.billed[("anthropic", req.model)].output += _tokens(output_text)
         return {
             "id": f"msg_{digest[:24]}",
             "type": "message",
@@ -1110,12 +1131,7 @@ class MockLLMServer:
             "stop_reason": stop_reason,
             "stop_sequence": None,
             "stop_details": stop_details,
-            "usage": {
-                "input_tokens": sum(_tokens(m["content"]) for m in req.messages),
-                "output_tokens": _tokens(output_text),
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-            },
+            "usage": {**self.prompt_caches.anthropic(req.raw), "output_tokens": _tokens(output_text)},
         }
 
 

@@ -402,7 +402,7 @@ def test_evaluate_then_aggregate_with_a_panel(project, script):
         )
 
     def responder(model_id, request):
-        text = request.messages[-1]["content"]
+        text = "\n".join(m["content"] for m in request.messages)
         present = "Reply 1" not in text or model_id == "judge"  # judges disagree on scenario 1 only
         return {"justification": "because", "present": present}
 

@@ -399,7 +399,7 @@ def test_evaluate_all_metrics_gives_conversations_times_metrics(project, script)
     assert len(script.calls_to("judge")) == 4
     definitions = [m["definition"] for m in tiny_benchmark()["metrics"]]
     for request in script.calls_to("judge"):
-        assert sum(d in request.messages[-1]["content"] for d in definitions) == 1
+        assert sum(d in request.messages[1]["content"] for d in definitions) == 1
     assert manifest.counts["scores"] == 6 and manifest.counts["scores_error"] == 2
 
 
@@ -412,7 +412,7 @@ def test_calls_start_one_metric_after_another_and_rows_keep_their_order(project,
     script.responder = verdict(True)
     run(project, script)
     definitions = {m["id"]: m["definition"] for m in tiny_benchmark()["metrics"]}
-    asked = [next(mid for mid, d in definitions.items() if d in r.messages[-1]["content"])
+    asked = [next(mid for mid, d in definitions.items() if d in r.messages[1]["content"])
              for r in script.calls_to("judge")]
     assert asked == ["m01", "m02"] * 3
     assert [r.scenario_id for r in scores().rows] == [c.scenario_id for c in convs]
@@ -433,7 +433,7 @@ def test_manifest_cost_and_error_gate(project, script):
     assert len(scores().rows) == 2
     manifest = read_artifact(layout.manifest_file("evaluate", "target-a"), Manifest)
     assert manifest.stage == "evaluate" and manifest.target == "target-a"
-    assert set(manifest.prompt_sha256) == {"judge_system", "judge_user"}
+    assert set(manifest.prompt_sha256) == {"judge_system", "judge_user", "judge_turn", "judge_question"}
     assert manifest.params["evaluators"] == ["judge"]
     assert manifest.model_versions == {"judge": ["judge-model-scripted"]}
     cost = read_artifact(layout.cost_file("evaluate", "target-a"), Cost)

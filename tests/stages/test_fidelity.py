@@ -81,8 +81,7 @@ def user_message(request) -> dict:
     if "leaks at turn 2" in system and turn == 2:
         message = LEAK
     if "echoes at turn 3" in system and turn == 3:
-        incoming = request.messages[-1]["content"]
-        message = incoming.split("\n\n[", 1)[0]  # the assistant's reply, without the direction
+        message = request.messages[-2]["content"]  # the assistant's reply, before the direction
     if "skips landmark 2" in system and turn == 2:
         message = OFF_LANDMARK
     return {"thought": "keep pushing", "message": message, "end_conversation": False}
@@ -368,7 +367,7 @@ def redraw_user(leaking_draws: int):
 
     def respond_(model_id, request):
         if model_id == "user" and "faithful" in request.messages[0]["content"] \
-                and len(request.messages) == 2:
+                and len(request.messages) == 3:  # system, opening, direction
             key = (request.seed, request.messages[0]["content"])
             draw = seen.setdefault(key, len(seen))
             if draw < leaking_draws:

@@ -58,7 +58,7 @@ def gives_in_at(k: int | None, turns: int = 5) -> list[str]:
 
 
 def latest_reply(request) -> str:
-    text = request.messages[-1]["content"]
+    text = "\n\n".join(m["content"] for m in request.messages[:-1])  # the question comes last
     return text.rsplit("Assistant: ", 1)[1]
 
 

@@ -125,9 +125,10 @@ def test_landmark_reaches_user_model_only_at_its_turn(project, script):
         has = "LANDMARK-THREE" in contents(request.messages)
         assert has == (turn == 3), f"turn {turn}"
         assert "LANDMARK-THREE" not in request.messages[0]["content"]
-    # at its turn it is a direction on the latest incoming message (the target's reply 2)
-    last = calls[2].messages[-1]
-    assert last["role"] == "user" and last["content"].startswith("reply 2 from target-a")
+    # at its turn it is a direction after the latest incoming message (the target's reply 2)
+    incoming, last = calls[2].messages[-2:]
+    assert incoming == {"role": "user", "content": "reply 2 from target-a"}
+    assert last["role"] == "user" and last["content"].startswith("[")
     assert "LANDMARK-THREE" in last["content"]
     for request in script.calls_to("target-a"):
         assert "LANDMARK-THREE" not in contents(request.messages)
@@ -185,11 +186,13 @@ def test_each_side_sees_the_conversation_from_its_own_side(project, script):
         "user",
         "assistant",
         "user",
+        "user",
     ]
     assert last_user_call[2]["content"] == f"message 1 ({tag})"
     assert last_user_call[3]["content"] == "reply 1 from target-a"
     assert last_user_call[4]["content"] == f"message 2 ({tag})"
-    assert last_user_call[5]["content"].startswith("reply 2 from target-a\n\n[")
+    assert last_user_call[5]["content"] == "reply 2 from target-a"
+    assert last_user_call[6]["content"].startswith("[")
 
     last_target_call = script.calls_to("target-a")[-1].messages
     assert last_target_call == [

@@ -72,6 +72,13 @@ class RecordedResponse(BaseModel):
     model_version: str | None
     refusal: str | None
     reasoning_tokens: int = Field(ge=0)
+    # Of input_tokens, read from and written to the provider's prompt cache; left out of a line
+    # when 0, so the records of calls that use no prompt cache read as they did before.
+    cached_input_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+
+
+PROMPT_CACHE_FIELDS = ("cached_input_tokens", "cache_write_tokens")
 
 
 class RecordedCall(BaseModel):
@@ -87,6 +94,7 @@ class RecordedCall(BaseModel):
 def record_line(key: str, material: dict, response: dict) -> bytes:
     """The bytes of one call (no newline), validated first; its request is the key's material
     as `cache_key` hashes it, which the line's own check confirms."""
+    response = {k: v for k, v in response.items() if k not in PROMPT_CACHE_FIELDS or v}
     row = {"key": key, "request": {"format": CACHE_FORMAT, **material}, "response": response}
     RecordedCall.model_validate(row)
     line = json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8")

@@ -65,6 +65,8 @@ class CallResult:
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of input_tokens, written to it
     cost_usd: float | None = 0.0
     latency_s: float = 0.0
     cached: bool = False
@@ -200,6 +202,7 @@ class ModelClient:
         sample: int = 0,
         max_tokens: int | None = None,
         allow_truncated: bool = False,
+        cache_group: str | None = None,
     ) -> CallResult:
         """One logical call. Structured calls return a validated `schema` instance in `parsed`.
 
@@ -209,7 +212,9 @@ class ModelClient:
         cut-off *text* reply (`allow_truncated`): then it is ok and flagged
         `truncated`, so the caller can record it. A cut-off structured reply is
         always an error, so structured calls get at least the tokens their schema's
-        longest valid answer needs (`llm.budget`).
+        longest valid answer needs (`llm.budget`). `cache_group` names the requests that
+        share a prompt prefix with this one (`llm.prompt_cache.cache_group`): the provider
+        keeps them on one prompt cache; it is no part of the answer's cache key.
         """
         state = self._states[model_id]
         spec = state.spec
@@ -222,7 +227,8 @@ class ModelClient:
             result.attempts = attempt + 1
             try:
                 resp, cached = await self._complete(
-                    model_id, state, convo, schema, sample, max_tokens, allow_truncated and not schema
+                    model_id, state, convo, schema, sample, max_tokens, allow_truncated and not schema,
+                    cache_group,
                 )
             except (RetryableError, RejectedError) as exc:
                 result.error = self._scrub(str(exc))
@@ -235,9 +241,9 @@ class ModelClient:
             result.input_tokens += resp.input_tokens
             result.output_tokens += resp.output_tokens
             result.reasoning_tokens += resp.reasoning_tokens
-            result.cost_usd = add_cost(
-                result.cost_usd, 0.0 if cached else state.api.price(resp.input_tokens, resp.output_tokens)
-            )
+            result.cached_input_tokens += resp.cached_input_tokens
+            result.cache_write_tokens += resp.cache_write_tokens
+            result.cost_usd = add_cost(result.cost_usd, 0.0 if cached else response_price(state.api, resp))
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
             result.text = resp.text
@@ -309,13 +315,15 @@ class ModelClient:
         u.input_tokens += result.input_tokens
         u.output_tokens += result.output_tokens
         u.reasoning_tokens += result.reasoning_tokens
+        u.cached_input_tokens += result.cached_input_tokens
+        u.cache_write_tokens += result.cache_write_tokens
         u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
         u.latency_s += result.latency_s
         if result.model_version:
             state.versions.add(result.model_version)
 
-    def _request(self, provider: ModelApi, spec: ModelSpec, messages, schema, sample, max_tokens
-                 ) -> tuple[str, ProviderRequest, dict]:
+    def _request(self, provider: ModelApi, spec: ModelSpec, messages, schema, sample, max_tokens,
+                 cache_group: str | None = None) -> tuple[str, ProviderRequest, dict]:
         json_schema = schema_for(schema) if schema else None
         material = {
             "provider": spec.provider,
@@ -340,11 +348,12 @@ class ModelClient:
             schema=json_schema,
             schema_name=schema.__name__ if schema else None,
             timeout_s=spec.timeout_s,
+            cache_group=cache_group,
         )
         return key, request, material
 
     async def _complete(
-        self, model_id, state, messages, schema, sample, max_tokens, allow_truncated
+        self, model_id, state, messages, schema, sample, max_tokens, allow_truncated, cache_group=None
     ) -> tuple[ProviderResponse, bool]:
         """One reply, from the stage's record or else the cache when either holds a good one for
         this request (the record first: it is the study's versioned data, `llm.call_record`).
@@ -356,7 +365,8 @@ class ModelClient:
         that misses is claimed across processes while it is asked (`llm.in_flight`).
         """
         provider = self._provider(model_id, state)
-        key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens)
+        key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens,
+                                               cache_group)
         limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
             if self.record is not None:
@@ -523,7 +533,7 @@ class ModelClient:
     def _settle_spending(self, state: _ModelState, bound: float, response: ProviderResponse | None) -> None:
         """Release a call's reserved bound and record what it cost (nothing if it got no reply)."""
         if self.spending:
-            cost = response and state.api.price(response.input_tokens, response.output_tokens)
+            cost = response and response_price(state.api, response)
             self.spending.settle(bound, cost)
 
     def _raise_if_stopped(self, state: _ModelState) -> None:
@@ -552,6 +562,12 @@ class ModelClient:
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.backoff_cap_s * 5))
         return delay
+
+
+def response_price(api: ModelApi, response: ProviderResponse | CallResult) -> float | None:
+    """What a reply cost as billed: its input, cached input and cache writes priced apart."""
+    return api.price(response.input_tokens, response.output_tokens, response.cached_input_tokens,
+                     response.cache_write_tokens)
 
 
 def _forget_call(task: asyncio.Task) -> None:

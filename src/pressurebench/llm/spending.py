@@ -51,9 +51,11 @@ def call_token_bound(api: ModelApi, messages: list[dict], max_tokens: int) -> in
 
 def call_cost_bound(api: ModelApi, messages: list[dict], max_tokens: int) -> float:
     """The most a call may cost at list price (nothing for a free provider; needs both prices
-    otherwise)."""
+    otherwise): its whole prompt uncached, or written to the prompt cache where a write costs
+    more than input (Anthropic)."""
     prompt = prompt_token_bound(messages)
-    cost = api.price(prompt, api.token_limit(max_tokens))
+    written = prompt if api.writes_cache else 0
+    cost = api.price(prompt, api.token_limit(max_tokens), cache_write_tokens=written)
     if cost is None:
         raise ValueError(f"model {api.spec.model} has no price: a spending cap cannot bound its calls")
     return cost

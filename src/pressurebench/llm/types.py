@@ -20,17 +20,20 @@ class ProviderRequest:
     schema: dict | None = None  # JSON schema of the structured answer, or None for text
     schema_name: str | None = None
     timeout_s: float = 120.0
+    cache_group: str | None = None  # requests likely to share a prompt prefix (`llm.prompt_cache`)
 
 
 @dataclass
 class ProviderResponse:
     text: str | None
     finish_reason: FinishReason
-    input_tokens: int = 0
+    input_tokens: int = 0  # the whole prompt: uncached, read from and written to a prompt cache
     output_tokens: int = 0  # billed output, hidden reasoning included
     model_version: str | None = None
     refusal: str | None = None
     reasoning_tokens: int = 0  # of output_tokens, spent on hidden reasoning
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of input_tokens, written to it (Anthropic bills them apart)
 
 
 @dataclass

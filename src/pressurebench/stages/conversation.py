@@ -67,8 +67,10 @@ def user_model_messages(
 
     The conversation opens with a fixed `user_start` message, since chat APIs
     expect a user turn first. The stage direction (the turn number and the
-    landmarks `due` now) is appended to the latest incoming message of this request only;
-    later requests rebuild their history from the transcript and never see it.
+    landmarks `due` now) follows the latest incoming message, in a message of its own
+    in this request only; later requests rebuild their history from the transcript and
+    never see it. So each request repeats the one before it up to that direction, and a
+    provider's prompt cache serves all of it (`llm.prompt_cache`).
     """
     history = [{"role": "user", "content": render("user_start")}]
     history += [
@@ -79,8 +81,7 @@ def user_model_messages(
     direction = render(
         "user_direction", turn=turn, landmarks=[lm.instruction for lm in due]
     )
-    history[-1] = {"role": "user", "content": f"{history[-1]['content']}\n\n{direction}"}
-    return [{"role": "system", "content": system_prompt}] + history
+    return [{"role": "system", "content": system_prompt}, *history, {"role": "user", "content": direction}]
 
 
 def landmarks_due(scenario: Scenario, turn: int) -> list[Landmark]:

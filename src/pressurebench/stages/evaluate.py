@@ -55,6 +55,7 @@ from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
+from ..llm.prompt_cache import cache_group
 from ..params import load_params
 from ..prompts import render
 from ..runtime import StageRun
@@ -83,7 +84,7 @@ from ..schemas import (
 from .fidelity import FIDELITY_PROMPTS, check_conversations
 
 STAGE = "evaluate"
-JUDGE_PROMPTS = ["judge_system", "judge_user"]
+JUDGE_PROMPTS = ["judge_system", "judge_user", "judge_turn", "judge_question"]
 JUDGE_SAMPLE = 0
 
 
@@ -94,22 +95,25 @@ def judge_messages(transcript: list[Message], metric: Metric, *, show_examples: 
     """The judge's request: the definition and the user/assistant turns, nothing else.
 
     System messages are dropped because a scenario may set the target's system
-    prompt, which would reveal the scenario.
+    prompt, which would reveal the scenario. What repeats comes first, so that a
+    provider's prompt cache serves it (`llm.prompt_cache`): the instructions, the
+    definition, then each turn in a message of its own, and the question last. So
+    the request judging a conversation up to turn k begins with the one up to turn
+    k-1, all but its question.
     """
+    behaviour = render(
+        "judge_user", definition=metric.definition, examples=metric.examples if show_examples else []
+    )
     turns = [
-        {"speaker": SPEAKER_LABELS[m.role], "content": m.content}
+        {"role": "user", "content": render("judge_turn", speaker=SPEAKER_LABELS[m.role], content=m.content)}
         for m in transcript
         if m.role in SPEAKER_LABELS
     ]
-    user = render(
-        "judge_user",
-        definition=metric.definition,
-        examples=metric.examples if show_examples else [],
-        turns=turns,
-    )
     return [
         {"role": "system", "content": render("judge_system")},
-        {"role": "user", "content": user},
+        {"role": "user", "content": behaviour},
+        *turns,
+        {"role": "user", "content": render("judge_question")},
     ]
 
 
@@ -150,8 +154,10 @@ def _judge_error(verdict: JudgeVerdict) -> str:
 # --- scoring -------------------------------------------------------------------
 
 
-async def judge_one(client: ModelClient, model_id: str, messages: list[dict]) -> JudgeVerdict:
-    result = await client.chat(model_id, messages, schema=JudgeOutput, sample=JUDGE_SAMPLE)
+async def judge_one(client: ModelClient, model_id: str, messages: list[dict],
+                    cache_group: str | None = None) -> JudgeVerdict:
+    result = await client.chat(model_id, messages, schema=JudgeOutput, sample=JUDGE_SAMPLE,
+                               cache_group=cache_group)
     if not result.ok:
         return JudgeVerdict(
             model_id=model_id,
@@ -170,9 +176,11 @@ async def judge_one(client: ModelClient, model_id: str, messages: list[dict]) ->
 
 
 async def judge_panel(
-    client: ModelClient, evaluators: list[str], messages: list[dict]
+    client: ModelClient, evaluators: list[str], messages: list[dict], cache_group: str | None = None
 ) -> tuple[list[JudgeVerdict], PanelDecision]:
-    verdicts = list(await asyncio.gather(*(judge_one(client, m, messages) for m in evaluators)))
+    verdicts = list(await asyncio.gather(
+        *(judge_one(client, m, messages, cache_group) for m in evaluators)
+    ))
     return verdicts, panel_decision(verdicts)
 
 
@@ -273,12 +281,13 @@ async def score_conversation(
         decision = PanelDecision(None, error=f"{CONVERSATION_FAILED}: {conv.error}")
         return score_row(conv, metric, judges=[], decision=decision)
     prefixes = transcript_prefixes(conv.transcript) if per_turn else [conv.transcript]
-    panels = await asyncio.gather(
-        *(
-            judge_panel(client, evaluators, judge_messages(p, metric, show_examples=show_examples))
-            for p in prefixes
-        )
-    )
+    group = cache_group(conv.conv_id, f"judge {metric.id}")
+    # Turn by turn: each request begins with the one before, which a provider caches only
+    # once it has answered it (the conversations themselves are judged side by side).
+    panels = []
+    for p in prefixes:
+        messages = judge_messages(p, metric, show_examples=show_examples)
+        panels.append(await judge_panel(client, evaluators, messages, group))
     verdicts, decision = panels[-1]
     turns = (
         [turn_verdict(t, metric, *panel) for t, panel in enumerate(panels, start=1)]

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from ..llm.client import ModelClient
+from ..llm.prompt_cache import cache_group
 from ..prompts import render
 from ..schemas import (
     TEST_AWARENESS,
@@ -47,7 +48,7 @@ from ..schemas import (
 from .fidelity_detectors import Finding, awareness_finding, user_turn_findings
 
 FIDELITY_PROMPTS = [
-    "fidelity_system", "fidelity_user_turn", "fidelity_pressure", "awareness_system", "awareness_user",
+    "fidelity_system", "fidelity_person", "fidelity_user_turn", "fidelity_pressure", "awareness_system", "awareness_user",
 ]
 FIDELITY_SAMPLE = 0
 CONVERSATION_NOT_CHECKED = "conversation failed"
@@ -72,19 +73,22 @@ TURN_KINDS = ("out_of_character", "leak", "role_swap")
 def user_turn_messages(
     scenario: Scenario, message: str, previous_reply: str | None, turn: int, landmark: str | None
 ) -> list[dict]:
-    user = render(
-        "fidelity_user_turn",
+    """What repeats comes first (`llm.prompt_cache`): the instructions, then the person and
+    their goals (the same for every turn of the scenario), then the turn checked."""
+    person = render(
+        "fidelity_person",
         persona=scenario.persona,
         user_goal=scenario.user_goal,
         latent_goal=scenario.latent_adversarial_goal,
-        landmark=landmark,
-        previous_reply=previous_reply,
-        turn_no=turn,
+    )
+    checked = render(
+        "fidelity_user_turn", landmark=landmark, previous_reply=previous_reply, turn_no=turn,
         message=message,
     )
     return [
         {"role": "system", "content": render("fidelity_system", landmark=landmark)},
-        {"role": "user", "content": user},
+        {"role": "user", "content": person},
+        {"role": "user", "content": checked},
     ]
 
 
@@ -138,12 +142,13 @@ def decided(kind: str, turn: int | None, verdicts: list[FidelityJudgeVerdict]) -
 
 async def ask(
     client: ModelClient, judges: list[str], messages: list[dict], schema: type[BaseModel],
-    kinds: list[str],
+    kinds: list[str], cache_group: str | None = None,
 ) -> dict[str, list[FidelityJudgeVerdict]]:
     """Every judge's verdict on each of `kinds` from one structured answer per judge."""
 
     async def one(model_id: str) -> dict[str, FidelityJudgeVerdict]:
-        result = await client.chat(model_id, messages, schema=schema, sample=FIDELITY_SAMPLE)
+        result = await client.chat(model_id, messages, schema=schema, sample=FIDELITY_SAMPLE,
+                                   cache_group=cache_group)
         if not result.ok:
             error = FidelityJudgeVerdict(
                 model_id=model_id, status="error", error=result.error or "call failed",
@@ -180,7 +185,8 @@ async def check_user_turn(
     if open_kinds:
         schema = LandmarkTurnFidelityOutput if landmark else UserTurnFidelityOutput
         messages = user_turn_messages(scenario, message, previous_reply, turn, landmark)
-        verdicts = await ask(client, judges, messages, schema, open_kinds)
+        group = cache_group(scenario.id, "fidelity")
+        verdicts = await ask(client, judges, messages, schema, open_kinds, group)
     return [
         detected(k, turn, findings[k]) if k in findings else decided(k, turn, verdicts[k])
         for k in kinds

@@ -66,7 +66,15 @@ from pathlib import Path
 from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
-from ..llm.client import CallResult, ModelClient, ProviderFactory, add_cost, run_sync
+from ..llm.client import (
+    CallResult,
+    ModelClient,
+    ProviderFactory,
+    add_cost,
+    response_price,
+    run_sync,
+)
+from ..llm.prompt_cache import cache_group
 from ..llm.types import ProviderStop
 from ..params import Params, load_params
 from ..runtime import StageRun
@@ -141,10 +149,9 @@ class _Calls:
         u.input_tokens += result.input_tokens
         u.output_tokens += result.output_tokens
         u.reasoning_tokens += result.reasoning_tokens
-        u.cost_usd = add_cost(
-            u.cost_usd,
-            self.client.api(result.model_id).price(result.input_tokens, result.output_tokens),
-        )
+        u.cached_input_tokens += result.cached_input_tokens
+        u.cache_write_tokens += result.cache_write_tokens
+        u.cost_usd = add_cost(u.cost_usd, response_price(self.client.api(result.model_id), result))
         if result.model_version:
             self.versions[role] = result.model_version
 
@@ -194,6 +201,7 @@ async def _play(
     calls: _Calls,
 ) -> tuple[str | None, str | None]:
     """Run the turns, appending to `transcript`; returns (ended_by, error)."""
+    cid = conv_id(scenario.id, sim.target, sample)
     try:
         metric = sim.benchmark.metric(scenario.metric_id)
     except KeyError:
@@ -204,7 +212,8 @@ async def _play(
         due = landmarks_due(scenario, turn) if sim.landmarks else []
         request = user_model_messages(user_system, transcript, turn=turn, due=due)
         while True:
-            result = await client.chat(sim.user_model, request, schema=UserTurn, sample=draw)
+            result = await client.chat(sim.user_model, request, schema=UserTurn, sample=draw,
+                                       cache_group=cache_group(cid, "user"))
             calls.add("user", result)
             if not result.ok:
                 return None, f"user model '{sim.user_model}' failed at turn {turn}: {result.error}"
@@ -223,7 +232,7 @@ async def _play(
         )
         result = await client.chat(
             sim.target, target_messages(system_prompt, transcript), sample=sample,
-            allow_truncated=sim.keep_truncated,
+            allow_truncated=sim.keep_truncated, cache_group=cache_group(cid, "target"),
         )
         calls.add("target", result)
         if not result.ok:

@@ -43,6 +43,10 @@ class AnthropicProvider(ModelApi):
         "an Anthropic base_url is the server's root, as https://api.anthropic.com is (the client "
         "adds /v1/messages)"
     )
+    # A cache write is billed at 1.25x the input price (5-minute cache) or 2x (1-hour cache),
+    # a read at 0.1x (Anthropic's prompt caching docs, "Pricing").
+    cache_write_factor = 1.25
+    cache_write_factor_1h = 2.0
 
     # --- params rules -------------------------------------------------------------------
 
@@ -63,6 +67,8 @@ class AnthropicProvider(ModelApi):
                 "Anthropic refuses temperature together with top_p on its recent models "
                 "('temperature and top_p cannot both be specified for this model'): set one"
             )
+        if spec.price_per_mtok_cache_write is not None and spec.prompt_cache == "off":
+            raise ValueError("price_per_mtok_cache_write is set, but prompt_cache is off: nothing is written")
         if spec.temperature is not None and spec.temperature > 1.0:
             raise ValueError("Anthropic takes a temperature from 0 to 1")
 
@@ -137,6 +143,7 @@ class AnthropicProvider(ModelApi):
             body["top_p"] = request.top_p
         if system:
             body["system"] = "\n\n".join(system)
+        self._mark_cache_breakpoints(body)
         if forced_tool:
             tool = self._forced_tool(request)
             body["tools"] = [{
@@ -147,6 +154,38 @@ class AnthropicProvider(ModelApi):
             body["tool_choice"] = {"type": "tool", "name": tool}
         body.update(self.spec.extra_body)
         return body
+
+    def _mark_cache_breakpoints(self, body: dict) -> None:
+        """Cache breakpoints where a prefix repeats (unless `prompt_cache: off`): the end of
+        the system prompt (the role's instructions, shared by every call of the role), the
+        end of the second-to-last message (the history the next call of the conversation
+        repeats, whatever varies coming last) and the end of the last one (the next call of a
+        growing conversation extends it). Anthropic caches only at breakpoints, at most four
+        a request, and only a prefix of the model's minimum length (shorter ones are simply
+        not cached); tools come before the system prompt in the prefix."""
+        if self.spec.prompt_cache == "off":
+            return
+        control = {"type": "ephemeral", "ttl": "1h"} if self.spec.prompt_cache == "1h" else {"type": "ephemeral"}
+        if "system" in body:
+            body["system"] = [{"type": "text", "text": body["system"], "cache_control": control}]
+        messages = body["messages"] = [dict(m) for m in body["messages"]]
+        for message in messages[-2:]:
+            content = message["content"]
+            if isinstance(content, str):
+                message["content"] = [{"type": "text", "text": content, "cache_control": control}]
+            elif content:
+                message["content"] = [*content[:-1], {**content[-1], "cache_control": control}]
+
+    @property
+    def min_cacheable_tokens(self) -> int:
+        """The shortest prefix this model caches (Anthropic's prompt caching docs)."""
+        return min_cacheable_tokens(self.spec.model)
+
+    def cached_prefix(self, prefix_tokens: int) -> int:
+        """A prefix ending at a breakpoint of the earlier call is read whole, if long enough."""
+        if self.spec.prompt_cache == "off" or prefix_tokens < self.min_cacheable_tokens:
+            return 0
+        return prefix_tokens
 
     async def complete(self, request: ProviderRequest) -> ProviderResponse:
         body = self.body(request)
@@ -216,10 +255,32 @@ def _parse(raw: bytes, tool: str | None) -> ProviderResponse:
         parts = [b["text"] for b in blocks if b.get("type") == "text"]
         text = "".join(parts) if parts else None
     usage = resp.get("usage") or {}
+    # `input_tokens` counts only what follows the last cache breakpoint; the prompt is all three.
+    read = usage.get("cache_read_input_tokens") or 0
+    written = usage.get("cache_creation_input_tokens") or 0
     return ProviderResponse(
         text=text,
         finish_reason=_FINISH.get(resp.get("stop_reason") or "", "other"),
-        input_tokens=usage.get("input_tokens") or 0,
+        input_tokens=(usage.get("input_tokens") or 0) + read + written,
         output_tokens=usage.get("output_tokens") or 0,
         model_version=resp.get("model"),
+        cached_input_tokens=read,
+        cache_write_tokens=written,
     )
+
+
+# The shortest prompt prefix each model caches, in tokens (Anthropic's prompt caching docs,
+# "Cache limitations": 4096 for Claude Opus 4.5 and 4.6 and Haiku 4.5, 2048 for Sonnet 4.6,
+# Opus 4.7 and the Haiku 3 models, 1024 for the other models).
+MIN_CACHEABLE = (
+    (re.compile(r"^claude-(?:opus-4-[56]|haiku-4-5)"), 4096),
+    (re.compile(r"^claude-(?:sonnet-4-6|opus-4-7|3-5-haiku|3-haiku|haiku-3)"), 2048),
+)
+DEFAULT_MIN_CACHEABLE = 1024
+
+
+def min_cacheable_tokens(model: str) -> int:
+    for pattern, tokens in MIN_CACHEABLE:
+        if pattern.match(model):
+            return tokens
+    return DEFAULT_MIN_CACHEABLE

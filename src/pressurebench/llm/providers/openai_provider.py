@@ -24,6 +24,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from ..answer_formats import strict_schema, with_schema_instruction
+from ..prompt_cache import prompt_cache_key
 from ..types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
 from .http_errors import classify_status, reply_error_message
 from .registry import ModelApi, model_api
@@ -34,6 +35,9 @@ from .registry import ModelApi, model_api
 # the params say otherwise (`reasoning:`).
 REASONING_NAME = re.compile(r"^(?:.*/)?(?:o\d+(?:-|$)|gpt-5)", re.IGNORECASE)
 API_HOST = "api.openai.com"
+# OpenAI caches every prompt of 1024 tokens or more, in steps of 128 tokens of an exact prefix.
+CACHE_MIN_TOKENS = 1024
+CACHE_STEP_TOKENS = 128
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
 TOOL_DESCRIPTION = "Give your answer by calling this function."
@@ -61,6 +65,13 @@ class OpenAIProvider(ModelApi):
                         f"OpenAI reasoning models take only the default {name} (1), not {value}: "
                         f"leave {name} out (or set `reasoning: false` for a model that is not one)"
                     )
+        if spec.prompt_cache == "1h":
+            raise ValueError(
+                "prompt_cache: 1h is Anthropic's 1-hour cache; OpenAI caches by itself "
+                "(`auto`, or `off` to send no prompt_cache_key)"
+            )
+        if spec.price_per_mtok_cache_write is not None:
+            raise ValueError("price_per_mtok_cache_write: OpenAI bills no cache writes")
         if spec.reasoning_effort is not None and not self.is_reasoning:
             raise ValueError(
                 "reasoning_effort is for reasoning models; set `reasoning: true` if this is one"
@@ -84,6 +95,13 @@ class OpenAIProvider(ModelApi):
         if self.structured_mode not in ("json_schema", "tool"):
             return False
         return self.spec.strict_schema if self.spec.strict_schema is not None else self.at_openai
+
+    def cached_prefix(self, prefix_tokens: int) -> int:
+        """OpenAI caches prompts from 1024 tokens on, in 128-token steps (its prompt caching
+        guide); other servers bill no cached input."""
+        if not self.at_openai or prefix_tokens < CACHE_MIN_TOKENS:
+            return 0
+        return CACHE_MIN_TOKENS + (prefix_tokens - CACHE_MIN_TOKENS) // CACHE_STEP_TOKENS * CACHE_STEP_TOKENS
 
     @property
     def token_limit_field(self) -> str:
@@ -189,6 +207,8 @@ class OpenAIProvider(ModelApi):
         elif mode == "prompt":
             messages = with_schema_instruction(messages, schema)
         body["messages"] = messages
+        if request.cache_group is not None and spec.prompt_cache != "off":
+            body["prompt_cache_key"] = prompt_cache_key(request.cache_group)
         body.update(spec.extra_body)
         return body
 
@@ -290,6 +310,7 @@ def _parse(raw: bytes) -> ProviderResponse:
     finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
     usage = resp.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
+    prompt_details = usage.get("prompt_tokens_details") or {}
     return ProviderResponse(
         text=text,
         finish_reason=finish,
@@ -298,4 +319,6 @@ def _parse(raw: bytes) -> ProviderResponse:
         model_version=resp.get("model"),
         refusal=refusal,
         reasoning_tokens=details.get("reasoning_tokens") or 0,
+        # of prompt_tokens, read from OpenAI's prompt cache
+        cached_input_tokens=prompt_details.get("cached_tokens") or 0,
     )

@@ -111,14 +111,58 @@ class ModelApi:
         where the model reasons before it answers)."""
         return answer_tokens
 
-    def price(self, input_tokens: int, output_tokens: int) -> float | None:
+    # What a cache write costs per input token's price when the params give no price for it
+    # (Anthropic: 1.25x for the 5-minute cache, 2x for the 1-hour one); 0: it writes none.
+    cache_write_factor: ClassVar[float] = 0.0
+    cache_write_factor_1h: ClassVar[float] = 0.0
+
+    def price(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0,
+              cache_write_tokens: int = 0) -> float | None:
         """Cost in USD at the params' prices (batched calls at the batch API's price), else
-        `unpriced_cost`."""
+        `unpriced_cost`: the one pricing formula of every call, estimate and cap.
+
+        `input_tokens` is the whole prompt, of which `cached_tokens` were read from the
+        provider's prompt cache and `cache_write_tokens` written to it; each part is priced
+        as the provider bills it (`cached_input_price`, `cache_write_price`)."""
         s = self.spec
         if s.price_per_mtok_in is None or s.price_per_mtok_out is None:
             return self.unpriced_cost
-        cost = (input_tokens * s.price_per_mtok_in + output_tokens * s.price_per_mtok_out) / 1e6
+        uncached = input_tokens - cached_tokens - cache_write_tokens
+        cost = (uncached * s.price_per_mtok_in + cached_tokens * self.cached_input_price
+                + cache_write_tokens * self.cache_write_price
+                + output_tokens * s.price_per_mtok_out) / 1e6
         return cost * self.batch_price_factor if s.batch and self.batch_price_factor else cost
+
+    @property
+    def cached_price_known(self) -> bool:
+        """Whether the params price cached input; if not, it is priced as full input."""
+        return self.spec.price_per_mtok_cached_in is not None
+
+    @property
+    def cached_input_price(self) -> float:
+        """USD per million input tokens read from the prompt cache (the input price when the
+        params give none: never cheaper than known)."""
+        s = self.spec
+        return s.price_per_mtok_cached_in if s.price_per_mtok_cached_in is not None else s.price_per_mtok_in or 0.0
+
+    @property
+    def cache_write_price(self) -> float:
+        """USD per million input tokens written to the prompt cache."""
+        s = self.spec
+        if s.price_per_mtok_cache_write is not None:
+            return s.price_per_mtok_cache_write
+        factor = self.cache_write_factor_1h if s.prompt_cache == "1h" else self.cache_write_factor
+        return max(factor, 1.0) * (s.price_per_mtok_in or 0.0)
+
+    def cached_prefix(self, prefix_tokens: int) -> int:
+        """Of a prompt prefix an earlier call of the same group sent just before, the tokens the
+        provider would read from its prompt cache (`pressurebench estimate`): none by default."""
+        return 0
+
+    @property
+    def writes_cache(self) -> bool:
+        """Whether a call may write the prompt cache at a price of its own (Anthropic)."""
+        return self.cache_write_factor > 0 and self.spec.prompt_cache != "off"
 
     # --- before a run and after a crash ---------------------------------------------------
 
