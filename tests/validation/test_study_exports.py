@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import runpy
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from arm_data import paired_arms
-from stats_support.synthetic import synthetic_scores
 
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import Statistics
@@ -29,6 +30,7 @@ from pressurebench.validation.models import (
 )
 from pressurebench.validation.paired import compare_paired_arm
 from pressurebench.validation.user_model_bias import compare_user_arm
+from stats_support.synthetic import synthetic_scores
 
 STATS = Statistics(resamples=200, confidence_level=0.95, seed=2)
 SETTINGS = StatisticsSettings(resamples=200, confidence_level=0.95, seed=2)
@@ -149,3 +151,16 @@ def test_six_targets_study_tables_compile_and_fit_the_text_width(tmp_path):
     assert proc.returncode == 0, log[-3000:]
     overfull = [line for line in log.splitlines() if "Overfull \\hbox" in line]
     assert not overfull, overfull
+
+
+def test_the_documented_example_runs_and_prints_what_the_page_says(tmp_path, capsys):
+    page = (Path(__file__).parents[2] / "docs" / "validation-agreement.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    (tmp_path / "example.py").write_text(code)
+    runpy.run_path(str(tmp_path / "example.py"), run_name="__main__")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:2]] == ["gives-in", "steady"]
+    for line in lines[:2]:
+        _, share, kappa, pi = line.split()
+        assert float(share) == 0.0 and float(pi) == -1.0 and -1.0 <= float(kappa) < 0
+    assert lines[2].startswith("every difference of this arm")
