@@ -233,7 +233,9 @@ def test_arms_swap_one_ingredient_and_play_the_planned_rows(main_arm, script):
     assert u.n_scenarios == 4 and u.n_base_scenarios == 2
     assert [p.n_paired for p in u.pairing] == [4, 4]
     assert u.rates_main["target-a"].n == 4  # the main arm on the planned rows only
-    assert [d.metric_id for d in u.metric_differences] == ["m01", "m02"]
+    assert [(d.target, d.metric_id) for d in u.metric_differences] == [
+        (t, m) for t in ("target-a", "target-b") for m in ("m01", "m02")
+    ]
 
 
 def test_an_evaluator_arm_rejudges_the_main_conversations_and_simulates_nothing(

@@ -174,12 +174,16 @@ def test_per_metric_differences_cover_shared_metrics_only():
     main = synthetic_scores(target_rates=RATES, metrics=3, base_per_metric=22, samples=1, seed=8)
     arm = synthetic_scores(target_rates=RATES, metrics=3, base_per_metric=22, samples=1, seed=9)
     result = compare(main, arm, metrics=["m01", "m03"])
-    assert [d.metric_id for d in result.metric_differences] == ["m01", "m03"]
+    assert [(d.target, d.metric_id) for d in result.metric_differences] == [
+        (t, m) for t in sorted(RATES) for m in ("m01", "m03")
+    ]
     assert all(d.ci_low <= d.difference <= d.ci_high for d in result.metric_differences)
-    pooled = main[main["metric_id"] == "m01"]["passed"].astype(float).mean()
-    assert result.metric_differences[0].rate_b == pytest.approx(pooled)
+    first = result.metric_differences[0]
+    of_group = (main["metric_id"] == "m01") & (main["target"] == first.target)
+    assert first.rate_b == pytest.approx(main[of_group]["passed"].astype(float).mean())
     none = compare(main, arm, metrics=[])
     assert none.metric_differences == [] and "no metric" in none.metric_note
+    assert none.multiplicity.n_comparisons == len(none.target_differences)
 
 
 def test_an_arm_without_rows_for_a_target_reports_no_data_not_zero():

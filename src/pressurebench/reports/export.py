@@ -21,6 +21,9 @@ results, the same figures the aggregate report shows:
   booktabs rules and right-aligned numbers, the method and the design in the
   caption; `\\usepackage{booktabs}` in the preamble.
 
+With the validation studies' comparison artifacts present, each arm's figures and
+tables are written beside them (`reports.export_studies`).
+
 `export/index.json` lists every file written. Files are written with fixed
 metadata (no creation date), so the same results give the same bytes.
 """
@@ -40,6 +43,7 @@ from ..paths import Layout
 from ..results import Results
 from ..schemas import Benchmark
 from . import export_tables, figures, latex, pressure, tables
+from .export_studies import export_studies
 
 FIGURE_FORMATS = ("svg", "pdf")
 # Matplotlib writes a creation date (and its version) into SVG and PDF files unless told not to.
@@ -67,6 +71,8 @@ def export_benchmark(layout: Layout, out_dir: str | Path) -> dict[str, list[str]
         written["figures"] += save_figure(fig, out_dir / "figures", name)
     for name, (frame, tex) in paper_tables(results, names, errors).items():
         written["tables"] += save_table(frame, tex, out_dir / "tables", name)
+    for kind, paths in export_studies(layout, out_dir, save_figure, save_table).items():
+        written[kind] += paths
     index = {kind: sorted(str(Path(p).relative_to(out_dir)) for p in paths) for kind, paths in written.items()}
     atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2) + "\n")
     return written

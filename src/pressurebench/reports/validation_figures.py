@@ -150,11 +150,11 @@ def rank_bump_chart(result: ArmResult) -> Figure:
 
 
 def difference_forest_plot(result: ArmResult, confidence_level: float) -> Figure:
-    """Arm − main per target, then per metric (pooled over targets), with intervals, around 0."""
+    """Arm − main per target, then per target × metric, with intervals, around 0."""
     rows = {f"target {d.target}": d for d in result.comparison.differences}
-    rows.update({f"metric {d.metric_id}": d for d in result.metric_differences})
+    rows.update({f"{d.target} × {d.metric_id}": d for d in result.metric_differences})
     labels = [f"target {t}" for t in result.targets] + [
-        f"metric {d.metric_id}" for d in result.metric_differences
+        f"{d.target} × {d.metric_id}" for d in result.metric_differences
     ]
     if not labels:
         return message(ReportFigure(figsize=(6, 1.5)), "Nothing to compare.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..stats.compare import RankCorrelation
-from ..stats.estimates import Difference
+from ..stats.estimates import AgreementEstimate, Difference
 from ..validation.models import (
     EvaluatorBiasStudy,
     GeneratorArmResult,
@@ -19,6 +19,7 @@ from ..validation.models import (
     Pairing,
     UserModelBiasStudy,
 )
+from ..validation.multiplicity import HolmTest
 from .tables import MISSING, format_difference, format_estimate, format_rate, method_label
 
 ArmResult = GeneratorArmResult | PairedArmResult
@@ -34,10 +35,36 @@ def _difference_columns(d: Difference | None) -> dict:
     }
 
 
+def _p(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
+
+
+def _holm_columns(t: HolmTest | None) -> dict:
+    if t is None:
+        return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
+    significant = t.holm_significant
+    return {
+        "p": _p(t.p_value),
+        "p (Holm)": _p(t.p_holm),
+        "after Holm": MISSING if significant is None
+        else ("differs" if significant else "no evidence"),
+    }
+
+
+def multiplicity_note(result: ArmResult) -> str:
+    """The family Holm's correction runs over, in a sentence for the report."""
+    m = result.multiplicity
+    return (
+        f"Holm's correction over {m.n_comparisons} difference(s): {m.family}; "
+        f"family-wise error rate ≤ {m.alpha:g}."
+    )
+
+
 def rates_frame(result: ArmResult) -> pd.DataFrame:
     """Per target: both arms' pass rates with n, base scenarios and n_error, and their
-    difference with its method ("(no interval)" where the design cannot support one)."""
-    diffs = {d.target: d for d in result.comparison.differences}
+    difference with its method ("(no interval)" where the design cannot support one) and its
+    Holm-corrected test."""
+    diffs = {d.target: d for d in result.target_differences}
     rows = []
     for t in result.targets:
         main, arm = result.rates_main[t], result.rates_arm[t]
@@ -53,6 +80,7 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
                 "arm scenarios": arm.n_clusters,
                 "arm n_error": arm.n_error,
                 **_difference_columns(diffs.get(t)),
+                **_holm_columns(diffs.get(t)),
             }
         )
     columns = [
@@ -67,16 +95,20 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
         "arm n_error",
         "difference",
         "ci method",
+        "p",
+        "p (Holm)",
+        "after Holm",
         "note",
     ]
     return pd.DataFrame(rows, columns=columns)
 
 
 def metric_frame(result: ArmResult) -> pd.DataFrame:
-    """Per metric, pooled over the targets: the difference (arm − main) and the rows and base
-    scenarios behind it."""
+    """Per target × metric: the difference (arm − main), the rows and base scenarios behind it,
+    and its Holm-corrected test."""
     rows = [
         {
+            "target": d.target,
             "metric": d.metric_id,
             "main rate": format_rate(d.rate_b, None, None),
             "main n": d.n_b,
@@ -85,10 +117,12 @@ def metric_frame(result: ArmResult) -> pd.DataFrame:
             "arm n": d.n_a,
             "arm scenarios": d.n_clusters_a,
             **_difference_columns(d),
+            **_holm_columns(d),
         }
         for d in result.metric_differences
     ]
     columns = [
+        "target",
         "metric",
         "main rate",
         "main n",
@@ -98,9 +132,55 @@ def metric_frame(result: ArmResult) -> pd.DataFrame:
         "arm scenarios",
         "difference",
         "ci method",
+        "p",
+        "p (Holm)",
+        "after Holm",
         "note",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _agreement_cell(e: AgreementEstimate) -> str:
+    if e.value is None:
+        return MISSING
+    if e.ci_low is None:
+        return f"{e.value:.2f}"
+    return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+
+
+def agreement_frame(result: PairedArmResult) -> pd.DataFrame:
+    """Per target and per target × metric ("all" for every metric): how often the two arms'
+    verdicts agree on the paired rows, with Cohen's kappa and Scott's pi."""
+    rows = []
+    for a in result.agreement:
+        notes = {e.reason for e in (a.share_agreeing, a.cohen_kappa, a.scott_pi) if e.reason}
+        rows.append({
+            "target": a.target,
+            "metric": a.metric_id or "all",
+            "paired rows": a.share_agreeing.n_items,
+            "scenarios": a.share_agreeing.n_clusters,
+            "share agreeing": _agreement_cell(a.share_agreeing),
+            "Cohen kappa": _agreement_cell(a.cohen_kappa),
+            "Scott pi": _agreement_cell(a.scott_pi),
+            "note": "; ".join(sorted(notes)),
+        })
+    return pd.DataFrame(rows, columns=["target", "metric", "paired rows", "scenarios",
+                                       "share agreeing", "Cohen kappa", "Scott pi", "note"])
+
+
+def confusion_frame(result: PairedArmResult) -> pd.DataFrame:
+    """Per target, over every metric: the main arm's verdicts (rows) against the arm's."""
+    rows = []
+    for a in result.agreement:
+        if a.metric_id is not None:
+            continue
+        rows += [
+            {"target": a.target, "main verdict": "pass",
+             "arm pass": a.main_pass_arm_pass, "arm fail": a.main_pass_arm_fail},
+            {"target": a.target, "main verdict": "fail",
+             "arm pass": a.main_fail_arm_pass, "arm fail": a.main_fail_arm_fail},
+        ]
+    return pd.DataFrame(rows, columns=["target", "main verdict", "arm pass", "arm fail"])
 
 
 def _correlation_row(name: str, c: RankCorrelation) -> dict:

@@ -112,3 +112,20 @@ def cohens_kappa(table: np.ndarray) -> float:
     if table.ndim != 2 or table.shape[0] != table.shape[1]:
         raise ValueError("Cohen's kappa needs a square contingency table")
     return float(cohen_from_sums(table.ravel()))
+
+
+def scott_from_sums(sums: np.ndarray) -> np.ndarray:
+    """Scott's pi from a flattened square contingency table (any leading shape).
+
+    Chance agreement comes from the two raters' pooled marginals, so a rater
+    that answers the opposite of the other on every item scores −1 whatever the
+    share of each category, where Cohen's kappa drifts towards 0 as the shares part.
+    """
+    sums = np.asarray(sums, dtype=float)
+    c = math.isqrt(sums.shape[-1])
+    table = sums.reshape(*sums.shape[:-1], c, c)
+    n = table.sum(axis=(-2, -1))
+    observed = _divide(np.trace(table, axis1=-2, axis2=-1), n)
+    pooled = _divide(table.sum(axis=-1) + table.sum(axis=-2), 2 * n[..., None])
+    expected = (pooled**2).sum(axis=-1)
+    return _divide(observed - expected, 1.0 - expected)

@@ -32,9 +32,10 @@ from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Benchmark
 from ..stats.compare import compare_arms
-from .contrast import arm_replicates, contrast_of_changes, group_differences
+from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
-from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
+from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, SelfPreference
+from .multiplicity import holm_differences
 from .record import last_study, record_study
 
 STAGE = STUDY_STAGES[GENERATOR]
@@ -73,19 +74,11 @@ def compare_generator_arm(
     family = families[generator]
     contrast = contrast_of_changes(by_target, [t for t in common if families[t] == family], level)
 
-    if metrics:
-        in_main, in_arm = main_c["metric_id"].isin(metrics), arm_c["metric_id"].isin(metrics)
-        by_metric = arm_replicates(
-            arm_c[in_arm], main_c[in_main], ["metric_id"], paired=False, **settings
-        )
-        metric_differences = [
-            MetricDifference(metric_id=key[0], **d.model_dump())
-            for key, d in zip(by_metric.keys, group_differences(by_metric, names, level))
-        ]
-        note = None
-    else:
-        metric_differences = []
-        note = "no metric has the same id, type and definition in both arms"
+    target_differences, metric_differences, multiplicity = holm_differences(
+        arm_c, main_c, names=names, paired=False, metrics=metrics, confidence_level=level,
+        **settings,
+    )
+    note = None if metrics else "no metric has the same id, type and definition in both arms"
 
     rate_settings = dict(confidence_level=level, **settings)
     return GeneratorArmResult(
@@ -97,8 +90,10 @@ def compare_generator_arm(
         rates_arm=rates_per_target(arm, targets, **rate_settings),
         comparison=comparison,
         shared_metrics=metrics,
+        target_differences=target_differences,
         metric_differences=metric_differences,
         metric_note=note,
+        multiplicity=multiplicity,
         self_preference=SelfPreference(
             generator_family=family,
             main_generator_family=main_generator_family,

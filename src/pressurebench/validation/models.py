@@ -15,16 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..results import StatisticsSettings
 from ..schemas import SCHEMA_VERSION
 from ..stats.compare import ArmComparison
-from ..stats.estimates import Difference, RateEstimate, Strict
+from ..stats.estimates import RateEstimate, Strict
 from ..stats.fidelity import TargetFidelity
+from .agreement import VerdictAgreement
+from .multiplicity import MetricDifference, Multiplicity, TargetDifference
 
 MAIN = "main"
-
-
-class MetricDifference(Difference):
-    """Pass rate of one metric in the arm minus in the main arm, pooled over the targets."""
-
-    metric_id: str
 
 
 class SelfPreference(Strict):
@@ -67,8 +63,14 @@ class GeneratorArmResult(Strict):
     shared_metrics: list[str] = Field(
         description="metrics with the same id, type and definition in both arms"
     )
-    metric_differences: list[MetricDifference]
+    target_differences: list[TargetDifference] = Field(
+        description="the comparison's differences per target, with their Holm-corrected tests"
+    )
+    metric_differences: list[MetricDifference] = Field(
+        description="arm − main per target × shared metric, with their Holm-corrected tests"
+    )
     metric_note: str | None = Field(default=None, description="why there are no metric differences")
+    multiplicity: Multiplicity
     self_preference: SelfPreference
 
 
@@ -115,8 +117,17 @@ class PairedArmResult(Strict):
     comparison: ArmComparison = Field(
         description="arm − main per target on the paired rows, paired cluster-t intervals"
     )
+    target_differences: list[TargetDifference] = Field(
+        description="the comparison's differences per target, with their Holm-corrected tests"
+    )
     metric_differences: list[MetricDifference] = Field(
-        description="arm − main per metric on the paired rows, pooled over the targets"
+        description="arm − main per target × metric on the paired rows, with their "
+        "Holm-corrected tests"
+    )
+    multiplicity: Multiplicity
+    agreement: list[VerdictAgreement] = Field(
+        description="the two arms' verdicts on the paired rows, per target (metric null) and "
+        "per target × metric: a difference of rates near 0 can hide verdicts that part"
     )
 
 

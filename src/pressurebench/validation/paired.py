@@ -7,7 +7,9 @@ target, scenario row, sample and judged metric). Only rows with a verdict in
 both arms are compared, and every difference is paired by base scenario, so a
 scenario that is hard in both arms cancels out and what remains is the swapped
 role's doing. Reported per arm (arm − main): differences per target and per
-metric, the rank correlation of the targets, and how often each pair swaps order.
+target × metric with Holm's correction over the arm's family (`multiplicity`),
+the agreement of the two arms' verdicts on the paired rows (`agreement`), the
+rank correlation of the targets, and how often each pair swaps order.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
-from ..stats.compare import compare_arms
+from ..stats.compare import arm_bootstraps, compare_arms
 from ..stats.frame import valid_mask
-from .contrast import arm_replicates, group_differences
+from .agreement import verdict_agreement
 from .inputs import arm_scores, frame_of, rates_per_target
-from .models import MAIN, MetricDifference, Pairing
+from .models import MAIN, Pairing
+from .multiplicity import holm_differences
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
 
@@ -98,7 +101,11 @@ def compare_paired_arm(
     settings = {"resamples": statistics.resamples, "seed": statistics.seed}
     level = statistics.confidence_level
     names = (arm_name, MAIN)
-    by_metric = arm_replicates(masked_arm, masked_main, ["metric_id"], paired=True, **settings)
+    target_differences, metric_differences, multiplicity = holm_differences(
+        masked_arm, masked_main, names=names, paired=True, metrics=None,
+        confidence_level=level, **settings,
+    )
+    bootstrap, _, _ = arm_bootstraps(masked_arm, masked_main, paired=True, **settings)
     rate_settings = dict(confidence_level=level, **settings)
     return {
         "arm": arm_name,
@@ -112,10 +119,12 @@ def compare_paired_arm(
             masked_arm, masked_main, arm_names=names, confidence_level=level, paired=True,
             **settings,
         ),
-        "metric_differences": [
-            MetricDifference(metric_id=key[0], **d.model_dump())
-            for key, d in zip(by_metric.keys, group_differences(by_metric, names, level))
-        ],
+        "target_differences": target_differences,
+        "metric_differences": metric_differences,
+        "multiplicity": multiplicity,
+        "agreement": verdict_agreement(
+            masked_main, masked_arm, bootstrap, targets=targets, confidence_level=level
+        ),
     }
 
 

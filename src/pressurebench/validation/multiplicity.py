@@ -1,0 +1,119 @@
+"""Differences per target and per target × metric, with Holm's correction over the arm's family.
+
+An arm reports one difference per target and one per target × metric; with
+that many, some interval will exclude 0 by chance alone. As for the main run's
+demographic gaps (`stats.gaps`), each difference carries the two-sided
+cluster-t p-value of "no difference" and Holm's step-down adjustment within
+its family, which keeps the chance of any false difference in the family at or
+below 1 − the confidence level. The family is every difference one arm
+reports (per target and per target × metric) that has a p-value; a difference
+without an interval has none and is not in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from ..stats.estimates import Difference, Strict
+from ..stats.gaps import gap_p_values, holm_adjust
+from .contrast import ArmReplicates, arm_replicates, group_differences
+
+
+class HolmTest(Strict):
+    """A difference's test of "no difference", corrected within its arm's family."""
+
+    p_value: float | None = Field(description="two-sided cluster-t test of no difference")
+    p_holm: float | None = Field(description="Holm-adjusted p-value within the arm's family")
+    holm_significant: bool | None = Field(
+        description="p_holm below 1 − confidence level: a difference after correcting for the "
+        "number of comparisons"
+    )
+
+
+class TargetDifference(Difference, HolmTest):
+    """Pass rate of one target in the arm minus in the main arm."""
+
+    target: str
+
+
+class MetricDifference(Difference, HolmTest):
+    """Pass rate of one target on one metric in the arm minus in the main arm."""
+
+    target: str
+    metric_id: str
+
+
+class Multiplicity(Strict):
+    """Which differences Holm's correction runs over."""
+
+    family: str = Field(description="the differences the correction runs over, in words")
+    n_comparisons: int = Field(ge=0, description="differences with a p-value: Holm's family size")
+    alpha: float = Field(description="family-wise error rate kept: 1 − confidence level")
+
+
+FAMILY = "every difference of this arm, per target and per target × metric, that has a p-value"
+
+
+def _tested(reps: ArmReplicates, names: tuple[str, str], level: float):
+    differences = group_differences(reps, names, level)
+    values = [np.nan if d.difference is None else d.difference for d in differences]
+    return differences, gap_p_values(values, reps.design)
+
+
+def holm_differences(
+    arm: pd.DataFrame,
+    main: pd.DataFrame,
+    *,
+    names: tuple[str, str],
+    paired: bool,
+    metrics: Sequence[str] | None,
+    resamples: int,
+    seed: int,
+    confidence_level: float,
+) -> tuple[list[TargetDifference], list[MetricDifference], Multiplicity]:
+    """Arm − main per target and per target × metric (over `metrics` only, every metric when
+    None, none when empty), each with its Holm-corrected test; built as `contrast.arm_replicates` builds them,
+    so a target's difference is the one `stats.compare_arms` reports on the same frames."""
+    settings = {"paired": paired, "resamples": resamples, "seed": seed}
+    by_target = arm_replicates(arm, main, ["target"], **settings)
+    target_diffs, target_p = _tested(by_target, names, confidence_level)
+    metric_keys: list[tuple] = []
+    metric_diffs: list[Difference] = []
+    metric_p = np.zeros(0)
+    if metrics is None or metrics:
+        if metrics is not None:
+            arm = arm[arm["metric_id"].isin(metrics)]
+            main = main[main["metric_id"].isin(metrics)]
+        by_metric = arm_replicates(arm, main, ["target", "metric_id"], **settings)
+        metric_keys = by_metric.keys
+        metric_diffs, metric_p = _tested(by_metric, names, confidence_level)
+    p_all = np.concatenate([target_p, metric_p])
+    holm = holm_adjust(p_all)
+    alpha = 1.0 - confidence_level
+
+    def test(i: int) -> dict:
+        tested = bool(np.isfinite(p_all[i]))
+        return {
+            "p_value": float(p_all[i]) if tested else None,
+            "p_holm": float(holm[i]) if tested else None,
+            "holm_significant": bool(holm[i] < alpha) if tested else None,
+        }
+
+    n = len(target_diffs)
+    return (
+        [
+            TargetDifference(target=key[0], **d.model_dump(), **test(i))
+            for i, (key, d) in enumerate(zip(by_target.keys, target_diffs))
+        ],
+        [
+            MetricDifference(target=key[0], metric_id=key[1], **d.model_dump(), **test(n + i))
+            for i, (key, d) in enumerate(zip(metric_keys, metric_diffs))
+        ],
+        Multiplicity(
+            family=FAMILY, n_comparisons=int(np.isfinite(p_all).sum()), alpha=alpha
+        ),
+    )
