@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pressurebench.cli import main
-from pressurebench.estimate import by_stage, estimate, totals
+from pressurebench.commands.cli import main
+from pressurebench.commands.cost_forecast import by_stage, estimate, totals
 from pressurebench.params import load_params
 
 
@@ -190,7 +190,7 @@ def test_check_names_a_param_dvc_declares_but_the_file_lacks(project, capsys):
 
 
 def test_repository_params_spell_out_every_declared_key(monkeypatch):
-    from pressurebench.preflight import dvc_param_problems
+    from pressurebench.commands.preflight import dvc_param_problems
     from support import REPO
 
     monkeypatch.chdir(REPO)

@@ -22,7 +22,7 @@ from .io import read_yaml, validate_as
 ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
-class Strict(BaseModel):
+class Section(BaseModel):
     """Every params section: unknown keys refused, and values taken as written. A number
     must be one (not the string "20"), finite (no `.inf` cap that caps nothing), and an
     integer field takes no boolean (`turns: true` is no number of turns)."""
@@ -38,7 +38,7 @@ StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
-class ModelSpec(Strict):
+class ModelSpec(Section):
     """One entry of the model registry. Secrets are never here: only the name of their variable.
 
     Requests are built from it to be ones the provider accepts: what a provider is
@@ -186,7 +186,7 @@ class ModelSpec(Strict):
         return name.split("-")[0]
 
 
-class Roles(Strict):
+class Roles(Section):
     generator: ModelId
     user: ModelId
     evaluator: ModelId | list[ModelId]
@@ -216,7 +216,7 @@ class Roles(Strict):
         return v
 
 
-class Generation(Strict):
+class Generation(Section):
     metrics_per_benchmark: int = Field(default=4, ge=1, le=50)
     scenarios_per_metric: int = Field(default=2, ge=1, le=500)
     scenario_turns: int = Field(
@@ -259,7 +259,7 @@ class Generation(Strict):
         return v
 
 
-class Evaluation(Strict):
+class Evaluation(Section):
     evaluate_all_metrics: bool = False
     show_examples: bool = False
     per_turn: bool = Field(
@@ -271,7 +271,7 @@ class Evaluation(Strict):
     )
 
 
-class Fidelity(Strict):
+class Fidelity(Section):
     """Checks of the instrument itself: did the simulated user play its part (evaluate stage)?"""
 
     check: bool = Field(
@@ -286,13 +286,13 @@ class Fidelity(Strict):
     )
 
 
-class Statistics(Strict):
+class Statistics(Section):
     resamples: int = Field(default=2000, ge=100, le=100000)
     confidence_level: float = Field(default=0.95, gt=0.5, lt=1.0)
     seed: Seed = 12345
 
 
-class Validation(Strict):
+class Validation(Section):
     generator_bias: list[ModelId] = Field(default_factory=list)
     user_model_bias: list[ModelId] = Field(default_factory=list)
     evaluator_bias: list[ModelId] = Field(
@@ -305,7 +305,7 @@ class Validation(Strict):
     seed: Seed = 7
 
 
-class Labels(Strict):
+class Labels(Section):
     """Human labels of a sample of judged conversations, to measure the judge against people.
 
     Read only by `pressurebench labels export|import` and by the analysis of the labels; no
@@ -332,7 +332,7 @@ class Labels(Strict):
     )
 
 
-class Run(Strict):
+class Run(Section):
     max_error_rate: float = Field(default=0.1, ge=0.0, le=1.0)
     truncated_replies: Literal["error", "mark"] = Field(
         default="error",
@@ -375,7 +375,7 @@ class Run(Strict):
     )
 
 
-class Params(Strict):
+class Params(Section):
     models: dict[ModelId, ModelSpec]
     roles: Roles
     targets: list[ModelId] = Field(min_length=1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pipeline_support import run
 
-from pressurebench import cli
+from pressurebench.commands import cli
 
 pytestmark = pytest.mark.slow
 

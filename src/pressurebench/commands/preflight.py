@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from .errors import ConfigError
-from .params import ModelSpec, Params, require_api_keys
+from ..errors import ConfigError
+from ..params import ModelSpec, Params, require_api_keys
 
 ENDPOINT_TIMEOUT_S = 10.0
 
@@ -80,9 +80,9 @@ def endpoint_problems(params: Params) -> list[str]:
 
 
 async def _probe(model_id: str, spec: ModelSpec, key: str | None) -> str | None:
-    from .llm.providers.http_transport import JsonTransport
-    from .llm.providers.registry import connect
-    from .llm.types import RetryableError
+    from ..llm.providers.http_transport import JsonTransport
+    from ..llm.providers.registry import connect
+    from ..llm.types import RetryableError
 
     api = connect(model_id, spec, key)
     endpoint = api.model_list_endpoint()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stats.compare import RankCorrelation
+from ..stats.arm_comparison import RankCorrelation
 from ..stats.estimates import Difference
-from ..validation.models import (
+from ..validation.studies import (
     EvaluatorBiasStudy,
     GeneratorArmResult,
     GeneratorBiasStudy,

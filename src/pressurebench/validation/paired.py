@@ -21,11 +21,11 @@ from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
-from ..stats.compare import compare_arms
+from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from .contrast import arm_replicates, group_differences
 from .inputs import arm_scores, frame_of, rates_per_target
-from .models import MAIN, MetricDifference, Pairing
+from .studies import MAIN, MetricDifference, Pairing
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
 
