@@ -20,7 +20,7 @@ alone; `dvc repro` then finds the stages it reaches.
 
 Commands are every notebook under `notebooks/` (`03_simulate.json`,
 `validation/generator_bias.json`) and every package module that runs as
-`python -m pressurebench.<module>` (`reports.export.json`; `cli.json` is the
+`python -m pressurebench.<module>` (`reports.export.json`; `commands.cli.json` is the
 `pressurebench` command). The imports are read from the source, not by running
 it.
 """
