@@ -276,7 +276,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         need = "needs --target" if args.target is None else "takes no --target"
         print(f"pressurebench: stage {args.stage} {need}", file=sys.stderr)
         return 2
-    stage = importlib.import_module(f".stages.{args.stage}", __package__)
+    stage = importlib.import_module(f"..stages.{args.stage}", __package__)
     extra = (args.target,) if args.target is not None else ()
     stage.run(args.params, args.benchmark, *extra, arm=args.arm)
     where = " ".join(x for x in (args.benchmark, args.arm, args.target) if x)
