@@ -154,3 +154,13 @@ def test_notebooks_and_the_command_line_import_from_package_faces():
             if len(inner) > 1:
                 deep.append(f"{where}: from {'.' * node.level}{node.module}")
     assert deep == []
+
+
+def test_the_architecture_pages_python_example_runs():
+    import re
+
+    page = (REPO / "docs" / "architecture.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/architecture.md", "exec"), {})  # noqa: S102 - the page's own code
