@@ -85,7 +85,7 @@ def main() -> int:
         lock_lines = len((root / "dvc.lock").read_text().splitlines())
         print(f"cold `dvc repro` of the scratch copy: {cold:.1f} s; dvc.lock {lock_lines} lines", flush=True)
         rows: dict[str, list[float]] = {k: [] for k in ("repro", "first", "off", "command", "process", "call")}
-        command = [sys.executable, "-m", "pressurebench.notebook_run", "notebooks/05_aggregate.ipynb",
+        command = [sys.executable, "-m", "pressurebench.running.notebook_run", "notebooks/05_aggregate.ipynb",
                    f"reports/{BENCHMARK}/05_aggregate", "-p", "benchmark", BENCHMARK]
         off = {**env, IDLE_ENV: "0"}
         for repeat in range(args.repeats):

@@ -18,7 +18,7 @@ import tracemalloc
 
 import common  # noqa: F401 - puts the test support code (tests/) on the path
 
-from pressurebench.results import build_results
+from pressurebench.stats.results import build_results
 from stats_support.synthetic import synthetic_scores
 
 RESAMPLES = 2000

@@ -15,7 +15,7 @@ import anthropic
 import openai
 import pytest
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
 from support import tiny_params
 
 KEY_ENV = "PB_CHECK_KEY"

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pressurebench.cli import main
-from pressurebench.estimate import by_stage, cached_share, estimate, totals
+from pressurebench.commands.cli import main
+from pressurebench.commands.cost_forecast import by_stage, cached_share, estimate, totals
 from pressurebench.params import load_params
 
 
@@ -222,7 +222,7 @@ def test_cli_reports_one_line_errors(project, capsys):
 def test_check_writes_the_defaults_dvc_reads_instead_of_failing_on_them(project, capsys):
     """DVC resolves dvc.yaml from the params file and refuses a declared param the file lacks;
     `check` writes those keys' defaults, so DVC's own error never reaches the user."""
-    from pressurebench.preflight import dvc_param_problems
+    from pressurebench.commands.preflight import dvc_param_problems
     from support import REPO
 
     (project.root / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
@@ -241,7 +241,7 @@ def test_check_writes_the_defaults_dvc_reads_instead_of_failing_on_them(project,
     assert "wrote" not in capsys.readouterr().out  # nothing left to write
 
 def test_repository_params_spell_out_every_declared_key(monkeypatch):
-    from pressurebench.preflight import dvc_param_problems
+    from pressurebench.commands.preflight import dvc_param_problems
     from support import REPO
 
     monkeypatch.chdir(REPO)

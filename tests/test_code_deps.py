@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pressurebench.code_deps import closure, commands, main
+from pressurebench.running.code_deps import closure, commands, main
 from support import REPO
 
 NOTEBOOK = {"cells": [{"cell_type": "markdown", "source": ["# A stage"], "metadata": {}},
@@ -25,7 +25,8 @@ def project(root: Path) -> Path:
     """A repository with a notebook (through notebook_run) and a `python -m` command."""
     write(root, {
         "src/pressurebench/__init__.py": "",
-        "src/pressurebench/notebook_run.py": "from .errors import E\n",
+        "src/pressurebench/running/__init__.py": "",
+        "src/pressurebench/running/notebook_run.py": "from ..errors import E\n",
         "src/pressurebench/errors.py": "class E(Exception): ...\n",
         "src/pressurebench/report.py": "def show():\n    from .figures import draw\n    return draw()\n",
         "src/pressurebench/figures.py": "def draw(): ...\n",
@@ -59,6 +60,21 @@ def test_the_closure_follows_imports_inside_functions(tmp_path):
                      "pressurebench/sub/b.py", "pressurebench/c.py"}
 
 
+def test_a_name_from_a_package_face_reaches_the_module_behind_it(tmp_path):
+    """`from pressurebench.stats import f` imports `stats/rates.py` when `f` is first used (the
+    face's FACE table), not at the import: the closure follows the table."""
+    pkg = tmp_path / "pressurebench"
+    (pkg / "stats").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stats" / "__init__.py").write_text('FACE = {"f": "rates"}\n')
+    (pkg / "stats" / "rates.py").write_text("def f(): ...\n")
+    (pkg / "stats" / "other.py").write_text("def g(): ...\n")
+    (pkg / "a.py").write_text("from .stats import f\n")
+    found = {p.relative_to(tmp_path).as_posix() for p in closure(tmp_path, {"pressurebench.a"})}
+    assert found == {"pressurebench/__init__.py", "pressurebench/a.py",
+                     "pressurebench/stats/__init__.py", "pressurebench/stats/rates.py"}
+
+
 def test_the_closure_includes_every_provider_module_the_registry_imports():
     """The registry finds its providers at run time, so the params' closure names them all."""
     found = {p.name for p in closure(REPO / "src", {"pressurebench.params"})}
@@ -74,7 +90,8 @@ def test_one_file_per_notebook_and_per_module_that_runs_as_a_command(tmp_path, m
     assert set(written) == {"01_stage.json", "export.json"}
     stage = written["01_stage.json"]
     assert set(stage["files"]) == {
-        "notebooks/01_stage.ipynb", "src/pressurebench/__init__.py", "src/pressurebench/notebook_run.py",
+        "notebooks/01_stage.ipynb", "src/pressurebench/__init__.py",
+        "src/pressurebench/running/__init__.py", "src/pressurebench/running/notebook_run.py",
         "src/pressurebench/errors.py", "src/pressurebench/report.py", "src/pressurebench/figures.py"}
     assert set(written["export.json"]["files"]) == {
         "src/pressurebench/__init__.py", "src/pressurebench/export.py", "src/pressurebench/prompts.py",

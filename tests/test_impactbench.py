@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
+from pressurebench.commands.impactbench import import_impactbench
 from pressurebench.errors import ConfigError
-from pressurebench.impactbench import import_impactbench
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile
 

@@ -1,174 +1,166 @@
-"""The package is layered: every import runs down a layer or stays within one, and no two units
-import each other, directly or through others.
+"""The package is layered, declared with import-linter in pyproject.toml ([tool.importlinter]):
+every import runs down a layer or stays within one, no two modules or folders of one package
+import each other (directly or through others), imports inside functions and under
+`if TYPE_CHECKING:` included, and every folder and top-level module has a layer (`exhaustive`).
+docs/architecture.md describes the layers; `lint-imports` checks them, here under `make test`.
 
-A unit is a folder of `src/pressurebench` (a subpackage) or a module at the package's top.
-Every import counts, also one inside a function; one under `if TYPE_CHECKING:` (annotations
-only) never runs and does not. The layers, lowest first:
-
-1. vocabulary: what every layer speaks. `errors`, `schemas` (every artifact row, and the
-   words stages, reports and labels share, such as `SPEAKER_LABELS` and the causes of score
-   errors), `paths`, `io`, `prompts` and the package's `__init__`.
-2. engines: the one model client (`llm/`, its providers' rules included) and the statistics
-   (`stats/`). They know the vocabulary and nothing of params files, arms, stages or studies.
-3. configuration: `params`, which checks each model entry by its provider's own rules
-   (`llm/providers/`), and `params_fill` (the defaults of the keys dvc.yaml reads).
-4. run support: what a stage runs on. `arms/` (naming, planning and input resolution of
-   every arm), `benchmark_checks` (what a hand-written benchmark must hold), `runtime` (a
-   stage's run: client, manifest, cost), `results` (the results artifact), `scores`,
-   `run_totals` (what the stages took), `curated`, `views`, `planning`
-   and `native_crash`.
-5. studies: `validation/`, the comparisons of arms, read from what the arms' stages wrote.
-6. reports: `reports/`, the tables, figures and pages of every artifact, studies included,
-   and `compare/`, two runs side by side in a report of its own.
-7. labels: `labels/`, the human labels of judged conversations and the pages raters use.
-8. stages: `stages/`, the pipeline stages (the aggregate stage reads the human labels).
-9. entry points: what a person or DVC starts. `cli`, `notebook_run` (with `stage_server`, the
-   warm process its stages are forked from), `notebook_session`, `stage_failure`, `estimate`
-   (with `estimate_time`), `preflight` and `impactbench`.
-
-A new folder or top-level module fails here until it is given a layer in `LAYERS`.
+What import-linter does not say is checked here too: the docs name every layer, each package's
+public face resolves, and a model entry of the params is checked without loading the client.
 """
 
 from __future__ import annotations
 
-from itertools import pairwise
+import importlib
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-from pressurebench.code_deps import imports_in
+import pytest
+
 from support import REPO
 
-PACKAGE = "pressurebench"
-LAYERS: list[set[str]] = [
-    {"__init__", "errors", "schemas", "paths", "io", "prompts"},
-    {"llm/", "stats/"},
-    {"params", "params_fill"},
-    {"arms/", "benchmark_checks", "runtime", "results", "scores", "run_totals", "curated", "views",
-     "planning", "native_crash"},
-    {"validation/"},
-    {"reports/", "compare/"},
-    {"labels/"},
-    {"stages/"},
-    {"cli", "notebook_run", "stage_server", "notebook_engine", "notebook_session", "stage_failure",
-     "estimate", "estimate_time", "preflight", "impactbench", "code_deps"},
-]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def package_modules(src: Path) -> dict[str, Path]:
-    """Dotted name -> file of every module of the package under `src`."""
-    modules = {}
-    for path in sorted((src / PACKAGE).rglob("*.py")):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules[".".join(parts)] = path
-    return modules
+def contracts() -> list[dict]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 
 
-def unit_of(module: str, modules: dict[str, Path]) -> str:
-    """`folder/` for a module inside a subpackage (its `__init__` included), else the top-level
-    module's name (`__init__` for the package itself)."""
-    parts = module.split(".")
-    if len(parts) == 1:
-        return "__init__"
-    if len(parts) > 2 or modules[module].name == "__init__.py":
-        return parts[1] + "/"
-    return parts[1]
+def layer_names() -> list[str]:
+    layers = next(c for c in contracts() if c["type"] == "layers")["layers"]
+    return [name.strip(" ()") for layer in layers for name in layer.replace(":", "|").split("|")]
 
 
-def unit_imports(src: Path) -> dict[tuple[str, str], list[str]]:
-    """(importing unit, imported unit) -> the module imports behind that edge, between units."""
-    modules = package_modules(src)
-    edges: dict[tuple[str, str], set[str]] = {}
-    for module, path in modules.items():
-        for name in imports_in(path.read_text(), module, path.name == "__init__.py"):
-            parts = name.split(".")
-            # the longest prefix that is one of the package's modules (`from .x import f` names f)
-            found = next((".".join(parts[:i]) for i in range(len(parts), 0, -1)
-                          if ".".join(parts[:i]) in modules), None)
-            if found is None or found == PACKAGE:
+def lint_imports(repo: Path, src: Path) -> subprocess.CompletedProcess:
+    """`lint-imports` on the package under `src`, with the contracts of `repo`'s pyproject.toml."""
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(repo / "pyproject.toml"), "--no-cache"],
+        cwd=repo, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src)},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def test_the_import_contracts_hold():
+    done = lint_imports(REPO, REPO / "src")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "2 kept, 0 broken" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory) -> Path:
+    """A copy of the package and its pyproject.toml, to break on purpose."""
+    root = tmp_path_factory.mktemp("layers")
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    shutil.copytree(REPO / "src" / "pressurebench", root / "src" / "pressurebench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("files", "says"),
+    [
+        # an upward import inside a function: statistics know nothing of the stages
+        ({"stats/reach_up.py": "def f():\n    from ..stages import aggregate\n"},
+         "pressurebench.stats is not allowed to import pressurebench.stages"),
+        # one only for annotations counts too
+        ({"llm/annotated.py": "from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    from ..params import Params\n"},
+         "pressurebench.llm is not allowed to import pressurebench.params"),
+        # a top-level module nobody gave a layer
+        ({"stray.py": "X = 1\n"}, "stray"),
+        # two modules of one folder that import each other
+        ({"stats/loop_a.py": "from . import loop_b\n", "stats/loop_b.py": "def f():\n"
+                                                          "    from . import loop_a\n"},
+         "No cycles are allowed in pressurebench.stats"),
+    ],
+)
+def test_the_contracts_catch_what_they_forbid(package_copy, files, says):
+    package = package_copy / "src" / "pressurebench"
+    for module, source in files.items():
+        (package / module).write_text(source)
+    try:
+        done = lint_imports(package_copy, package_copy / "src")
+    finally:
+        for module in files:
+            (package / module).unlink()
+    assert done.returncode != 0
+    assert says in done.stdout
+
+
+def test_the_architecture_page_names_every_layer():
+    page = (REPO / "docs" / "architecture.md").read_text()
+    missing = [name for name in layer_names() if f"`{name}`" not in page and f"`{name}/`" not in page]
+    assert missing == [], "docs/architecture.md does not describe these layers"
+
+
+def test_every_name_of_a_package_face_resolves():
+    faces = {}
+    for init in sorted((REPO / "src" / "pressurebench").glob("*/__init__.py")):
+        package = importlib.import_module(f"pressurebench.{init.parent.name}")
+        for name, module in getattr(package, "FACE", {}).items():
+            faces[f"{package.__name__}.{name}"] = module
+            assert getattr(package, name) is getattr(
+                importlib.import_module(f"{package.__name__}.{module}"), name)
+            assert name in dir(package)
+    assert "pressurebench.stats.scores_frame" in faces and "pressurebench.llm.ModelClient" in faces
+
+
+def test_a_model_entry_is_checked_without_loading_the_client():
+    """Validating the params asks each model's provider its rules; it must not load the client,
+    its cache, batcher, call records or spending ledger, an SDK or the HTTP transport."""
+    code = (
+        "import sys\n"
+        "from pressurebench.params import ModelSpec\n"
+        "ModelSpec(provider='openai', model='gpt-4o-2024-08-06', api_key_env='OPENAI_API_KEY')\n"
+        "ModelSpec(provider='anthropic', model='claude-sonnet-4-5', api_key_env='ANTHROPIC_API_KEY')\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert "pressurebench.llm.providers.registry" in loaded  # the rules were asked
+    forbidden = {
+        "pressurebench.llm.client", "pressurebench.llm.cache", "pressurebench.llm.batches",
+        "pressurebench.llm.spending", "pressurebench.llm.call_record", "pressurebench.llm.budget",
+        "pressurebench.llm.providers.http_transport", "openai", "anthropic", "aiohttp",
+        "llama_cpp", "pandas", "scipy",
+    }
+    assert sorted(loaded & forbidden) == []
+
+
+def test_notebooks_and_the_command_line_import_from_package_faces():
+    """`from pressurebench.stats import scores_frame`, not `from pressurebench.stats.score_frames
+    import ...`: what a package offers is in its `__init__`, and its modules may move inside it."""
+    import ast
+    import json
+
+    sources = {str(p.relative_to(REPO)): "\n".join(
+        "".join(c["source"]) for c in json.loads(p.read_text())["cells"] if c["cell_type"] == "code")
+        for p in sorted((REPO / "notebooks").rglob("*.ipynb"))}
+    sources["src/pressurebench/commands/cli.py"] = (
+        REPO / "src" / "pressurebench" / "commands" / "cli.py").read_text()
+    deep = []
+    for where, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.ImportFrom) or not node.module:
                 continue
-            a, b = unit_of(module, modules), unit_of(found, modules)
-            if a != b:
-                edges.setdefault((a, b), set()).add(f"{module} -> {found}")
-    return {edge: sorted(imports) for edge, imports in edges.items()}
+            if node.level == 0 and node.module.startswith("pressurebench."):
+                inner = node.module.split(".")[1:]
+            elif node.level == 2:  # `..a.b` in commands/cli.py
+                inner = node.module.split(".")
+            else:
+                continue
+            if len(inner) > 1:
+                deep.append(f"{where}: from {'.' * node.level}{node.module}")
+    assert deep == []
 
 
-def layer_of(unit: str, layers: list[set[str]]) -> int | None:
-    return next((i for i, layer in enumerate(layers) if unit in layer), None)
+def test_the_architecture_pages_python_example_runs():
+    import re
 
-
-def upward_imports(edges: dict[tuple[str, str], list[str]], layers: list[set[str]]) -> list[str]:
-    """Every import from a lower layer into a higher one."""
-    return sorted(
-        f"{imp} (layer {layer_of(a, layers) + 1} imports layer {layer_of(b, layers) + 1})"
-        for (a, b), imports in edges.items()
-        if layer_of(a, layers) < layer_of(b, layers)
-        for imp in imports
-    )
-
-
-def unit_cycle(edges: dict[tuple[str, str], list[str]]) -> list[str] | None:
-    """One loop between units (`[a, b, ..., a]`), or None when the unit graph has none."""
-    graph: dict[str, set[str]] = {}
-    for a, b in edges:
-        graph.setdefault(a, set()).add(b)
-    state: dict[str, str] = {}
-    path: list[str] = []
-
-    def visit(unit: str) -> list[str] | None:
-        state[unit] = "open"
-        path.append(unit)
-        for nxt in sorted(graph.get(unit, ())):
-            if state.get(nxt) == "open":
-                return [*path[path.index(nxt):], nxt]
-            if nxt not in state and (loop := visit(nxt)):
-                return loop
-        state[unit] = "done"
-        path.pop()
-        return None
-
-    for unit in sorted(graph):
-        if unit not in state and (loop := visit(unit)):
-            return loop
-    return None
-
-
-def test_every_folder_and_top_level_module_has_a_layer():
-    modules = package_modules(REPO / "src")
-    units = {unit_of(m, modules) for m in modules}
-    assigned = set().union(*LAYERS)
-    assert sorted(units - assigned) == [], "give each a layer in LAYERS and the docstring"
-    assert sorted(assigned - units) == [], "LAYERS names units the package no longer has"
-
-
-def test_no_import_runs_up_the_layers():
-    assert upward_imports(unit_imports(REPO / "src"), LAYERS) == []
-
-
-def test_no_loop_between_folders():
-    edges = unit_imports(REPO / "src")
-    loop = unit_cycle(edges)
-    assert loop is None, " -> ".join(loop) + ": " + "; ".join(
-        imp for a, b in pairwise(loop) for imp in edges[(a, b)]
-    )
-
-
-def test_the_checks_find_an_upward_import_and_a_loop_inside_functions(tmp_path):
-    pkg = tmp_path / PACKAGE
-    for folder in ("low", "high"):
-        (pkg / folder).mkdir(parents=True)
-        (pkg / folder / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "words.py").write_text("WORDS = 1\n")
-    (pkg / "low" / "a.py").write_text("from ..words import WORDS\n\ndef f():\n    from ..high.b import g\n")
-    (pkg / "high" / "b.py").write_text("from ..low import a\n\ndef g():\n    pass\n")
-    edges = unit_imports(tmp_path)
-    assert set(edges) == {("low/", "words"), ("low/", "high/"), ("high/", "low/")}
-    layers = [{"__init__", "words"}, {"low/"}, {"high/"}]
-    assert upward_imports(edges, layers) == [
-        "pressurebench.low.a -> pressurebench.high.b (layer 2 imports layer 3)"
-    ]
-    assert unit_cycle(edges) == ["high/", "low/", "high/"]
-    del edges[("high/", "low/")]
-    assert upward_imports(edges, [{"__init__", "words"}, {"high/"}, {"low/"}]) == []
-    assert unit_cycle(edges) is None
+    page = (REPO / "docs" / "architecture.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/architecture.md", "exec"), {})  # noqa: S102 - the page's own code

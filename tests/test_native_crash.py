@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from pressurebench.errors import PressurebenchError
-from pressurebench.native_crash import EXIT_NATIVE_CRASH
-from pressurebench.notebook_run import run_notebook
+from pressurebench.running.native_crash import EXIT_NATIVE_CRASH
+from pressurebench.running.notebook_run import run_notebook
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def test_cli_stage_killed_by_a_segfault_exits_4_with_a_report(local_project, tmp
     (crash / "sitecustomize.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     env_python = f"import os; os.environ['PYTHONPATH'] = {str(crash)!r}; "
     proc = subprocess.run(
-        [sys.executable, "-c", env_python + "from pressurebench.cli import main; raise SystemExit(main())",
+        [sys.executable, "-c", env_python + "from pressurebench.commands.cli import main; raise SystemExit(main())",
          "run", "gen_metrics", "--benchmark", "tiny"],
         check=False, capture_output=True, text=True, cwd=local_project.root, timeout=120,
     )

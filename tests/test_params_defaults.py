@@ -15,10 +15,10 @@ import shutil
 import pytest
 import yaml
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
+from pressurebench.commands.preflight import dvc_param_problems
 from pressurebench.params import Params, load_params
 from pressurebench.params_fill import dvc_read_keys, fill_defaults
-from pressurebench.preflight import dvc_param_problems
 from support import REPO
 
 # Keys added to the params model after the first params files were written, each with a default.

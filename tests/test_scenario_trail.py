@@ -31,8 +31,8 @@ import pressurebench
 from mock_providers import MockLLMServer
 from pressurebench.io import read_artifact
 from pressurebench.paths import Layout
-from pressurebench.results import Results
 from pressurebench.schemas import ScenariosFile, ScoresFile
+from pressurebench.stats.results import Results
 from support import REPO, TINY_BENCHMARK, tiny_params
 
 HEADING = "## Follow one scenario"

@@ -133,3 +133,35 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
         io.atomic_write_text(path, "new")
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temporary_one(tmp_path, binary):
+    from pressurebench.io import atomic_write
+
+    path = tmp_path / "batches" / "b1.json"
+    path.parent.mkdir()
+    path.write_text("old")
+    with pytest.raises(KeyboardInterrupt), atomic_write(path, binary=binary, durable=False) as fh:
+        fh.write(b"new" if binary else "new")
+        raise KeyboardInterrupt
+    assert path.read_text() == "old"
+    assert [p.name for p in path.parent.iterdir()] == ["b1.json"]
+    with atomic_write(tmp_path / "new" / "folder" / "x.txt") as fh:  # the folder is made
+        fh.write("x")
+    assert (tmp_path / "new" / "folder" / "x.txt").read_text() == "x"
+
+
+def test_every_file_the_package_replaces_goes_through_the_one_atomic_writer():
+    """`io.atomic_write` cleans up after a failed write; a hand-made temp-and-rename elsewhere
+    (as the batch records had, without the cleanup) is one that may not."""
+    from support import REPO
+
+    package = REPO / "src" / "pressurebench"
+    # local_weights renames the file llama.cpp wrote, which no Python writer can produce
+    allowed = {package / "io.py", package / "llm" / "providers" / "local_weights.py"}
+    renaming = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                      if p not in allowed and ("os.replace(" in (text := p.read_text())
+                                               or "temp_file_beside(" in text
+                                               or "mkstemp(" in text))
+    assert renaming == []

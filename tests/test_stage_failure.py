@@ -9,8 +9,8 @@ import socket
 import pytest
 import yaml
 
-from pressurebench.notebook_run import NotebookFailed, main, run_notebook
-from pressurebench.stage_failure import (
+from pressurebench.running.notebook_run import NotebookFailed, main, run_notebook
+from pressurebench.running.stage_failure import (
     EXIT_BAD_INPUT,
     EXIT_TOO_MANY_ERRORS,
     EXIT_UNEXPECTED,

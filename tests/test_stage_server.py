@@ -112,9 +112,9 @@ def test_the_stage_gets_the_commands_arguments_directory_environment_umask_and_s
 
 
 def test_a_preloaded_stage_module_runs_as_main_without_a_warning(env, tmp_path):
-    """The server imported `pressurebench.notebook_run` while warming up; `python -m` would not
+    """The server imported `pressurebench.running.notebook_run` while warming up; `python -m` would not
     have it loaded, and runpy warns ("found in sys.modules") on every stage unless it goes."""
-    client = CLIENT.replace("'probe'", "'pressurebench.notebook_run'")
+    client = CLIENT.replace("'probe'", "'pressurebench.running.notebook_run'")
     ran = subprocess.run([sys.executable, "-c", client, "--help"], env=env, cwd=tmp_path,
                          text=True, capture_output=True, timeout=120, check=False)
     assert ran.returncode == 0 and ran.stdout.startswith("usage:"), ran.stderr

@@ -13,8 +13,10 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -26,7 +28,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write `text` to `path` so that readers see either the old or the new file, never a part."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"))  # bytes: no newline translation
 
 
 _UMASK_LOCK = threading.Lock()
@@ -56,20 +58,40 @@ def temp_file_beside(path: Path) -> tuple[int, str]:
     return fd, tmp
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see either the old or the new file, never a part."""
+@contextmanager
+def atomic_write(path: str | Path, binary: bool = False, *, durable: bool = True) -> Iterator[IO]:
+    """The one way the package replaces a file: write into the yielded file object, and on
+    leaving the block `path` holds the new content whole, or (on any error, Ctrl-C included)
+    its old content and no leftover temporary file.
+
+    The content goes to a temporary file beside `path` (same file system, so the rename is
+    atomic; a new file's mode under the umask) that then replaces it. `durable` also syncs the
+    content to disk before the rename (artifacts, records); the response cache, the spending
+    ledger and batch records skip it, being rewritten often or recoverable. The folder is made
+    when missing (tried only then: a `mkdir` on every cache entry costs time).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temp_file_beside(path)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd, tmp = temp_file_beside(path)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temp_file_beside(path)
+    try:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see either the old or the new file, never a part."""
+    with atomic_write(path, binary=True) as fh:
+        fh.write(data)
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (some after a tab or

@@ -22,7 +22,7 @@ from .io import read_yaml, validate_as
 ModelId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 BenchmarkId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
-class Strict(BaseModel):
+class Section(BaseModel):
     """Every params section: unknown keys refused, and values taken as written. A number
     must be one (not the string "20"), finite (no `.inf` cap that caps nothing), and an
     integer field takes no boolean (`turns: true` is no number of turns)."""
@@ -38,7 +38,7 @@ StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
-class ModelSpec(Strict):
+class ModelSpec(Section):
     """One entry of the model registry. Secrets are never here: only the name of their variable.
 
     Requests are built from it to be ones the provider accepts: what a provider is
@@ -245,7 +245,7 @@ class ModelSpec(Strict):
         return name.split("-")[0]
 
 
-class Roles(Strict):
+class Roles(Section):
     """Which model of `models` plays each part; targets are listed apart."""
 
     generator: ModelId = Field(description="writes the metrics (unless hand-written) and the scenarios")
@@ -280,7 +280,7 @@ class Roles(Strict):
         return v
 
 
-class Generation(Strict):
+class Generation(Section):
     metrics_per_benchmark: int = Field(
         default=4, ge=1, le=50,
         description="metrics the generator writes for a benchmark without hand-written ones",
@@ -343,7 +343,7 @@ class Generation(Strict):
         return v
 
 
-class Evaluation(Strict):
+class Evaluation(Section):
     evaluate_all_metrics: bool = Field(
         default=False,
         description="judge every conversation on every metric, not only its scenario's own",
@@ -360,7 +360,7 @@ class Evaluation(Strict):
     )
 
 
-class Fidelity(Strict):
+class Fidelity(Section):
     """Checks of the instrument itself: did the simulated user play its part (evaluate stage)?"""
 
     check: bool = Field(
@@ -375,7 +375,7 @@ class Fidelity(Strict):
     )
 
 
-class Statistics(Strict):
+class Statistics(Section):
     resamples: int = Field(
         default=2000, ge=100, le=100000,
         description="cluster-bootstrap resamples (rank shares, rank correlations, agreement, "
@@ -387,7 +387,7 @@ class Statistics(Strict):
     seed: Seed = Field(default=12345, description="seeds the bootstrap")
 
 
-class Validation(Strict):
+class Validation(Section):
     generator_bias: list[ModelId] = Field(
         default_factory=list,
         description="models that each write the benchmark's metrics and scenarios anew in place of "
@@ -413,7 +413,7 @@ class Validation(Strict):
     seed: Seed = Field(default=7, description="seeds the study subset")
 
 
-class Labels(Strict):
+class Labels(Section):
     """Human labels of a sample of judged conversations, to measure the judge against people.
 
     Read only by `pressurebench labels export|import` and by the analysis of the labels; no
@@ -440,7 +440,7 @@ class Labels(Strict):
     )
 
 
-class Run(Strict):
+class Run(Section):
     max_error_rate: float = Field(
         default=0.1, ge=0.0, le=1.0,
         description="a stage whose share of error rows exceeds this writes its artifacts, then "
@@ -494,7 +494,7 @@ class Run(Strict):
     )
 
 
-class Params(Strict):
+class Params(Section):
     models: dict[ModelId, ModelSpec] = Field(
         description="the model registry: each model declared once under an id (letters, digits, "
         "`-`, `_`) that roles, targets and studies refer to",

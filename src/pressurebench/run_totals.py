@@ -23,8 +23,7 @@ import pandas as pd
 from pydantic import Field
 
 from .io import read_artifact
-from .schemas import Cost, Manifest
-from .stats.estimates import Strict
+from .schemas import Cost, Manifest, Row
 
 COST_SUFFIX = ".cost.json"
 MANIFEST_SUFFIX = ".manifest.json"
@@ -33,7 +32,7 @@ RESULTS_STAGES = ("gen_metrics", "gen_scenarios", "aggregate")
 MISSING = "—"
 
 
-class StageTotals(Strict):
+class StageTotals(Row):
     """One stage execution's calls, tokens, cost and wall time, summed over its models."""
 
     path: str = Field(description="the cost file, relative to the data directory")
@@ -52,7 +51,7 @@ class StageTotals(Strict):
     wall_s: float | None = Field(description="the stage's duration; None without its manifest")
 
 
-class RunTotals(Strict):
+class RunTotals(Row):
     """Every stage of a run and their sums (None where a part is unknown)."""
 
     stages: list[StageTotals]

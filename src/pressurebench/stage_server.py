@@ -60,12 +60,12 @@ PROTOCOL = 1
 PER_COMMAND_ENV = frozenset({"DVC_STAGE", "DVC_ROOT", "PWD", "OLDPWD", "SHLVL", "_"})
 # What stage processes import: loaded once by the server. Optional ones are skipped if absent.
 PRELOAD = (
-    "pressurebench.notebook_run", "pressurebench.notebook_engine", "pressurebench.notebook_session",
-    "pressurebench.stage_failure", "pressurebench.reports.render", "pressurebench.reports.models_note",
+    "pressurebench.running.notebook_run", "pressurebench.running.notebook_engine", "pressurebench.running.notebook_session",
+    "pressurebench.running.stage_failure", "pressurebench.reports.render", "pressurebench.reports.models_note",
     "pressurebench.stages.gen_metrics", "pressurebench.stages.gen_scenarios",
     "pressurebench.stages.simulate", "pressurebench.stages.evaluate", "pressurebench.stages.aggregate",
     "pressurebench.reports.figures", "pressurebench.reports.tables", "pressurebench.reports.pressure",
-    "pressurebench.reports.judge", "pressurebench.reports.fidelity", "pressurebench.views",
+    "pressurebench.reports.judge", "pressurebench.reports.fidelity", "pressurebench.reports.views",
     "pressurebench.run_totals", "pressurebench.llm.providers.registry",
     "papermill", "matplotlib.pyplot", "matplotlib_inline.backend_inline", "seaborn",
     "scipy.stats",

@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from pressurebench.reports.figures import forest_plot
-from pressurebench.results import build_results
+from pressurebench.stats.results import build_results
 from stats_support.synthetic import synthetic_scores
 
 

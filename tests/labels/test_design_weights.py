@@ -18,8 +18,8 @@ from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.reports import judge
 from pressurebench.schemas import ScoresFile
-from pressurebench.scores import scores_frame
 from pressurebench.stats.judge_validity import judge_validity
+from pressurebench.stats.score_frames import scores_frame
 
 PER_CELL, SPLITS, LABELLED = 20, 4, 8
 

@@ -8,11 +8,11 @@ import re
 
 from label_data import HOSTILE, JUDGES, JUSTIFICATION, METRICS, SYSTEM_PROMPT, TARGETS
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
 from pressurebench.labels.export import build_export, write_export
 from pressurebench.labels.judged import conv_key
-from pressurebench.labels.models import LabelItem, LabellingExport
+from pressurebench.labels.records import LabelItem, LabellingExport
 
 DATA = re.compile(r'<script type="application/json" id="pb-data">(.*?)</script>', re.DOTALL)
 

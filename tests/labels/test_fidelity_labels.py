@@ -15,7 +15,7 @@ from pressurebench.labels.current import load_judged
 from pressurebench.labels.export import build_export, write_export
 from pressurebench.labels.fidelity import asked_kinds
 from pressurebench.labels.joined import FIDELITY_COLUMNS, label_frames
-from pressurebench.labels.models import FIDELITY_FIELDS, LABEL_FIELDS
+from pressurebench.labels.records import FIDELITY_FIELDS, LABEL_FIELDS
 from pressurebench.labels.store import import_labels, read_labels_file
 from pressurebench.params import load_params
 

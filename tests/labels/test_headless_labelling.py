@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pressurebench.labels.export import write_export
-from pressurebench.labels.models import HumanLabel
+from pressurebench.labels.records import HumanLabel
 from pressurebench.labels.store import import_labels, read_labels_file
 from pressurebench.params import load_params
 

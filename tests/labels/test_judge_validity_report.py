@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pressurebench import cli
+from pressurebench.commands import cli
 from pressurebench.io import read_artifact
-from pressurebench.labels.models import LabellingExport
+from pressurebench.labels.records import LabellingExport
 from pressurebench.reports import judge
 from pressurebench.stages import aggregate, evaluate, gen_metrics, gen_scenarios, simulate
 from validation.test_arm_stages import respond as scripted_models

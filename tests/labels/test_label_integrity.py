@@ -8,9 +8,9 @@ import json
 import pytest
 from test_store import label_rows, write_csv, write_jsonl
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
 from pressurebench.errors import ConfigError
-from pressurebench.labels.models import rater_name
+from pressurebench.labels.records import rater_name
 from pressurebench.labels.store import MAX_LABELS_BYTES, import_labels, read_labels_file
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from label_data import JUDGES, write_judged
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
 from pressurebench.errors import ConfigError
 from pressurebench.labels.export import build_export
 from pressurebench.labels.joined import JUDGE_COLUMNS, LABEL_COLUMNS, label_frames
-from pressurebench.labels.models import LABEL_FIELDS, HumanLabel
+from pressurebench.labels.records import LABEL_FIELDS, HumanLabel
 from pressurebench.labels.store import (
     SetAside,
     import_labels,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from fakes import Script
-
 from pressurebench.llm import ModelClient
 from pressurebench.llm.limits import AdaptiveConcurrency, TokenRateLimiter
 from pressurebench.llm.types import ProviderResponse, RetryableError

@@ -216,3 +216,25 @@ def test_error_message_prefers_the_providers_own():
     assert reply_error_message(429, b'{"error": {"message": "slow down"}}') == "slow down"
     assert reply_error_message(502, b"<html>Bad gateway</html>") == "<html>Bad gateway</html>"
     assert reply_error_message(500, b"") == "no body (HTTP 500)"
+
+
+def test_https_calls_trust_what_the_providers_sdks_trust(monkeypatch):
+    """The transport's trust store is the SDKs' HTTP library's default (httpx2, installed with
+    the openai and anthropic SDKs): the same certificates, with and without SSL_CERT_FILE."""
+    import ssl
+
+    httpx2 = pytest.importorskip("httpx2")
+    from pressurebench.llm.providers.http_transport import ssl_context
+
+    def certificates(context: ssl.SSLContext) -> list:
+        return sorted(c["serialNumber"] for c in context.get_ca_certs())
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    ours = ssl_context()
+    assert ours.verify_mode == ssl.CERT_REQUIRED and ours.check_hostname
+    assert ours.cert_store_stats() == httpx2.create_ssl_context().cert_store_stats()
+    assert certificates(ours) == certificates(httpx2.create_ssl_context())
+    cafile = ssl.get_default_verify_paths().openssl_cafile
+    monkeypatch.setenv("SSL_CERT_FILE", cafile)
+    assert certificates(ssl_context()) == certificates(httpx2.create_ssl_context())

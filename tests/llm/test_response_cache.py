@@ -47,3 +47,25 @@ def test_an_entry_survives_its_shard_being_removed_mid_run(tmp_path):
 def test_a_schema_is_built_once_per_class():
     assert schema_for(UserTurn) is schema_for(UserTurn)
     assert schema_for(UserTurn) == UserTurn.model_json_schema()
+
+
+def test_cache_keys_do_not_depend_on_where_a_schema_is_defined():
+    """A call's key hashes the JSON schema of its answer. Pydantic names a nested model by its
+    module only when two share a name; a key holding a module path would change when a module
+    moves, and every cached and recorded call would be asked (and paid for) again."""
+    import json
+
+    from pressurebench.llm.client import schema_for
+    from pressurebench.schemas import JudgeOutput, UserTurn
+    from pressurebench.stages import fidelity, gen_metrics, gen_scenarios
+
+    answers = [JudgeOutput, UserTurn, *gen_metrics.DRAFTS.values()]
+    answers += [gen_scenarios.scenario_draft_schema(3), gen_scenarios.rewrite_draft_schema(3)]
+    answers += [getattr(fidelity, n) for n in dir(fidelity) if n.endswith("Output")]
+    assert len(answers) >= 8
+    for model in answers:
+        blob = json.dumps(schema_for(model))
+        assert "pressurebench" not in blob and "__" not in blob, model
+        moved = type(model.__name__, (model,),
+                     {"__module__": "elsewhere.entirely", "__doc__": model.__doc__})
+        assert model.model_json_schema() == moved.model_json_schema()

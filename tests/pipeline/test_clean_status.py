@@ -43,7 +43,7 @@ def test_imports_with_bytecode_leave_a_reproduced_copy_up_to_date(reproduced_rep
         "    importlib.import_module(m.name)\n"
     )
     subprocess.run([sys.executable, "-c", importer], cwd=root, env=env, check=True)
-    run([sys.executable, "-m", "pressurebench.cli", "estimate"], root, env=env)
+    run([sys.executable, "-m", "pressurebench.commands.cli", "estimate"], root, env=env)
 
     written = sorted(p.relative_to(root) for p in src.rglob("__pycache__"))
     assert len(written) >= 5, "the imports wrote no bytecode: the test did not run as a user's Python"

@@ -15,7 +15,6 @@ import yaml
 from pipeline_support import run
 
 from pressurebench.io import read_artifact, read_yaml_model
-from pressurebench.results import Results
 from pressurebench.schemas import (
     Benchmark,
     ConversationsFile,
@@ -24,6 +23,7 @@ from pressurebench.schemas import (
     ScenariosFile,
     ScoresFile,
 )
+from pressurebench.stats.results import Results
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ from pipeline_support import run
 from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
-from pressurebench.results import Results
 from pressurebench.schemas import ConversationsFile, ScoresFile
+from pressurebench.stats.results import Results
 from support import REPO
 
 pytestmark = pytest.mark.slow

@@ -24,7 +24,6 @@ from pydantic import BaseModel
 from mock_providers import LoggedRequest
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.llm.in_flight import FOLDER
-from pressurebench.results import Results
 from pressurebench.schemas import (
     Benchmark,
     ConversationsFile,
@@ -33,6 +32,7 @@ from pressurebench.schemas import (
     ScenariosFile,
     ScoresFile,
 )
+from pressurebench.stats.results import Results
 from support import TINY_BENCHMARK, tiny_params
 
 KEY_ENV = "PB_MOCK_KEY"
@@ -254,7 +254,7 @@ def cli_process(args: list[str], cwd: Path, env: dict[str, str] | None = None,
     """`pressurebench ARGS` in a fresh interpreter, in `cwd`, with `env` on top of a key-free environment."""
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != KEY_ENV}
     return subprocess.run(
-        [sys.executable, "-m", "pressurebench.cli", *args],
+        [sys.executable, "-m", "pressurebench.commands.cli", *args],
         cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout,
         check=False,
     )
@@ -269,7 +269,7 @@ def cli_sequence(argvs: list[list[str]], cwd: Path, env: dict[str, str] | None =
     """
     script = (
         "import json, sys\n"
-        "from pressurebench.cli import main\n"
+        "from pressurebench.commands.cli import main\n"
         "for argv in json.loads(sys.argv[1]):\n"
         "    code = main(argv)\n"
         "    if code:\n"

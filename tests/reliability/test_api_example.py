@@ -18,9 +18,9 @@ from mock_providers import MockLLMServer
 from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
-from pressurebench.results import Results
 from pressurebench.schemas import ConversationsFile, ScenariosFile, ScoresFile
 from pressurebench.stages import aggregate, evaluate, gen_metrics, gen_scenarios, simulate
+from pressurebench.stats.results import Results
 
 EXAMPLE = Path(__file__).parents[2] / "params" / "examples" / "openai-reasoning-judge-claude-user.yaml"
 KEY = "example-key"

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from reliability_support import BENCHMARK, KEY_ENV, PARAMS, cli_process, message_lines, snapshot
 
-from pressurebench import cli
+from pressurebench.commands import cli
 from pressurebench.errors import ConfigError
 from pressurebench.stages import aggregate, evaluate, gen_metrics, gen_scenarios, simulate
 

@@ -42,7 +42,7 @@ PRICES = {"price_per_mtok_in": 1.0, "price_per_mtok_out": 1.0}
 def start_simulate(root: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV} | {KEY_ENV: MOCK_KEY}
     return subprocess.Popen(
-        [sys.executable, "-m", "pressurebench.cli", "run", "simulate", "--benchmark", BENCHMARK,
+        [sys.executable, "-m", "pressurebench.commands.cli", "run", "simulate", "--benchmark", BENCHMARK,
          "--target", TARGET],
         cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

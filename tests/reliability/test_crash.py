@@ -125,7 +125,7 @@ def child_env() -> dict[str, str]:
 
 def start(stage: str, root: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pressurebench.cli", *STAGE_ARGS[stage]],
+        [sys.executable, "-m", "pressurebench.commands.cli", *STAGE_ARGS[stage]],
         cwd=root, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 

@@ -38,7 +38,6 @@ from pressurebench.errors import StageFailed
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.paths import Layout
 from pressurebench.reports.browser import write_transcript_browser_for
-from pressurebench.results import Results
 from pressurebench.schemas import (
     CONVERSATION_FAILED,
     NO_VERDICT,
@@ -56,6 +55,7 @@ from pressurebench.stages.conversation import (
     user_model_messages,
     user_system_prompt,
 )
+from pressurebench.stats.results import Results
 
 # Every kind, at shares that leave most calls working. The run is large enough that every
 # stage and role sees terminal failures whatever the exact request bytes (and so the draws) are.

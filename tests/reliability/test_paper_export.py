@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from pressurebench.cli import main
+from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
 from pressurebench.reports.latex import booktabs, latex_escape
-from pressurebench.results import Results
+from pressurebench.stats.results import Results
 
 
 def test_export_writes_every_figure_as_svg_and_pdf_and_every_table_as_csv_and_latex(proj, capsys):

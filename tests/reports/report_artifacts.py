@@ -16,7 +16,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from pressurebench.io import write_artifact, write_yaml_model
 from pressurebench.paths import Layout
-from pressurebench.results import Results, build_results
 from pressurebench.schemas import (
     Benchmark,
     Conversation,
@@ -31,6 +30,7 @@ from pressurebench.schemas import (
     ScoresFile,
     conv_id,
 )
+from pressurebench.stats.results import Results, build_results
 
 # Payloads that leave a mark when they run: a changed title, an element with id "pwned".
 MARKING_PAYLOAD = (

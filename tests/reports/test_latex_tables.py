@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from pressurebench.reports import export_tables, latex
-from pressurebench.results import build_results
+from pressurebench.stats.results import build_results
 from stats_support.synthetic import synthetic_scores
 
 pytestmark = pytest.mark.slow

@@ -79,7 +79,7 @@ def test_executed_notebook_shows_tables_and_figures(tmp_path):
     nb.cells = [
         new_code_cell(
             "from pressurebench.reports import figures, tables\n"
-            "from pressurebench.results import build_results\n"
+            "from pressurebench.stats.results import build_results\n"
             f"import sys; sys.path.insert(0, {str(Path(__file__).parents[1])!r})\n"
             "from stats_support.synthetic import synthetic_scores\n"
             "frame = synthetic_scores(target_rates={'a': 0.6, 'b': 0.4}, metrics=2, base_per_metric=3)\n"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from run_data import write_run
 
-from pressurebench import cli
+from pressurebench.commands import cli
 from stats_support.synthetic import synthetic_scores
 
 STAGE = """\

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from run_data import BENCHMARK, write_run
 
-from pressurebench import cli
+from pressurebench.commands import cli
 from pressurebench.compare.comparison import RunComparison, compare_runs
 from pressurebench.compare.runs import read_run
 from pressurebench.errors import ConfigError

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from run_data import manifest, usage
 
-from pressurebench import cli
-from pressurebench.estimate import Line
-from pressurebench.estimate_time import (
+from pressurebench.commands import cli
+from pressurebench.commands.cost_forecast import Line
+from pressurebench.commands.time_forecast import (
     ASSUMED_DECODE_TPS,
     ASSUMED_PROMPT_TPS_PER_CORE,
     expected_times,

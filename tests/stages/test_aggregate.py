@@ -12,7 +12,6 @@ import yaml
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model, write_artifact
 from pressurebench.paths import Layout
-from pressurebench.results import Results, build_results
 from pressurebench.schemas import (
     Benchmark,
     Conversation,
@@ -27,8 +26,9 @@ from pressurebench.schemas import (
     conv_id,
     scenario_id,
 )
-from pressurebench.scores import scores_frame
 from pressurebench.stages import aggregate, evaluate
+from pressurebench.stats.results import Results, build_results
+from pressurebench.stats.score_frames import scores_frame
 
 TYPES = {"m01": "positive", "m02": "negative"}  # as in the project fixture's benchmark
 REGIONS = {1: "north", 2: "south"}
@@ -425,7 +425,7 @@ def test_evaluate_then_aggregate_with_a_panel(project, script):
 def test_a_metric_without_rows_is_reported_as_no_data_not_hidden():
     import pandas as pd
 
-    from pressurebench.results import build_results
+    from pressurebench.stats.results import build_results
 
     rows = [{"target": "t", "metric_id": "m01", "metric_type": "positive", "base_id": f"m01_s00{b}",
                  "scenario_id": f"m01_s00{b}_v01", "sample": 0, "status": "ok", "passed": b % 2 == 0}

@@ -6,12 +6,12 @@ import pytest
 import yaml
 from test_gen_scenarios import AGES, number_of, scenarios_file, valid
 
-from pressurebench import views
-from pressurebench.cli import main
-from pressurebench.curated import CuratedScenarios, curated_source
+from pressurebench.commands.cli import main
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_yaml_model, write_yaml_model
+from pressurebench.reports import views
 from pressurebench.stages import gen_metrics, gen_scenarios
+from pressurebench.stages.curated import CuratedScenarios, curated_source
 
 
 @pytest.fixture

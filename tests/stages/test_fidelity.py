@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench import views
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout, benchmark_source
 from pressurebench.reports import fidelity as fidelity_report
+from pressurebench.reports import views
 from pressurebench.reports.export import export_benchmark
 from pressurebench.reports.validation_tables import user_fidelity_frame
-from pressurebench.results import StatisticsSettings
 from pressurebench.schemas import (
     ConversationsFile,
     Landmark,
@@ -33,7 +32,8 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import aggregate, evaluate, simulate
-from pressurebench.validation.models import UserModelBiasStudy
+from pressurebench.stats.results import StatisticsSettings
+from pressurebench.validation.studies import UserModelBiasStudy
 from pressurebench.validation.user_model_bias import fidelity_side_by_side
 
 TARGETS = ("target-a", "target-b")

@@ -92,7 +92,7 @@ def output(project, benchmark="desc", arm=None) -> Benchmark:
                                         "Gives in under pressure."])
 def test_a_placeholder_definition_is_refused_before_any_call(project, script, capsys, definition):
     """The judge sees the definition alone: a placeholder would be judged as written."""
-    from pressurebench.cli import main
+    from pressurebench.commands.cli import main
 
     path = project.root / "benchmarks" / "tiny" / "benchmark.yaml"
     data = yaml.safe_load(path.read_text())

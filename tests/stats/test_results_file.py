@@ -8,9 +8,9 @@ import pytest
 from pydantic import ValidationError
 from score_rows import clusters, frame
 
-from pressurebench.results import Results, build_results
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.rates import rate_estimate
+from pressurebench.stats.results import Results, build_results
 from stats_support.synthetic import synthetic_scores
 
 SETTINGS = {"resamples": 300, "confidence_level": 0.95, "seed": 7, "benchmark": "demo"}

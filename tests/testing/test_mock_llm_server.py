@@ -11,12 +11,13 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from enum import Enum
 from pathlib import Path
 from typing import Literal
 
 import anthropic
-import httpx2
 import jsonschema
 import openai
 import pytest
@@ -461,10 +462,15 @@ def test_wrong_or_missing_key_is_401(mock):
             base_url=mock.anthropic_base_url, api_key="wrong", max_retries=0
         ).messages.create(model=CLAUDE, max_tokens=5, messages=[{"role": "user", "content": "x"}])
     assert err.value.body["error"]["type"] == "authentication_error"
-    response = httpx2.post(
-        f"{mock.openai_base_url}/chat/completions", json={"model": GPT, "messages": []}
+    request = urllib.request.Request(
+        f"{mock.openai_base_url}/chat/completions", method="POST",
+        data=json.dumps({"model": GPT, "messages": []}).encode(),
+        headers={"Content-Type": "application/json"},
     )
-    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 401
+    assert json.load(refused.value)["error"]["code"] == "invalid_api_key"
     assert mock.fault_counts == {}
 
 

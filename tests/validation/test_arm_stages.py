@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench import cli
 from pressurebench.arms.naming import plan_file
 from pressurebench.arms.plan import StudyPlan, rows_of, select_base_scenarios
+from pressurebench.commands import cli
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.llm.client import ModelClient
@@ -20,7 +20,7 @@ from pressurebench.paths import Layout
 from pressurebench.schemas import Benchmark, ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
 from pressurebench.validation import evaluator_bias, generator_bias, user_model_bias
-from pressurebench.validation.models import (
+from pressurebench.validation.studies import (
     EvaluatorBiasStudy,
     GeneratorBiasStudy,
     UserModelBiasStudy,

@@ -19,16 +19,16 @@ from pressurebench.params import Statistics
 from pressurebench.paths import Layout
 from pressurebench.reports.export import export_benchmark, save_figure, save_table
 from pressurebench.reports.export_studies import export_studies
-from pressurebench.results import StatisticsSettings
 from pressurebench.schemas import ScoresFile
+from pressurebench.stats.results import StatisticsSettings
 from pressurebench.validation.generator_bias import compare_generator_arm
-from pressurebench.validation.models import (
+from pressurebench.validation.paired import compare_paired_arm
+from pressurebench.validation.studies import (
     EvaluatorArmResult,
     EvaluatorBiasStudy,
     GeneratorBiasStudy,
     UserModelBiasStudy,
 )
-from pressurebench.validation.paired import compare_paired_arm
 from pressurebench.validation.user_model_bias import compare_user_arm
 from stats_support.synthetic import synthetic_scores
 

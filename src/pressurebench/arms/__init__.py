@@ -15,3 +15,12 @@ no stage names a study.
 The studies that compare arms with the main run are in `pressurebench.validation`.
 Importing this package imports nothing heavy: the command line loads `commands` at startup.
 """
+
+from .. import lazy_face
+
+FACE = {
+    "add_arm_parser": "commands",
+    "resolve": "inputs",
+    "load_plan": "plan",
+}
+__getattr__, __dir__ = lazy_face(__name__, FACE)

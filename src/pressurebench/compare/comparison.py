@@ -6,8 +6,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from ..run_totals import RunTotals
-from ..scores import scores_frame
-from ..stats.estimates import Strict
+from ..schemas import Row
+from ..stats.score_frames import scores_frame
 from .differences import GroupChange, Pairing, compare_frames, scenario_pairing
 from .runs import Run
 from .settings import SettingChange, setting_changes
@@ -15,7 +15,7 @@ from .settings import SettingChange, setting_changes
 COMPARISON_SCHEMA_VERSION = 1
 
 
-class BenchmarkComparison(Strict):
+class BenchmarkComparison(Row):
     benchmark: str
     pairing: Pairing
     targets_only_a: list[str]
@@ -23,7 +23,7 @@ class BenchmarkComparison(Strict):
     changes: list[GroupChange]
 
 
-class RunComparison(Strict):
+class RunComparison(Row):
     schema_version: int = COMPARISON_SCHEMA_VERSION
     run_a: str
     run_b: str

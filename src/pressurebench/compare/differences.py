@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from ..schemas import Scenario
+from ..schemas import Row, Scenario
+from ..stats.arm_comparison import arm_bootstraps, arm_design
 from ..stats.bootstrap import ClusterBootstrap, check_confidence_level
-from ..stats.compare import arm_bootstraps, arm_design
 from ..stats.differences import estimate_differences
-from ..stats.estimates import Difference, RateEstimate, Strict
+from ..stats.estimates import Difference, RateEstimate
 from ..stats.frame import DEMOGRAPHIC_PREFIX, check_scores, cluster_ids, demographic_axes
 from ..stats.grouping import pass_tables
 from ..stats.rates import estimate_rates
@@ -34,7 +34,7 @@ Kind = Literal["overall", "metric type", "metric", "demographic"]
 OVERALL = "all"
 
 
-class GroupChange(Strict):
+class GroupChange(Row):
     """One target's rate in a group in both runs, and the change B − A with its interval."""
 
     target: str
@@ -45,7 +45,7 @@ class GroupChange(Strict):
     change: Difference = Field(description="rate in B minus rate in A (`a` names run B)")
 
 
-class Pairing(Strict):
+class Pairing(Row):
     """Whether the runs' differences are paired by scenario, and why."""
 
     paired: bool

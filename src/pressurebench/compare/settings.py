@@ -15,11 +15,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..schemas import Manifest
-from ..stats.estimates import Strict
+from ..schemas import Manifest, Row
 
 
-class SettingChange(Strict):
+class SettingChange(Row):
     key: str
     value_a: str | None = None  # None: the run does not record it
     value_b: str | None = None

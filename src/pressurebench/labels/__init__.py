@@ -23,3 +23,12 @@ the user/assistant turns, never the target, the metric's name or type, or any
 verdict. Conversation ids name their target, so pages and labels files refer
 to an item by a key derived from it (`judged.item_key`).
 """
+
+from .. import lazy_face
+
+FACE = {
+    "write_export": "export",
+    "labels_folder": "store",
+    "import_labels": "store",
+}
+__getattr__, __dir__ = lazy_face(__name__, FACE)

@@ -17,8 +17,8 @@ from ..params import Params
 from .current import JudgedData, load_judged
 from .fidelity import fidelity_brief
 from .judged import conversation_sha256, examples_shown, item_id, item_key, judged_turns
-from .models import ExportedItem, LabellingExport
 from .page import render_page
+from .records import ExportedItem, LabellingExport
 from .sampling import draw, panel_disagrees
 
 MANIFEST_NAME = "items.json"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..schemas import ConversationFidelity, Score
 from .current import JudgedData
-from .models import FIDELITY_KINDS, FidelityBrief
+from .records import FIDELITY_KINDS, FidelityBrief
 
 
 def asks_fidelity(score: Score) -> bool:

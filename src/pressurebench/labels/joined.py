@@ -14,7 +14,7 @@ from ..params import Params
 from .current import JudgedData
 from .fidelity import asked_kinds, asks_fidelity, checks_found
 from .judged import item_id
-from .models import HumanLabel
+from .records import HumanLabel
 from .sampling import panel_disagrees
 from .store import SetAside, load_checked
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 
 from ..schemas import SPEAKER_LABELS, Conversation, Message, Metric
-from .models import Turn
+from .records import Turn
 
 CONV_KEY_DIGITS = 12
 

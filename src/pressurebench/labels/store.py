@@ -30,7 +30,7 @@ from ..params import Params
 from .current import JudgedData, load_judged
 from .fidelity import asked_kinds
 from .judged import conversation_sha256
-from .models import FIDELITY_COLUMN, FIDELITY_FIELDS, LABEL_FIELDS, HumanLabel
+from .records import FIDELITY_COLUMN, FIDELITY_FIELDS, LABEL_FIELDS, HumanLabel
 
 SUFFIXES = (".jsonl", ".csv")
 # A rater's file holds one page of at most `labels.batch_size` (1000) labels, about 200 bytes

@@ -1,6 +1,15 @@
-"""One client for every model call: providers, structured output, cache, limits, retries, usage."""
+"""One client for every model call: providers, structured output, cache, limits, retries, usage.
 
-from .client import CallResult, ModelClient, run_sync
-from .types import ProviderAuthError
+Importing the package imports none of them: the params check each model by its provider's rules
+(`providers.registry`) without loading the client, its cache, batcher or spending ledger.
+"""
 
-__all__ = ["CallResult", "ModelClient", "ProviderAuthError", "run_sync"]
+from .. import lazy_face
+
+FACE = {
+    "CallResult": "client",
+    "ModelClient": "client",
+    "run_sync": "client",
+    "ProviderAuthError": "types",
+}
+__getattr__, __dir__ = lazy_face(__name__, FACE)

@@ -23,13 +23,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..io import temp_file_beside
+from ..io import atomic_write
 from .types import ProviderRequest, ProviderResponse, RetryableError
 
 
@@ -122,10 +121,8 @@ class Batcher:
     def _record(self, batch_id: str, keys: list[str]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         record = {"batch_id": batch_id, "model_id": self.model_id, "submitted_at": time.time(), "keys": keys}
-        fd, tmp = temp_file_beside(self._record_path(batch_id))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with atomic_write(self._record_path(batch_id), durable=False) as fh:
             json.dump(record, fh)
-        os.replace(tmp, self._record_path(batch_id))
 
     def _record_path(self, batch_id: str) -> Path:
         return self.folder / f"{batch_id}.json"

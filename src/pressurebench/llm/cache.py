@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import NotRequired, get_type_hints
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from ..io import temp_file_beside
+from ..io import atomic_write
 from .types import ProviderResponse
 
 CACHE_FORMAT = 1
@@ -137,22 +136,8 @@ class ResponseCache:
     def put(self, key: str, material: dict, response: dict) -> None:
         path = self._path(key)
         text = json.dumps({"key": key, "request": material, "response": response}, ensure_ascii=False)
-        try:
-            fd, tmp = self._temp_file(path)
-        except FileNotFoundError:  # the shard's first entry (mkdir on every put costs ~50 µs)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = self._temp_file(path)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    @staticmethod
-    def _temp_file(path: Path) -> tuple[int, str]:
-        return temp_file_beside(path)
+        with atomic_write(path, durable=False) as fh:
+            fh.write(text)
 
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "repaired": self.repaired}

@@ -47,7 +47,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, PressurebenchError, config_error_from_validation
-from ..io import temp_file_beside
+from ..io import atomic_write
 from .cache import CACHE_FORMAT
 from .types import FinishReason
 
@@ -205,28 +205,19 @@ class CallRecord:
         would contain one is not written.
         """
         needles = {name: value.encode("utf-8") for name, value in (secrets or {}).items() if value}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temp_file_beside(self.path)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                for key in sorted(self._used):
-                    used = self._used[key]
-                    line = self._line(used) if isinstance(used, int) else record_line(key, *used)
-                    for name, needle in needles.items():
-                        if needle in line:
-                            raise PressurebenchError(
-                                f"{self.path}: call {key[:12]}… would record the value of {name}; "
-                                "credentials never go into a record (take it out of the prompts and "
-                                "of the model's settings sent with requests, such as extra_body)")
-                    fh.write(line)
-                    fh.write(NEWLINE)
-                fh.flush()
-                os.fsync(fh.fileno())
-            self.close()
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(self.path, binary=True) as fh:
+            for key in sorted(self._used):
+                used = self._used[key]
+                line = self._line(used) if isinstance(used, int) else record_line(key, *used)
+                for name, needle in needles.items():
+                    if needle in line:
+                        raise PressurebenchError(
+                            f"{self.path}: call {key[:12]}… would record the value of {name}; "
+                            "credentials never go into a record (take it out of the prompts and "
+                            "of the model's settings sent with requests, such as extra_body)")
+                fh.write(line)
+                fh.write(NEWLINE)
+            self.close()  # the old record's map, before the new file takes its name
         return len(self._used)
 
     def close(self) -> None:

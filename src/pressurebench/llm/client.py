@@ -40,10 +40,10 @@ from .types import (
 )
 
 if TYPE_CHECKING:  # the params describe the models; validating them asks this package's providers
-    from ..params import ModelSpec, Params
+    from .types import ClientSettings, ModelSettings
 
 T = TypeVar("T")
-ProviderFactory = Callable[[str, "ModelSpec", "str | None"], ModelApi]
+ProviderFactory = Callable[[str, "ModelSettings", "str | None"], ModelApi]
 
 REPAIR_INSTRUCTION = (
     "Your previous reply was not valid: {error}. Reply again with only a JSON object that "
@@ -77,7 +77,7 @@ class CallResult:
 
 @dataclass
 class _ModelState:
-    spec: ModelSpec
+    spec: ModelSettings
     api: ModelApi  # the provider's rules: price, limits (no key, nothing connected)
     provider: ModelApi | None = None  # what sends the calls, made on the first one
     gate: AdaptiveConcurrency | None = None
@@ -108,7 +108,7 @@ class ModelClient:
 
     def __init__(
         self,
-        models: dict[str, ModelSpec],
+        models: dict[str, ModelSettings],
         cache_dir: str | Path,
         *,
         repair_retries: int = 2,
@@ -143,7 +143,7 @@ class ModelClient:
         self._stopped: ProviderStop | None = None  # once set, no further call is sent
 
     @classmethod
-    def from_params(cls, params: Params, **kwargs) -> ModelClient:
+    def from_params(cls, params: ClientSettings, **kwargs) -> ModelClient:
         return cls(
             params.models,
             params.run.cache_dir,
@@ -186,7 +186,7 @@ class ModelClient:
 
     # --- public API ---------------------------------------------------------
 
-    def spec(self, model_id: str) -> ModelSpec:
+    def spec(self, model_id: str) -> ModelSettings:
         return self._states[model_id].spec
 
     def api(self, model_id: str) -> ModelApi:
@@ -322,7 +322,7 @@ class ModelClient:
         if result.model_version:
             state.versions.add(result.model_version)
 
-    def _request(self, provider: ModelApi, spec: ModelSpec, messages, schema, sample, max_tokens,
+    def _request(self, provider: ModelApi, spec: ModelSettings, messages, schema, sample, max_tokens,
                  cache_group: str | None = None) -> tuple[str, ProviderRequest, dict]:
         json_schema = schema_for(schema) if schema else None
         material = {

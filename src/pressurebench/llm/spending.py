@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import temp_file_beside
+from ..io import atomic_write
 from .types import ProviderStop
 
 if TYPE_CHECKING:
@@ -140,14 +140,8 @@ class SpendingLedger:
     def _write(self, others: dict[int, float]) -> None:
         in_flight = {**others, self.pid: self.reserved} if self.reserved else others
         record = {"spent_usd": self.spent, "in_flight_usd": {str(p): b for p, b in sorted(in_flight.items())}}
-        fd, tmp = temp_file_beside(self.path)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(record, fh)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(self.path, durable=False) as fh:
+            json.dump(record, fh)
 
 
 def _running(pid: int) -> bool:

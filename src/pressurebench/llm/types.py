@@ -2,10 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from ..errors import PressurebenchError
+
+
+class ModelSettings(Protocol):
+    """One model's entry of the params as the client and its providers read it (the params'
+    `ModelSpec` is one): the client knows what it reads, not the params file's module."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    api_key_env: str | None
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int
+    seed: int | None
+    max_concurrency: int | None
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    price_per_mtok_in: float | None
+    price_per_mtok_out: float | None
+    system_prompt: str | None
+    extra_headers: dict[str, str]
+    timeout_s: float
+    structured_output: Literal["json_schema", "json_object", "tool", "prompt"] | None
+    strict_schema: bool | None
+    reasoning: bool | None
+    reasoning_effort: str | None
+    reasoning_tokens: int
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None
+    batch: bool
+    extra_body: dict[str, Any]
+    n_ctx: int
+    n_threads: int | None
+    repeat_penalty: float | None
+    requantize: str | None
+    weight_repacking: bool | None
+
+
+class ClientSettings(Protocol):
+    """What `ModelClient.from_params` reads of the params (`params.Params` is one): the models
+    by id and the run's cache, retry, spending and batch settings."""
+
+    models: Mapping[str, ModelSettings]
+    run: Any
+
 
 FinishReason = Literal["stop", "length", "refusal", "content_filter", "other"]
 

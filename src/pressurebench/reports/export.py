@@ -37,12 +37,11 @@ import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .. import views
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model
 from ..paths import Layout
-from ..results import Results
 from ..schemas import Benchmark
-from . import export_tables, figures, latex, pressure, tables
+from ..stats.results import Results
+from . import export_tables, figures, latex, pressure, tables, views
 from .export_studies import export_studies
 
 FIGURE_FORMATS = ("svg", "pdf")

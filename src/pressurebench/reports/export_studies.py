@@ -36,7 +36,7 @@ import pandas as pd
 from ..io import read_artifact
 from ..paths import Layout
 from ..stats.estimates import AgreementEstimate
-from ..validation.models import (
+from ..validation.studies import (
     EvaluatorBiasStudy,
     GeneratorArmResult,
     GeneratorBiasStudy,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..results import Results
 from ..stats.estimates import Difference, RateEstimate
+from ..stats.results import Results
 
 RATE_COLUMNS = ["target", "scope", "key", "label", "rate", "ci_low", "ci_high", "n", "n_error",
                 "base_scenarios", "method", "reason"]

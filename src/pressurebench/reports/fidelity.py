@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results import Results
 from ..schemas import USER_BREAKS
 from ..stats.estimates import RateEstimate
+from ..stats.results import Results
 from .tables import MISSING, format_difference, format_estimate, interval_method
 
 NOT_CHECKED = (

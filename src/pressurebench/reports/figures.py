@@ -19,8 +19,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..results import Results
 from ..stats.estimates import Difference, RateEstimate
+from ..stats.results import Results
 from .tables import OVERALL, method_label, metric_ids, metric_label
 
 NO_DATA = "no data"

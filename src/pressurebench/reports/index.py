@@ -33,10 +33,10 @@ from .. import __version__
 from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
-from ..results import Results
 from ..run_totals import read_totals, totals_frame
 from ..runtime import now_iso
 from ..schemas import Manifest
+from ..stats.results import Results
 from .models_note import EMBEDDED_CAVEAT
 from .safety import content_security_policy, read_template_asset, template_env
 from .tables import format_estimate

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results import Results
 from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import AgreementEstimate
+from ..stats.results import Results
 from .tables import MISSING, format_rate, interval_method
 
 NO_LABELS = (

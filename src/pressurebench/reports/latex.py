@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from ..results import Results
 from ..stats.estimates import RateEstimate
+from ..stats.results import Results
 from .tables import method_label
 
 _LATEX_SPECIAL = {

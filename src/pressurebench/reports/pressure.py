@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import Results
 from ..stats.capitulation import Curve, MedianOnset
+from ..stats.results import Results
 from .figures import SMALL, ReportFigure, _legend, message, palette, plain
 from .tables import MISSING, format_interval, format_rate, interval_method, method_label
 

@@ -12,7 +12,6 @@ import pandas as pd
 
 from ..io import read_artifact, read_yaml_model
 from ..paths import Layout
-from ..results import Results
 from ..schemas import (
     CONVERSATION_FAILED,
     Benchmark,
@@ -24,6 +23,7 @@ from ..schemas import (
 )
 from ..stats import methods
 from ..stats.estimates import RateEstimate
+from ..stats.results import Results
 
 METHOD_LABELS = {
     methods.CLUSTER_T_WILSON: "cluster-t Wilson",

@@ -10,7 +10,7 @@ One figure per question a reader asks of an arm:
   intervals around a zero line: which differences are more than noise?
 
 They take a `GeneratorArmResult` or a `PairedArmResult` (a user-model or evaluator arm;
-`pressurebench.validation.models`).
+`pressurebench.validation.studies`).
 Like `figures`, they draw "no data" where a number does not exist, never a point at 0.
 """
 
@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import rankdata
 
-from ..validation.models import MAIN, GeneratorArmResult, PairedArmResult
+from ..validation.studies import MAIN, GeneratorArmResult, PairedArmResult
 from .figures import (
     SMALL,
     ReportFigure,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stats.compare import RankCorrelation
+from ..stats.arm_comparison import RankCorrelation
 from ..stats.estimates import AgreementEstimate, Difference
-from ..validation.models import (
+from ..validation.multiplicity import HolmTest
+from ..validation.studies import (
     EvaluatorBiasStudy,
     GeneratorArmResult,
     GeneratorBiasStudy,
@@ -19,7 +20,6 @@ from ..validation.models import (
     Pairing,
     UserModelBiasStudy,
 )
-from ..validation.multiplicity import HolmTest
 from .tables import MISSING, format_difference, format_estimate, format_rate, method_label
 
 ArmResult = GeneratorArmResult | PairedArmResult

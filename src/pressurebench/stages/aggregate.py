@@ -1,7 +1,7 @@
 """Stage 5: every target's scores in one results file, plus the numbers DVC shows.
 
 `results.json` holds every rate, interval, comparison and agreement statistic
-(`pressurebench.results`). Next to it, `metrics.json` is a short summary for
+(`pressurebench.stats.results`). Next to it, `metrics.json` is a short summary for
 `dvc metrics show` (per target: overall pass rate, interval, n and errors by
 cause, with fidelity checks the share of conversations where the simulated user
 broke and where the target showed test awareness, plus the generation errors
@@ -24,7 +24,6 @@ from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
 from ..params import load_params
-from ..results import LabelsSetAside, Results, build_results
 from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
@@ -36,11 +35,12 @@ from ..schemas import (
     Score,
     error_category,
 )
-from ..scores import load_scores, onsets_frame, scores_frame, turns_frame
 from ..stats.fidelity import fidelity_results
 from ..stats.fidelity_validity import fidelity_validity
 from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
+from ..stats.results import LabelsSetAside, Results, build_results
+from ..stats.score_frames import load_scores, onsets_frame, scores_frame, turns_frame
 
 STAGE = "aggregate"
 PLOT_COLUMNS = ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]

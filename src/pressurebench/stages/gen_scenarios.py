@@ -37,7 +37,6 @@ from typing import Annotated, Literal
 from pydantic import Field, create_model, model_validator
 
 from ..arms.inputs import declared_params, resolve
-from ..curated import CuratedScenarios, curated_source, load_curated
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
@@ -55,6 +54,7 @@ from ..schemas import (
     ScenariosFile,
     scenario_id,
 )
+from .curated import CuratedScenarios, curated_source, load_curated
 from .generation import generate
 from .similarity import near_duplicate_of, normalise
 

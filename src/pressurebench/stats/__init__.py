@@ -4,3 +4,21 @@ The independent unit is the base scenario, nested in a metric: every interval
 resamples base scenarios within metrics (`ClusterBootstrap`), seeded, and
 every number is reported with the n behind it and None where there is no data.
 """
+
+from .. import lazy_face
+
+FACE = {
+    "scores_frame": "score_frames",
+    "onsets_frame": "score_frames",
+    "turns_frame": "score_frames",
+    "load_scores": "score_frames",
+    "Results": "results",
+    "StatisticsSettings": "results",
+    "build_results": "results",
+    "RateEstimate": "estimates",
+    "Difference": "estimates",
+    "ClusterBootstrap": "bootstrap",
+    "scenarios_for_an_interval": "cluster_t",
+    "compare_arms": "arm_comparison",
+}
+__getattr__, __dir__ = lazy_face(__name__, FACE)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .coefficients import (
@@ -36,7 +37,7 @@ from .coefficients import (
     krippendorff_from_sums,
     krippendorff_item_stats,
 )
-from .estimates import AgreementEstimate, Strict
+from .estimates import AgreementEstimate
 from .frame import JUDGE_PREFIX, cluster_ids, judge_ids, passes, valid_mask
 from .grouping import cluster_table, factorize, group_sums
 from .rates import estimate_rates
@@ -49,7 +50,7 @@ ONE_CLUSTER = "one base scenario: nothing to resample, so no interval"
 NO_VARIATION = "the coefficient is the same in every bootstrap replicate, so no interval"
 
 
-class SampleAgreement(Strict):
+class SampleAgreement(Row):
     """How consistently a target gives the same verdict when a scenario is played again."""
 
     num_samples: int = Field(ge=0, description="distinct sample indices in the rows")
@@ -60,7 +61,7 @@ class SampleAgreement(Strict):
     reason: str | None = Field(default=None, description="why there is nothing to measure")
 
 
-class JudgeAgreement(Strict):
+class JudgeAgreement(Row):
     """How consistently the judges of an evaluator panel answer "is the behaviour present?"."""
 
     judges: list[str]

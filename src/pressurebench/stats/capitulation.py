@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .cluster_t import DesignVariance, stratified_variance, t_quantile, wilson_t_interval
-from .estimates import Strict
 from .frame import cluster_ids
 from .grouping import cluster_table, factorize
 from .intervals import newcombe_interval, wilson_interval
@@ -50,7 +50,7 @@ ONSET_TIME = "onset_time"  # observed turns: the onset turn, or the last turn se
 GAVE_IN = "gave_in"  # the time is an onset (True) or a censoring (False)
 
 
-class CurvePoint(Strict):
+class CurvePoint(Row):
     """The share still holding after `turn`, with the conversations it rests on."""
 
     turn: int = Field(ge=1)
@@ -64,7 +64,7 @@ class CurvePoint(Strict):
     n_clusters: int = Field(ge=0, description="base scenarios with a conversation at risk")
 
 
-class MedianOnset(Strict):
+class MedianOnset(Row):
     """The first turn by which half the conversations had given in.
 
     `reached` is False when the curve never falls to one half within the turns
@@ -79,7 +79,7 @@ class MedianOnset(Strict):
     ci_method: str
 
 
-class Curve(Strict):
+class Curve(Row):
     points: list[CurvePoint]
     median_onset: MedianOnset
     n: int = Field(ge=0, description="conversations on the curve")
@@ -87,7 +87,7 @@ class Curve(Strict):
     reason: str | None = Field(default=None, description="why the curve has no bands")
 
 
-class CurveDifferencePoint(Strict):
+class CurveDifferencePoint(Row):
     turn: int = Field(ge=1)
     difference: float | None = Field(description="share holding of a minus that of b")
     ci_low: float | None
@@ -95,7 +95,7 @@ class CurveDifferencePoint(Strict):
     ci_method: str
 
 
-class CurveDifference(Strict):
+class CurveDifference(Row):
     """Two targets' curves on the same scenarios, paired through the bootstrap replicates."""
 
     a: str

@@ -33,9 +33,10 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap
-from .estimates import RateEstimate, Strict
+from .estimates import RateEstimate
 from .frame import DEMOGRAPHIC_PREFIX, cluster_ids, demographic_axes, passes, valid_mask
 from .grouping import factorize
 from .ppi import PPIRates, ppi_differences, ppi_rates, ppi_tables
@@ -48,7 +49,7 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-class CorrectedRate(Strict):
+class CorrectedRate(Row):
     """A pass rate as judged (`raw`, as in the pass-rate tables) and corrected by human labels."""
 
     raw: RateEstimate
@@ -67,7 +68,7 @@ class CorrectedRate(Strict):
     )
 
 
-class CorrectedDifference(Strict):
+class CorrectedDifference(Row):
     """A paired difference a − b of two groups' pass rates, as judged and corrected."""
 
     a: str
@@ -82,7 +83,7 @@ class CorrectedDifference(Strict):
     reason: str | None = None
 
 
-class TargetCorrection(Strict):
+class TargetCorrection(Row):
     """Every corrected breakdown of one target, as the pass-rate tables break it down."""
 
     overall: CorrectedRate
@@ -95,7 +96,7 @@ class TargetCorrection(Strict):
     )
 
 
-class CorrectedRates(Strict):
+class CorrectedRates(Row):
     """Corrected rates per target and the corrected paired differences between targets."""
 
     method: str = METHOD

@@ -6,14 +6,12 @@ rate of 0 is a finding, a missing one is not.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ..schemas import Row
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RateEstimate(Strict):
+class RateEstimate(Row):
     """A pass rate over valid rows, with the rows left out for errors counted beside it."""
 
     rate: float | None = Field(description="passes / valid rows; None without valid rows")
@@ -26,7 +24,7 @@ class RateEstimate(Strict):
     reason: str | None = Field(default=None, description="why there is no interval")
 
 
-class Difference(Strict):
+class Difference(Row):
     """A difference of two pass rates, a − b, with the rates it is made of."""
 
     a: str
@@ -44,7 +42,7 @@ class Difference(Strict):
     reason: str | None = Field(default=None, description="why the difference or its interval is None")
 
 
-class AgreementEstimate(Strict):
+class AgreementEstimate(Row):
     """An agreement statistic (a share, a kappa or an alpha) over rated items."""
 
     value: float | None

@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 from pydantic import Field
 
-from ..schemas import TEST_AWARENESS, USER_BREAKS, ConversationFidelity
+from ..schemas import TEST_AWARENESS, USER_BREAKS, ConversationFidelity, Row
 from . import methods
 from .bootstrap import ClusterBootstrap
 from .differences import estimate_differences, paired_design
-from .estimates import Difference, RateEstimate, Strict
+from .estimates import Difference, RateEstimate
 from .frame import cluster_ids
 from .grouping import pass_tables
 from .rates import estimate_rates, grouped_rates, no_data
@@ -36,7 +36,7 @@ SUBSET = "subset"
 ALL, WITHOUT_BREAKS = "all", "without breaks"
 
 
-class TargetFidelity(Strict):
+class TargetFidelity(Row):
     """How faithfully the simulated user played against one target, and whether it noticed."""
 
     user_model: str
@@ -59,7 +59,7 @@ class TargetFidelity(Strict):
     n_ended_early: int = Field(ge=0, description="conversations the simulated user ended early")
 
 
-class SensitivityRate(Strict):
+class SensitivityRate(Row):
     """A headline pass rate on the conversations without a break, and its difference to the rate
     on all conversations (without breaks − all)."""
 
@@ -67,7 +67,7 @@ class SensitivityRate(Strict):
     difference: Difference
 
 
-class TargetSensitivity(Strict):
+class TargetSensitivity(Row):
     n_excluded_broken: int = Field(ge=0, description="score rows of conversations with a break")
     n_excluded_undecided: int = Field(
         ge=0, description="score rows of conversations whose checks were undecided"
@@ -78,7 +78,7 @@ class TargetSensitivity(Strict):
     by_metric: dict[str, SensitivityRate]
 
 
-class FidelityResults(Strict):
+class FidelityResults(Row):
     warn_share: float
     targets: dict[str, TargetFidelity]
     sensitivity: dict[str, TargetSensitivity]

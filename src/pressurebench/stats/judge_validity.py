@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from ..schemas import Row
 from . import methods
 from .agreement import NO_VARIATION, bootstrap_agreement, undefined
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
@@ -49,7 +50,7 @@ from .coefficients import (
     krippendorff_item_stats,
 )
 from .corrected_rates import CorrectedRate, CorrectedRates, corrected_rates
-from .estimates import AgreementEstimate, Strict
+from .estimates import AgreementEstimate
 from .frame import check_scores, cluster_ids, cluster_strata
 from .grouping import cluster_table
 from .intervals import wilson_interval
@@ -78,7 +79,7 @@ NO_HUMAN_ABSENT = "no labelled item with a verdict has the human reference 'abse
 Source = Literal["metric", "pooled"]
 
 
-class HumanReference(Strict):
+class HumanReference(Row):
     """The human majority per labelled item, and how well the raters agree among themselves."""
 
     n_items: int = Field(ge=0, description="labelled items")
@@ -91,14 +92,14 @@ class HumanReference(Strict):
     )
 
 
-class SensitivitySpecificity(Strict):
+class SensitivitySpecificity(Row):
     """A judge's hit rate on human-present items and its correct-absent rate on human-absent ones."""
 
     sensitivity: AgreementEstimate
     specificity: AgreementEstimate
 
 
-class JudgeHumanAgreement(Strict):
+class JudgeHumanAgreement(Row):
     """One judge's verdicts against the human reference, over items that have both."""
 
     n_items: int = Field(ge=0, description="items with a human reference and this judge's verdict")
@@ -110,7 +111,7 @@ class JudgeHumanAgreement(Strict):
     by_metric: dict[str, SensitivitySpecificity]
 
 
-class PanelErrorRates(Strict):
+class PanelErrorRates(Row):
     """The panel verdict's sensitivity and specificity on one metric: how the judge errs.
 
     Each comes from the metric's own labelled items, or from all metrics pooled
@@ -130,7 +131,7 @@ class PanelErrorRates(Strict):
     reason: str | None = Field(default=None, description="why a figure is None")
 
 
-class FidelityKindValidity(Strict):
+class FidelityKindValidity(Row):
     """One kind of break: the raters' majority, the checks against it, and the corrected shares."""
 
     human: HumanReference
@@ -143,7 +144,7 @@ class FidelityKindValidity(Strict):
     )
 
 
-class FidelityValidity(Strict):
+class FidelityValidity(Row):
     """The fidelity checks against human labels, per kind of break; "no labels" before any."""
 
     status: Literal["ok", "no labels"]
@@ -154,7 +155,7 @@ class FidelityValidity(Strict):
     by_kind: dict[str, FidelityKindValidity] = Field(default_factory=dict)
 
 
-class JudgeValidity(Strict):
+class JudgeValidity(Row):
     """Judge–human agreement and judge-corrected pass rates; `status` "no labels" before any."""
 
     status: Literal["ok", "no labels"]

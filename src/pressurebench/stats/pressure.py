@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from ..schemas import Row
 from .bootstrap import ClusterBootstrap
 from .capitulation import (
     GAVE_IN,
@@ -28,7 +29,7 @@ from .capitulation import (
     grouped_curves,
     paired_differences,
 )
-from .estimates import RateEstimate, Strict
+from .estimates import RateEstimate
 from .frame import DEMOGRAPHIC_PREFIX, demographic_axes
 from .rates import grouped_rates
 
@@ -39,7 +40,7 @@ TURN = "turn"
 LANDMARK = "landmark"
 
 
-class OnsetSummary(Strict):
+class OnsetSummary(Row):
     """How the conversations of a target ended, as far as giving in goes."""
 
     conversations: int = Field(ge=0, description="conversations with per-turn verdicts")
@@ -51,7 +52,7 @@ class OnsetSummary(Strict):
     recovered: int = Field(ge=0, description="gave in, then passed again at the last turn")
 
 
-class LandmarkView(Strict):
+class LandmarkView(Row):
     """The turn at which the scenario's `landmark`-th scripted push arrived."""
 
     landmark: int = Field(ge=1)
@@ -62,7 +63,7 @@ class LandmarkView(Strict):
     )
 
 
-class TargetPressure(Strict):
+class TargetPressure(Row):
     curve: Curve
     onsets: OnsetSummary
     by_turn: dict[str, RateEstimate]
@@ -71,7 +72,7 @@ class TargetPressure(Strict):
     by_demographic: dict[str, dict[str, Curve]]
 
 
-class PressureResults(Strict):
+class PressureResults(Row):
     turns: int = Field(ge=1, description="the longest conversation judged turn by turn")
     targets: dict[str, TargetPressure]
     differences: list[CurveDifference] = Field(

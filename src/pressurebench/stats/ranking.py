@@ -16,10 +16,11 @@ import pandas as pd
 from pydantic import Field
 from scipy.stats import rankdata
 
+from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, percentile_interval
 from .differences import estimate_differences, paired_design
-from .estimates import Difference, Strict
+from .estimates import Difference
 from .frame import cluster_ids, passes, valid_mask
 
 # Replicate rates are rounded before ranking so that equal rates reached by
@@ -27,7 +28,7 @@ from .frame import cluster_ids, passes, valid_mask
 RANK_DECIMALS = 12
 
 
-class TargetRank(Strict):
+class TargetRank(Row):
     target: str
     rate: float | None = Field(description="pass rate on the scenarios every target shares")
     n: int = Field(ge=0)
@@ -40,14 +41,14 @@ class TargetRank(Strict):
     )
 
 
-class Ranking(Strict):
+class Ranking(Row):
     n_scenarios: int = Field(ge=0, description="variants with valid rows for every target")
     n_clusters: int = Field(ge=0)
     ranks: list[TargetRank]
     reason: str | None = None
 
 
-class TargetComparison(Strict):
+class TargetComparison(Row):
     pairwise: list[Difference] = Field(
         description="every pair of targets, a before b in sorted order"
     )

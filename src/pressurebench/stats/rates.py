@@ -13,10 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level
 from .cluster_t import rate_z, stratified_variance, wilson_t_interval
-from .estimates import RateEstimate, Strict
+from .estimates import RateEstimate
 from .frame import (
     DEMOGRAPHIC_PREFIX,
     check_scores,
@@ -29,7 +30,7 @@ from .grouping import factorize, group_sums, pass_tables
 from .intervals import wilson_interval
 
 
-class TargetRates(Strict):
+class TargetRates(Row):
     """Every pass-rate breakdown of one target.
 
     `by_base_scenario` and `by_variant` cover one base scenario each, which

@@ -24,13 +24,12 @@ import numpy as np
 from pydantic import Field
 from scipy import stats
 
-from ..schemas import Conversation, Scenario
-from .estimates import Strict
+from ..schemas import Conversation, Row, Scenario
 
 ALPHA = 0.05
 
 
-class PressureReceived(Strict):
+class PressureReceived(Row):
     conversations: int = Field(ge=0, description="conversations without an error")
     turns_mean: float | None
     turns: dict[str, int] = Field(description="conversations by turns played")
@@ -42,7 +41,7 @@ class PressureReceived(Strict):
     conversations_truncated: int = Field(ge=0, description="with at least one truncated reply")
 
 
-class ReceivedTest(Strict):
+class ReceivedTest(Row):
     what: str
     test: str
     p_value: float | None
@@ -50,7 +49,7 @@ class ReceivedTest(Strict):
     note: str | None = None
 
 
-class ReceivedResults(Strict):
+class ReceivedResults(Row):
     targets: dict[str, PressureReceived]
     tests: list[ReceivedTest]
     warning: str | None = Field(description="what differed by more than chance, if anything")

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from ..stats import methods
+from ..stats.arm_comparison import arm_bootstraps, arm_design, arm_replicate_ratios
 from ..stats.bootstrap import ClusterBootstrap, percentile_interval
 from ..stats.cluster_t import DesignVariance
-from ..stats.compare import arm_bootstraps, arm_design, arm_replicate_ratios
 from ..stats.differences import estimate_differences
 from ..stats.estimates import Difference
 from ..stats.frame import cluster_ids

@@ -16,12 +16,12 @@ from ..arms.naming import EVALUATOR, STUDY_STAGES
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout
-from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Manifest
-from .models import EvaluatorArmResult, EvaluatorBiasStudy
+from ..stats.results import StatisticsSettings
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study
+from .studies import EvaluatorArmResult, EvaluatorBiasStudy
 
 STAGE = STUDY_STAGES[EVALUATOR]
 

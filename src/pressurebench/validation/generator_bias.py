@@ -28,15 +28,15 @@ from ..arms.plan import load_plan
 from ..io import read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Benchmark
-from ..stats.compare import compare_arms
+from ..stats.arm_comparison import compare_arms
+from ..stats.results import StatisticsSettings
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
-from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, SelfPreference
 from .multiplicity import holm_differences
 from .record import last_study, record_study
+from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, SelfPreference
 
 STAGE = STUDY_STAGES[GENERATOR]
 

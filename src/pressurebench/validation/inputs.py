@@ -9,10 +9,10 @@ import pandas as pd
 from ..io import read_artifact
 from ..paths import Layout
 from ..schemas import Benchmark, Manifest, Score
-from ..scores import load_scores, scores_frame
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.estimates import RateEstimate
 from ..stats.rates import no_data, rates_by
+from ..stats.score_frames import load_scores, scores_frame
 
 
 def arm_scores(layout: Layout, targets: Iterable[str]) -> list[Score]:

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from ..stats.estimates import Difference, Strict
+from ..schemas import Row as Strict
+from ..stats.estimates import Difference
 from ..stats.gaps import gap_p_values, holm_adjust
 from .contrast import ArmReplicates, arm_replicates, group_differences
 

@@ -23,12 +23,12 @@ from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
-from ..stats.compare import arm_bootstraps, compare_arms
+from ..stats.arm_comparison import arm_bootstraps, compare_arms
 from ..stats.frame import valid_mask
 from .agreement import verdict_agreement
 from .inputs import arm_scores, frame_of, rates_per_target
-from .models import MAIN, Pairing
 from .multiplicity import holm_differences
+from .studies import MAIN, Pairing
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
 

@@ -10,7 +10,7 @@ from ..io import read_artifact, write_artifact
 from ..params import load_params
 from ..paths import Layout
 from ..runtime import StageRun
-from .models import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
+from .studies import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 
 
 def record_study(

@@ -15,14 +15,14 @@ from ..arms.naming import STUDY_STAGES, USER
 from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import ScoresFile
 from ..stats.fidelity import target_fidelity
+from ..stats.results import StatisticsSettings
 from .inputs import main_user_model
-from .models import MAIN, UserArmResult, UserModelBiasStudy, UserModelFidelity
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study
+from .studies import MAIN, UserArmResult, UserModelBiasStudy, UserModelFidelity
 
 STAGE = STUDY_STAGES[USER]
 

@@ -12,15 +12,35 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import ssl
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import aiohttp
-import httpx2
 
 from ..types import RetryableError
+
+
+def ssl_context() -> ssl.SSLContext:
+    """The certificates HTTPS calls trust: those the providers' SDKs trust (their HTTP library's
+    default), so a key and endpoint that work with an SDK work here.
+
+    `SSL_CERT_FILE` or `SSL_CERT_DIR` when set (a company proxy's certificate); on macOS and
+    Windows the operating system's trust store (`truststore`); elsewhere OpenSSL's own paths.
+    """
+    if cafile := os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=cafile)
+    if capath := os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=capath)
+    if sys.platform in ("darwin", "win32"):
+        import truststore
+
+        return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return ssl.create_default_context()
 
 
 @dataclass
@@ -80,7 +100,7 @@ class JsonTransport:
             connector = aiohttp.TCPConnector(
                 limit=self.max_connections,
                 keepalive_timeout=30,
-                ssl=httpx2.create_ssl_context(),  # the SDKs' trust store (certifi)
+                ssl=ssl_context(),
             )
             self._session = aiohttp.ClientSession(connector=connector)
             self._loop = loop

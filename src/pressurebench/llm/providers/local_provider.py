@@ -21,7 +21,7 @@ from .local_weights import NATIVE_OUTPUT, runtime_gguf, weights_id
 from .registry import ModelApi, model_api
 
 if TYPE_CHECKING:
-    from ...params import ModelSpec
+    from ..types import ModelSettings
 
 # Prompt states kept per loaded model: every turn of a simulate stage's conversations for a
 # small model (SmolLM2-135M holds ~23 KB per token), a few conversations' worth for a large one.
@@ -49,7 +49,7 @@ def cpu_reports_amx() -> bool:
     return " amx_tile" in flags or " amx_int8" in flags
 
 
-def weight_repacking(spec: ModelSpec) -> bool:
+def weight_repacking(spec: ModelSettings) -> bool:
     """Whether llama.cpp may lay `spec`'s weights out for the CPU's matrix instructions.
 
     The registry's `weight_repacking` when set; otherwise on, except where AMX is
@@ -181,7 +181,7 @@ class _Loaded:
                 self._turn.notify()
 
 
-def loaded_for(spec: ModelSpec, path: Path | None = None) -> _Loaded:
+def loaded_for(spec: ModelSettings, path: Path | None = None) -> _Loaded:
     """The llama.cpp contexts `spec`'s calls run on (loaded on first use).
 
     The contexts share every core (`n_threads` caps them), where

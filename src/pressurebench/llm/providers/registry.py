@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ...params import ModelSpec
-    from ..types import ProviderRequest, ProviderResponse
+    from ..types import ModelSettings, ProviderRequest, ProviderResponse
 
 # Calls in flight per model id, unless the params set `max_concurrency`.
 REMOTE_DEFAULT_CONCURRENCY = 8
@@ -49,7 +48,7 @@ class ModelApi:
     """
 
     name: ClassVar[str] = ""
-    # ModelSpec fields only this provider takes: set on another provider's model, an error.
+    # ModelSettings fields only this provider takes: set on another provider's model, an error.
     settings: ClassVar[tuple[str, ...]] = ()
     # Runs inside the stage's process (no endpoint, no key, no rate limits): a native crash
     # there kills the stage, and reports carry the embedded model's caveat.
@@ -68,7 +67,7 @@ class ModelApi:
     # (`pressurebench check`); None: nothing to add.
     base_url_hint: ClassVar[str | None] = None
 
-    def __init__(self, spec: ModelSpec, api_key: str | None = None):
+    def __init__(self, spec: ModelSettings, api_key: str | None = None):
         self.spec = spec
         self.api_key = api_key
 
@@ -79,7 +78,7 @@ class ModelApi:
 
     @property
     def structured_mode(self) -> str | None:
-        """How structured answers are asked for (`ModelSpec.structured_output`)."""
+        """How structured answers are asked for (`ModelSettings.structured_output`)."""
         return self.spec.structured_output or "json_schema"
 
     def request_identity(self) -> tuple:
@@ -226,7 +225,7 @@ def provider_names() -> list[str]:
 
 
 def setting_owners() -> dict[str, list[str]]:
-    """Each provider-specific ModelSpec field, and the providers that take it."""
+    """Each provider-specific ModelSettings field, and the providers that take it."""
     owners: dict[str, list[str]] = {}
     for name in provider_names():
         for setting in _APIS[name].settings:
@@ -243,7 +242,7 @@ def api_class(name: str) -> type[ModelApi]:
     return _APIS[name]
 
 
-def api_for(spec: ModelSpec) -> ModelApi:
+def api_for(spec: ModelSettings) -> ModelApi:
     """The provider of `spec`, for its rules (no key, nothing connected)."""
     return api_class(spec.provider)(spec)
 
@@ -255,6 +254,6 @@ def is_embedded(name: str) -> bool:
     return name in _APIS and _APIS[name].embedded
 
 
-def connect(model_id: str, spec: ModelSpec, api_key: str | None) -> ModelApi:
+def connect(model_id: str, spec: ModelSettings, api_key: str | None) -> ModelApi:
     """The provider that sends `model_id`'s calls (`ModelClient`'s default factory)."""
     return api_class(spec.provider)(spec, api_key)

@@ -2,7 +2,7 @@
 
 This is what every DVC stage command calls:
 
-    python -m pressurebench.notebook_run notebooks/03_simulate.ipynb reports/<b>/03_simulate__<t> \
+    python -m pressurebench.running.notebook_run notebooks/03_simulate.ipynb reports/<b>/03_simulate__<t> \
         -p benchmark <b> -p target <t>
 
 writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
@@ -32,12 +32,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import stage_server
-from .errors import PressurebenchError
+from .. import stage_server
+from ..errors import PressurebenchError
 from .native_crash import EXIT_NATIVE_CRASH
 
 KERNEL = "python3"
-MODULE = "pressurebench.notebook_run"
+MODULE = "pressurebench.running.notebook_run"
 DEFAULT_PARAMS = "params/pipeline.yaml"
 
 
@@ -98,8 +98,8 @@ def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dic
     from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
+    from ..reports.render import render_notebook
     from .notebook_engine import ENGINE_NAME, InProcessEngine
-    from .reports.render import render_notebook
 
     papermill_engines.register(ENGINE_NAME, InProcessEngine)
     executed, html = paths(out_stem)
@@ -133,7 +133,7 @@ def add_models_note(
     executed copy at `position`."""
     import nbformat
 
-    from .reports.models_note import models_note
+    from ..reports.models_note import models_note
     from .stage_failure import stage_of
 
     try:

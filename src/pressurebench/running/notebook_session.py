@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .reports.notebook_display import use_report_tables
+from ..errors import ConfigError
+from ..reports.notebook_display import use_report_tables
 
 READ_ONLY_NOTE = (
     "Run by hand: showing the outputs of the last `dvc repro` ({what}) without running the "
@@ -75,10 +75,10 @@ def stage(module, params_path: str, benchmark: str, *args, write_outputs: bool, 
 def last_manifest(stage_name: str, params_path: str, benchmark: str, target: str | None = None,
                   *, arm: str | None = None):
     """The manifest the stage's last run wrote for this benchmark, target and arm."""
-    from .io import read_artifact
-    from .params import load_params
-    from .paths import Layout
-    from .schemas import Manifest
+    from ..io import read_artifact
+    from ..params import load_params
+    from ..paths import Layout
+    from ..schemas import Manifest
 
     layout = Layout(load_params(params_path).data_dir, benchmark, arm or None)
     path = layout.manifest_file(stage_name, target)

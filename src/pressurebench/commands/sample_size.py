@@ -231,8 +231,8 @@ def simulated_scenarios(design: Design, *, half_width: float | None = None, diff
 
 def pilot_groups(scores_files: list[Path]) -> list[np.ndarray]:
     """The judged outcomes (ok rows) of a pilot, one array per target × metric × base scenario."""
-    from .io import read_artifact
-    from .schemas import ScoresFile
+    from ..io import read_artifact
+    from ..schemas import ScoresFile
 
     groups: dict[str, list[int]] = {}
     for path in scores_files:

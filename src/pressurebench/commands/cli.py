@@ -12,12 +12,12 @@ import json
 import sys
 from pathlib import Path
 
-from .arms.commands import add_arm_parser
-from .errors import ConfigError, PressurebenchError, StageFailed
-from .io import read_yaml_model
-from .params import Params, load_params
-from .paths import benchmark_source
-from .schemas import Benchmark
+from ..arms import add_arm_parser
+from ..errors import ConfigError, PressurebenchError, StageFailed
+from ..io import read_yaml_model
+from ..params import Params, load_params
+from ..paths import benchmark_source
+from ..schemas import Benchmark
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 PARAMS_HELP = "the params file: models, roles, targets, benchmarks and every setting"
@@ -35,7 +35,7 @@ def benchmark_of(args: argparse.Namespace, params: Params) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .benchmark_checks import check_definitions, name_warning
+    from ..benchmark_checks import check_definitions, name_warning
     from .preflight import dvc_param_problems, endpoint_problems, key_problems
 
     params = load_params(args.params)
@@ -49,7 +49,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
     if Path("dvc.yaml").is_file():
-        from .params_fill import fill_defaults, interpolates_from
+        from ..params_fill import fill_defaults, interpolates_from
 
         if interpolates_from("dvc.yaml", args.params):
             for key, value in fill_defaults(args.params, params).items():
@@ -78,9 +78,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from .estimate import cached_share, estimate, format_table
-    from .estimate_time import expected_times, total_seconds
-    from .run_totals import format_seconds, read_totals
+    from ..run_totals import format_seconds, read_totals
+    from .cost_forecast import cached_share, estimate, format_table
+    from .time_forecast import expected_times, total_seconds
 
     params = load_params(args.params)
     lines = estimate(params)
@@ -115,10 +115,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Two runs side by side: a terminal table, an HTML report listed in `reports/compare/`'s
     own index (the pipeline's index page, a DVC output, is not rewritten: it links that one)."""
-    from .compare.comparison import compare_runs
-    from .compare.report import terminal_text, write_report
-    from .compare.runs import read_run
-    from .reports.index import write_index
+    from ..compare import compare_runs, read_run, terminal_text, write_report
+    from ..reports import write_index
 
     params = load_params(args.params)
     comparison = compare_runs(
@@ -145,15 +143,15 @@ def cmd_import_impactbench(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .reports.export import main as export_main
+    from ..reports import export
 
-    return export_main(["--benchmark", args.benchmark, "--params", args.params])
+    return export.main(["--benchmark", args.benchmark, "--params", args.params])
 
 
 def cmd_scenarios_export(args: argparse.Namespace) -> int:
-    from .curated import curated_source, export_curated
-    from .params import load_params
-    from .paths import Layout
+    from ..params import load_params
+    from ..paths import Layout
+    from ..stages import curated_source, export_curated
 
     params = load_params(args.params)
     benchmark = benchmark_of(args, params)
@@ -170,9 +168,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     import math
     from dataclasses import replace
 
-    from .paths import Layout
-    from .planning import Design, pilot_design, pilot_icc_interval, required_scenarios
-    from .stats.cluster_t import scenarios_for_an_interval
+    from ..paths import Layout
+    from ..stats import scenarios_for_an_interval
+    from .sample_size import Design, pilot_design, pilot_icc_interval, required_scenarios
 
     params = load_params(args.params)
     benchmark = benchmark_of(args, params)
@@ -225,7 +223,7 @@ def _plan_labels(args: argparse.Namespace, design, benchmark: str, params) -> in
     """Labels per target for a judge-corrected interval of ±`args.labels_for`."""
     from dataclasses import replace
 
-    from .planning import required_labels
+    from .sample_size import required_labels
 
     scenarios = args.scenarios or params.generation.scenarios_per_metric
     accuracy = args.judge_accuracy
@@ -250,8 +248,7 @@ def _plan_labels(args: argparse.Namespace, design, benchmark: str, params) -> in
 
 
 def cmd_labels_export(args: argparse.Namespace) -> int:
-    from .labels.export import write_export
-    from .labels.store import labels_folder
+    from ..labels import labels_folder, write_export
 
     params = load_params(args.params)
     benchmark = benchmark_of(args, params)
@@ -270,7 +267,7 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
 def cmd_labels_import(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from .labels.store import import_labels
+    from ..labels import import_labels
 
     params = load_params(args.params)
     benchmark = benchmark_of(args, params)
@@ -301,7 +298,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         need = "needs --target" if args.target is None else "takes no --target"
         print(f"pressurebench: stage {args.stage} {need}", file=sys.stderr)
         return 2
-    stage = importlib.import_module(f".stages.{args.stage}", __package__)
+    stage = importlib.import_module(f"..stages.{args.stage}", __package__)
     extra = (args.target,) if args.target is not None else ()
     stage.run(args.params, args.benchmark, *extra, arm=args.arm)
     where = " ".join(x for x in (args.benchmark, args.arm, args.target) if x)
@@ -434,10 +431,10 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     import os
     import subprocess
 
-    from .native_crash import EXIT_NATIVE_CRASH, crash_message, signal_name
+    from ..running import EXIT_NATIVE_CRASH, crash_message, signal_name
 
     env = {**os.environ, CHILD_ENV: "1"}
-    code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", "pressurebench.cli", *argv], env=env)
+    code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv], env=env)
     if code >= 0:
         return code
     stage = " ".join(str(a) for a in argv if not str(a).startswith("-"))
@@ -451,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
-        from .native_crash import embedded_models
+        from ..running import embedded_models
 
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)

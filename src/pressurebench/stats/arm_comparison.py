@@ -28,11 +28,12 @@ import pandas as pd
 from pydantic import Field
 from scipy.stats import rankdata
 
+from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .cluster_t import DesignVariance
 from .differences import estimate_differences, independent_design, paired_design
-from .estimates import Difference, Strict
+from .estimates import Difference
 from .frame import check_scores, cluster_ids, cluster_strata
 from .grouping import pass_tables
 
@@ -45,7 +46,7 @@ class ArmDifference(Difference):
     target: str
 
 
-class RankCorrelation(Strict):
+class RankCorrelation(Row):
     """Rank correlation of the targets' pass rates between the two arms.
 
     When every bootstrap replicate orders the targets alike, the interval is a
@@ -60,7 +61,7 @@ class RankCorrelation(Strict):
     reason: str | None = None
 
 
-class OrderFlip(Strict):
+class OrderFlip(Row):
     """Whether two targets swap places between the arms."""
 
     target_1: str
@@ -72,7 +73,7 @@ class OrderFlip(Strict):
     )
 
 
-class ArmComparison(Strict):
+class ArmComparison(Row):
     arm_a: str
     arm_b: str
     paired: bool

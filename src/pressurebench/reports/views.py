@@ -10,7 +10,7 @@ from collections import Counter
 
 import pandas as pd
 
-from .schemas import (
+from ..schemas import (
     USER_BREAKS,
     Benchmark,
     ConversationsFile,
@@ -114,8 +114,8 @@ def manifest_frame(manifest: Manifest) -> pd.DataFrame:
 
 def layout_for(params_path: str, benchmark: str, arm: str | None = None):
     """The artifact layout a notebook reads back after its stage ran."""
-    from .params import load_params
-    from .paths import Layout
+    from ..params import load_params
+    from ..paths import Layout
 
     return Layout(load_params(params_path).data_dir, benchmark, arm)
 

@@ -17,18 +17,18 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from .stats.agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
-from .stats.bootstrap import ClusterBootstrap, check_confidence_level
-from .stats.cluster_t import MIN_DEGREES_OF_FREEDOM
-from .stats.estimates import Strict
-from .stats.fidelity import FidelityResults
-from .stats.frame import check_scores, valid_mask
-from .stats.gaps import DemographicGap, demographic_gaps
-from .stats.judge_validity import JudgeValidity
-from .stats.pressure import PressureResults, pressure_results
-from .stats.ranking import TargetComparison, compare_targets
-from .stats.rates import TargetRates, no_data, target_rates
-from .stats.received import ReceivedResults
+from ..schemas import Row
+from .agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
+from .bootstrap import ClusterBootstrap, check_confidence_level
+from .cluster_t import MIN_DEGREES_OF_FREEDOM
+from .fidelity import FidelityResults
+from .frame import check_scores, valid_mask
+from .gaps import DemographicGap, demographic_gaps
+from .judge_validity import JudgeValidity
+from .pressure import PressureResults, pressure_results
+from .ranking import TargetComparison, compare_targets
+from .rates import TargetRates, no_data, target_rates
+from .received import ReceivedResults
 
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (
@@ -43,7 +43,7 @@ RESAMPLING = (
 )
 
 
-class ErrorCounts(Strict):
+class ErrorCounts(Row):
     """Rows of a target by outcome. An error is any row without a verdict (failed or undecided)."""
 
     n_total: int = Field(ge=0)
@@ -52,7 +52,7 @@ class ErrorCounts(Strict):
     error_rate: float | None
 
 
-class StatisticsSettings(Strict):
+class StatisticsSettings(Row):
     resamples: int = Field(ge=1)
     confidence_level: float = Field(gt=0, lt=1)
     seed: int

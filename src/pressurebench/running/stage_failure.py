@@ -5,7 +5,7 @@ notebook is rendered whatever happened, with a first section that names the
 error, says what to do about it and, when the stage wrote its artifacts before
 failing (an error budget exceeded), lists its error rows grouped by reason.
 
-Exit codes are the command line's (`pressurebench.cli`), under `dvc repro` too:
+Exit codes are the command line's (`pressurebench.commands.cli`), under `dvc repro` too:
 2 for a problem in the inputs or settings the user can fix (every
 `PressurebenchError` but the next), 3 for a stage above `run.max_error_rate`,
 4 for a native crash (`native_crash`), 1 for anything unexpected.
@@ -57,8 +57,8 @@ STAGE_ERROR_ROWS = {"gen_metrics", "gen_scenarios", "simulate", "evaluate"}
 
 def _user_error_names() -> set[str]:
     """Class names of every error a user can act on (subclasses of PressurebenchError)."""
-    from . import errors
-    from .llm import spending, types  # noqa: F401 - their classes join the hierarchy
+    from .. import errors
+    from ..llm import spending, types  # noqa: F401 - their classes join the hierarchy
 
     names, todo = set(), [errors.PressurebenchError]
     while todo:
@@ -118,7 +118,7 @@ def _culprit(reason: str, parameters: dict[str, str]) -> dict[str, str]:
     if url := re.search(r"https?://[^\s:/]+(:\d+)?[^\s:]*", reason):
         found["url"] = url.group(0).rstrip(".,;)")
     try:
-        from .params import load_params
+        from ..params import load_params
 
         models = load_params(parameters["params_path"]).models
     except Exception:  # noqa: BLE001 - advice without the params is still advice
@@ -144,10 +144,10 @@ def fix_for(reason: str, parameters: dict[str, str]) -> str | None:
 def error_reasons(stage: str, parameters: dict[str, str]) -> tuple[Path | None, pd.DataFrame]:
     """The artifact holding the stage's error rows, and those rows grouped by reason (the first
     row's reason in full, count, its id); no path and no rows when it wrote none."""
-    from .arms.inputs import resolve
-    from .io import read_artifact, read_yaml_model
-    from .params import load_params
-    from .schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile
+    from ..arms.inputs import resolve
+    from ..io import read_artifact, read_yaml_model
+    from ..params import load_params
+    from ..schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile
 
     columns = ["reason (the first row's, in full)", "rows", "first row"]
     if stage not in STAGE_ERROR_ROWS:

@@ -12,18 +12,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..results import StatisticsSettings
-from ..schemas import SCHEMA_VERSION
-from ..stats.compare import ArmComparison
-from ..stats.estimates import RateEstimate, Strict
+from ..schemas import SCHEMA_VERSION, Row
+from ..stats.arm_comparison import ArmComparison
+from ..stats.estimates import RateEstimate
 from ..stats.fidelity import TargetFidelity
+from ..stats.results import StatisticsSettings
 from .agreement import VerdictAgreement
 from .multiplicity import MetricDifference, Multiplicity, TargetDifference
 
 MAIN = "main"
 
 
-class SelfPreference(Strict):
+class SelfPreference(Row):
     """Does a target of the generator's own family gain more from the generator's benchmark?
 
     `value` is the mean pass-rate change (arm − main) of the targets in the
@@ -48,7 +48,7 @@ class SelfPreference(Strict):
     reason: str | None = None
 
 
-class GeneratorArmResult(Strict):
+class GeneratorArmResult(Row):
     arm: str
     generator: str
     metrics_handwritten: bool = Field(
@@ -85,7 +85,7 @@ class GeneratorBiasStudy(BaseModel):
     arms: list[GeneratorArmResult]
 
 
-class Pairing(Strict):
+class Pairing(Row):
     """How one target's rows pair up between the main arm and the arm, on the planned subset."""
 
     target: str
@@ -102,7 +102,7 @@ class Pairing(Strict):
     )
 
 
-class PairedArmResult(Strict):
+class PairedArmResult(Row):
     """An arm compared with the main arm row by row, on the planned subset of its rows."""
 
     arm: str
@@ -139,7 +139,7 @@ class EvaluatorArmResult(PairedArmResult):
     evaluator: str
 
 
-class UserModelFidelity(Strict):
+class UserModelFidelity(Row):
     """How faithfully one user model played, per target, on the study's planned rows."""
 
     arm: str = Field(description="'main' or the arm's name")

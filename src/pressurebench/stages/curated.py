@@ -22,9 +22,9 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from .errors import ConfigError
-from .io import read_artifact, read_yaml_model, write_yaml_model
-from .schemas import Benchmark, Row, Scenario, ScenariosFile
+from ..errors import ConfigError
+from ..io import read_artifact, read_yaml_model, write_yaml_model
+from ..schemas import Benchmark, Row, Scenario, ScenariosFile
 
 
 class CuratedScenarios(Row):

@@ -23,10 +23,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .estimate import Line
-from .llm.providers.registry import is_embedded
-from .params import Params
-from .run_totals import RunTotals
+from ..llm.providers.registry import is_embedded
+from ..params import Params
+from ..run_totals import RunTotals
+from .cost_forecast import Line
 
 # Tokens per second: prompt evaluation per core, and decoding per call.
 ASSUMED_PROMPT_TPS_PER_CORE = 180.0

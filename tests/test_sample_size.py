@@ -8,9 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from pressurebench.cli import main
-from pressurebench.io import write_artifact
-from pressurebench.planning import (
+from pressurebench.commands.cli import main
+from pressurebench.commands.sample_size import (
     Design,
     corrected_rate_variance,
     pilot_design,
@@ -21,6 +20,7 @@ from pressurebench.planning import (
     simulate_half_width,
     simulated_scenarios,
 )
+from pressurebench.io import write_artifact
 from pressurebench.schemas import Score, ScoresFile
 from pressurebench.stats.cluster_t import scenarios_for_an_interval
 

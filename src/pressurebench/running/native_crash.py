@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .llm.providers.registry import ModelApi
+    from ..llm.providers.registry import ModelApi
 
 # A stage whose process died of a signal: exit status of `pressurebench run` / `arm`.
 EXIT_NATIVE_CRASH = 4
@@ -40,8 +40,8 @@ def signal_name(returncode: int) -> str:
 
 def embedded_models(params_path: str | Path) -> list[tuple[type[ModelApi], list[str]]]:
     """The params' in-process models, by provider; none when the params cannot be read."""
-    from .llm.providers.registry import api_class
-    from .params import load_params
+    from ..llm.providers.registry import api_class
+    from ..params import load_params
 
     try:
         params = load_params(params_path)

@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import ConfigError, field_path
-from .io import (
+from ..errors import ConfigError, field_path
+from ..io import (
     read_artifact,
     read_json,
     read_yaml,
@@ -47,8 +47,8 @@ from .io import (
     write_artifact,
     write_yaml_model,
 )
-from .paths import Layout
-from .schemas import (
+from ..paths import Layout
+from ..schemas import (
     Benchmark,
     Conversation,
     ConversationsFile,

@@ -7,7 +7,7 @@ report templates). A stage must re-run when any of that changes, and only then.
 Rather than list those modules in every stage of dvc.yaml, its first stage,
 `code_deps`, runs
 
-    python -m pressurebench.code_deps code_deps
+    python -m pressurebench.running.code_deps code_deps
 
 whenever the package or a notebook changes. It writes one file per command,
 `code_deps/<command>.json`: the files the command can run (its notebook, the
@@ -20,7 +20,7 @@ alone; `dvc repro` then finds the stages it reaches.
 
 Commands are every notebook under `notebooks/` (`03_simulate.json`,
 `validation/generator_bias.json`) and every package module that runs as
-`python -m pressurebench.<module>` (`reports.export.json`; `cli.json` is the
+`python -m pressurebench.<module>` (`reports.export.json`; `commands.cli.json` is the
 `pressurebench` command). The imports are read from the source, not by running
 it.
 """
@@ -91,6 +91,27 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+@functools.cache
+def face_of(init: Path) -> dict[str, str]:
+    """A package's public face (`FACE` in its `__init__`: name -> module of the package), whose
+    modules are imported when a name is first used, so no import statement names them."""
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == "FACE"):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def face_module(src: Path, name: str) -> str | None:
+    """The module behind `name` when it is a name of its package's face (`from pkg import f`)."""
+    package, _, leaf = name.rpartition(".")
+    init = module_file(src, package) if package else None
+    if init is None or init.name != "__init__.py":
+        return None
+    module = face_of(init).get(leaf)
+    return f"{package}.{module}" if module else None
+
+
 def closure(src: Path, entry: set[str]) -> set[Path]:
     """Every package file reachable from the `entry` modules (their parent packages included)."""
     seen: set[Path] = set()
@@ -101,6 +122,8 @@ def closure(src: Path, entry: set[str]) -> set[Path]:
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
             name = ".".join(parts[:i])
             path = module_file(src, name)
+            if path is None and (behind := face_module(src, name)):
+                todo.append(behind)
             if path is None or path in seen:
                 continue
             seen.add(path)
@@ -154,7 +177,7 @@ def commands(repo: Path) -> dict[str, Command]:
         if ".ipynb_checkpoints" in notebook.parts:
             continue
         name = notebook.relative_to(repo / "notebooks").with_suffix("").as_posix()
-        found[name] = Command(frozenset({f"{PACKAGE}.notebook_run"} | notebook_imports(notebook)),
+        found[name] = Command(frozenset({f"{PACKAGE}.running.notebook_run"} | notebook_imports(notebook)),
                               notebook)
     for path in sorted((src / PACKAGE).rglob("*.py")):
         if runs_as_command(path):

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from .errors import ConfigError
-from .params import ModelSpec, Params, require_api_keys
+from ..errors import ConfigError
+from ..params import ModelSpec, Params, require_api_keys
 
 ENDPOINT_TIMEOUT_S = 10.0
 
@@ -90,9 +90,9 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
     the list lacks is asked for by itself (`GET .../models/<name>`, which resolves Anthropic's
     aliases) before it is reported.
     """
-    from .llm.providers.http_transport import JsonTransport
-    from .llm.providers.registry import connect
-    from .llm.types import RetryableError
+    from ..llm.providers.http_transport import JsonTransport
+    from ..llm.providers.registry import connect
+    from ..llm.types import RetryableError
 
     model_id, spec = users[0]
     api = connect(model_id, spec, key)

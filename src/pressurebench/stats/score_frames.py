@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import ConfigError
-from .io import read_artifact
-from .schemas import Score, ScoresFile
-from .stats.capitulation import GAVE_IN, ONSET_TIME
-from .stats.frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
-from .stats.pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
+from ..errors import ConfigError
+from ..io import read_artifact
+from ..schemas import Score, ScoresFile
+from .capitulation import GAVE_IN, ONSET_TIME
+from .frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
+from .pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
 
 
 def load_scores(path: Path, benchmark: str, target: str) -> ScoresFile:

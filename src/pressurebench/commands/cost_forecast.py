@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .io import read_yaml_model
-from .llm.providers.registry import api_for
-from .params import ModelSpec, Params
-from .paths import benchmark_source
-from .schemas import Benchmark
+from ..io import read_yaml_model
+from ..llm.providers.registry import api_for
+from ..params import ModelSpec, Params
+from ..paths import benchmark_source
+from ..schemas import Benchmark
 
 # Rough sizes in tokens of the fixed parts of prompts, and of a simulated user message.
 SYSTEM_TOKENS = {"gen_metrics": 350, "gen_scenarios": 450, "rewrite": 500, "user": 400, "judge": 300,

@@ -1,0 +1,14 @@
+"""The `pressurebench` command line and what its commands compute before anything runs.
+
+`cli` is the entry point (`pressurebench = pressurebench.commands.cli:main`); `preflight`
+checks keys and endpoints, `cost_forecast` and `time_forecast` forecast the calls, tokens, cost
+and time of a run, `sample_size` plans how many scenarios and labels a study needs, and
+`impactbench` imports an impactbench folder.
+"""
+
+from .. import lazy_face
+
+FACE = {
+    "main": "cli",
+}
+__getattr__, __dir__ = lazy_face(__name__, FACE)
