@@ -132,8 +132,9 @@ class ModelClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.stop_after_rejections = stop_after_rejections
-        # Spending is kept (and capped) only under a cap: it costs a file write per call.
-        self.spending = SpendingLedger(cache_dir, max_cost_usd) if max_cost_usd is not None else None
+        # Every paid call is kept in the spending record, with or without a cap, so a cap set
+        # later in a study counts what was spent before it; a cap also bounds the calls in flight.
+        self.spending = SpendingLedger(cache_dir, max_cost_usd)
         self._factory = provider_factory or connect
         self.cache_dir = Path(cache_dir)
         self.batch_settings = batch or BatchSettings()
@@ -460,7 +461,7 @@ class ModelClient:
         provider = self._provider(model_id, state)
         gate, limiter, tokens = self._gates(state)
         last: RetryableError | None = None
-        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
+        bound = self._cost_bound(state, request)
         estimate = call_token_bound(state.api, request.messages, request.max_tokens) if tokens else 0
         for attempt in range(self.max_retries + 1):
             epoch = await gate.acquire()
@@ -470,7 +471,7 @@ class ModelClient:
                     await limiter.wait()
                 if tokens is not None:
                     await tokens.take(estimate)
-                if self.spending:
+                if self.spending.capped:
                     self.spending.reserve(bound)
                 response = None
                 try:
@@ -506,8 +507,8 @@ class ModelClient:
             provider = self._provider(model_id, state)
             folder = Batcher.folder_for(self.cache_dir, provider.describe())
             state.batcher = Batcher(provider, model_id, folder, self.batch_settings)
-        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
-        if self.spending:
+        bound = self._cost_bound(state, request)
+        if self.spending.capped:
             self.spending.reserve(bound)
         response = None
         try:
@@ -520,10 +521,19 @@ class ModelClient:
         state.rejections = ("", 0)
         return response
 
+    def _cost_bound(self, state: _ModelState, request: ProviderRequest) -> float:
+        """What a call may cost at most, where a cap needs it (0 without a cap)."""
+        if not self.spending.capped:
+            return 0.0
+        return call_cost_bound(state.api, request.messages, request.max_tokens)
+
     def _settle_spending(self, state: _ModelState, bound: float, response: ProviderResponse | None) -> None:
-        """Release a call's reserved bound and record what it cost (nothing if it got no reply)."""
-        if self.spending:
-            cost = response and state.api.price(response.input_tokens, response.output_tokens)
+        """Release a call's reserved bound and record what it cost (nothing if it got no reply).
+
+        Without a cap only a paid call touches the record: a free model's calls (the embedded
+        one) cost no file write."""
+        cost = state.api.cost_of(response) if response is not None else None
+        if self.spending.capped or cost:
             self.spending.settle(bound, cost)
 
     def _raise_if_stopped(self, state: _ModelState) -> None:

@@ -108,6 +108,11 @@ class ModelApi:
         where the model reasons before it answers)."""
         return answer_tokens
 
+    def cost_of(self, response: ProviderResponse) -> float | None:
+        """What the provider charges for `response`: the one place a reply's cost is made
+        (the spending record, a stage's cost and the call's recorded cost all read it)."""
+        return self.price(response.input_tokens, response.output_tokens)
+
     def price(self, input_tokens: int, output_tokens: int) -> float | None:
         """Cost in USD at the params' prices (batched calls at the batch API's price), else
         `unpriced_cost`."""
