@@ -18,10 +18,13 @@ labelled row weighs its `stratum_weight`, the rows of its stratum per row
 labelled in it, so a group spanning several target × metric cells counts
 each cell by its rows, whatever number of items were drawn from it.
 
-An interval is withheld exactly where the raw rate's is (too few base
-scenarios, or a metric with one), or where the group has no labelled rows:
-never because the judge is weak. A weak judge gets a small λ and the
-interval the labelled rows alone would give.
+An interval is withheld where the raw rate's is (too few base scenarios, or
+a metric with one), never because the judge is weak: a weak judge gets a
+small λ and the interval the labelled rows alone would give. Where the labels
+cannot carry a correction (none in the group, fewer than two with a human
+answer in one of its metrics, or all on one base scenario per metric, where
+λ is undefined) the corrected value itself is withheld, with the reason and
+the labels that would give one (`stats.ppi.untrusted`).
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ METHOD = "prediction-powered inference, power-tuned (PPI++)"
 
 
 def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
+    """A number for results.json: None where there is none, and never a negative zero."""
+    return float(x) + 0.0 if np.isfinite(x) else None
 
 
 class CorrectedRate(Strict):
@@ -172,7 +176,7 @@ def _difference(
     return CorrectedDifference(
         a=a,
         b=b,
-        raw_difference=raw,
+        raw_difference=None if raw is None else raw + 0.0,
         corrected_difference=_finite(out.estimate[i]),
         ci_low=_finite(out.ci_low[i]),
         ci_high=_finite(out.ci_high[i]),
@@ -197,7 +201,7 @@ def corrected_rates(
     human, weight = human_passes(scores, items)
     cluster = bootstrap.codes(cluster_ids(scores).astype(str))
     valid, judge = valid_mask(scores), passes(scores)
-    strata = bootstrap.strata_codes
+    strata, names = bootstrap.strata_codes, bootstrap.strata_names
     axes = demographic_axes(scores)
     groupings: list[Sequence[str]] = [
         ["target"], ["target", "metric_type"], ["target", "metric_id"],
@@ -215,7 +219,7 @@ def corrected_rates(
     per_grouping = []
     for columns, raw in zip(groupings, raw_all):
         keys, tables, labelled = correct(columns)
-        out = ppi_rates(tables, strata, confidence_level)
+        out = ppi_rates(tables, strata, confidence_level, metric_names=names)
         rates = {key: _rate(raw[key], out, g, labelled[g]) for g, key in enumerate(keys)}
         per_grouping.append((keys, tables, labelled, rates))
 
@@ -228,7 +232,8 @@ def corrected_rates(
             keys, tables, labelled, rates = per_grouping[3 + a]
             mine = [g for g, k in enumerate(keys) if str(k[0]) == target]
             pairs = list(combinations(mine, 2))
-            out = ppi_differences(tables, strata, pairs, confidence_level) if pairs else None
+            out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
+                   if pairs else None)
             gaps[axis] = [
                 _difference(
                     str(keys[i][1]), str(keys[j][1]), rates[keys[i]].raw, rates[keys[j]].raw,
@@ -247,7 +252,8 @@ def corrected_rates(
 
     keys, tables, labelled, rates = per_grouping[0]
     pairs = list(combinations(range(len(keys)), 2))
-    out = ppi_differences(tables, strata, pairs, confidence_level) if pairs else None
+    out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
+           if pairs else None)
     differences = [
         _difference(
             str(keys[i][0]), str(keys[j][0]), rates[keys[i]].raw, rates[keys[j]].raw,
