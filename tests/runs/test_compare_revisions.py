@@ -122,7 +122,8 @@ def follow(clone, monkeypatch, command: list[str]) -> int:
         monkeypatch.chdir(clone)
         return cli.main(command[1:])
     program = [sys.executable, "-m", "dvc"] if command[0] == "dvc" else [command[0]]
-    return subprocess.run([*program, *command[1:]], cwd=clone, capture_output=True).returncode
+    done = subprocess.run([*program, *command[1:]], cwd=clone, capture_output=True, check=False)
+    return done.returncode
 
 
 @pytest.mark.slow

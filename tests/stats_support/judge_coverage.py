@@ -276,6 +276,7 @@ BASES = (6, 12, 30)
 SMALL_BUDGETS = (4, 6, 8, 12, 16)
 SMALL_BUDGET_JUDGE = "Se 0.8, Sp 0.9"
 SMALL_BUDGET_RATERS = 0.9
+SMALL_BUDGET_BASES = (6, 12)
 
 
 def grid_rows(replications: int, budgets, judges, bases, seed: int = 11):
@@ -382,7 +383,7 @@ def main() -> None:
                         help="only the table of label budgets too small for a correction")
     args = parser.parse_args()
     judges = {k: v for k, v in JUDGES.items() if not args.judge or k in args.judge}
-    small = list(budget_rows(args.replications, SMALL_BUDGETS, args.base))
+    small = list(budget_rows(args.replications, SMALL_BUDGETS, SMALL_BUDGET_BASES))
     if args.small_budgets_only:
         text = "\n".join(budget_section(small)) + "\n"
     else:
