@@ -66,7 +66,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_estimate(args: argparse.Namespace) -> int:
     from .estimate import estimate, format_table
     from .estimate_time import expected_times, total_seconds
-    from .run_totals import format_seconds, read_totals
+    from .run_totals import format_cost, format_seconds, read_totals
 
     params = load_params(args.params)
     lines = estimate(params)
@@ -87,6 +87,13 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     total = total_seconds(times)
     print(f"  {'total':<{stage_w + arm_w + 2}}  {format_seconds(total):>12}"
           + ("" if total is not None else "  (not estimated for every stage)"))
+    costed = [t for t in times if t.cost_usd is not None]
+    if costed:
+        print("\nExpected cost from what the recorded calls cost when they were made "
+              "(replayed since or not):")
+        for t in costed:
+            print(f"  {t.stage:<{stage_w}}  {t.arm:<{arm_w}}  {format_cost(t.cost_usd):>12}  "
+                  f"{t.cost_basis}")
     return 0
 
 

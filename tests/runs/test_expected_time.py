@@ -14,9 +14,10 @@ from pressurebench.estimate_time import (
     expected_times,
     total_seconds,
 )
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.params import Params
 from pressurebench.run_totals import run_totals, stage_totals
-from pressurebench.schemas import Cost
+from pressurebench.schemas import Cost, RecordedUsage
 
 
 def params(**models) -> Params:
@@ -51,6 +52,25 @@ def test_recorded_time_is_wall_time_per_call_not_replayed_from_the_cache():
     )
     assert time.seconds == pytest.approx(100 * 120.0 / 60)
     assert time.basis.startswith("recorded") and "60 calls" in time.basis
+
+
+def test_a_stage_replayed_from_the_cache_is_estimated_from_its_calls_recorded_times_and_costs():
+    """Every call of the last run replayed (no uncached call to time the stage by): the time
+    and cost each call had when it was made, kept with its reply, still estimate the stage."""
+    recorded = {m: RecordedUsage(calls=20, cost_usd=0.155, timed_calls=20, latency_s=40.0)
+                for m in ("user", "target-a")}
+    cost = Cost(by_model={m: usage(20, 20, 0, 0, 0.0) for m in recorded}, total_cost_usd=0.0,
+                recorded=recorded, recorded_cost_usd=0.31)
+    replay = stage_totals("b/runs/t/simulate.cost.json", cost,
+                          manifest("simulate", target="t", params={}, models={}, duration_s=3.0))
+    lines = [line("simulate", "b/main/t", "user", 50), line("simulate", "b/main/t", "target-a", 50)]
+    (time,) = expected_times(params(), lines, run_totals([replay]))
+    at_once = min(api_for(params().models[m]).concurrency for m in recorded)
+    assert time.seconds is not None and "never ran here" not in time.basis
+    assert f"2.00 s per call when the 40 recorded calls were made, {at_once} at once" in time.basis
+    assert time.seconds == pytest.approx(100 * 2.0 / at_once)
+    assert time.cost_usd == pytest.approx(100 * 0.31 / 40)
+    assert "what 40 recorded calls cost when made" in time.cost_basis
 
 
 def test_the_embedded_model_is_assumed_at_the_stated_speeds():

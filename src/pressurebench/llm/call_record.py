@@ -72,6 +72,8 @@ class RecordedResponse(BaseModel):
     model_version: str | None
     refusal: str | None
     reasoning_tokens: int = Field(ge=0)
+    cost_usd: float | None = Field(default=None, ge=0, description="what the call cost when made")
+    latency_s: float | None = Field(default=None, ge=0, description="how long it took when made")
 
 
 class RecordedCall(BaseModel):

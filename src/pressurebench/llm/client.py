@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..schemas import ConcurrencyReport, ModelUsage
+from ..schemas import ConcurrencyReport, ModelUsage, RecordedUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
@@ -65,8 +65,12 @@ class CallResult:
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
-    cost_usd: float | None = 0.0
+    cost_usd: float | None = 0.0  # what this run paid: nothing for a replayed reply
     latency_s: float = 0.0
+    # What the call's replies cost and took when they were made, replayed or not (None / not
+    # timed where a stored reply lacks them).
+    recorded_cost_usd: float | None = 0.0
+    recorded_latency_s: float | None = 0.0
     cached: bool = False
     truncated: bool = False
     attempts: int = 0
@@ -82,6 +86,7 @@ class _ModelState:
     limiter: RateLimiter | None = None
     tokens: TokenRateLimiter | None = None
     usage: ModelUsage = field(default_factory=ModelUsage)
+    recorded: RecordedUsage = field(default_factory=RecordedUsage)
     versions: set[str] = field(default_factory=set)
     batcher: Batcher | None = None
     rejections: tuple[str, int] = ("", 0)  # the last refusal's text, and how often in a row
@@ -236,9 +241,10 @@ class ModelClient:
             result.input_tokens += resp.input_tokens
             result.output_tokens += resp.output_tokens
             result.reasoning_tokens += resp.reasoning_tokens
-            result.cost_usd = add_cost(
-                result.cost_usd, 0.0 if cached else state.api.price(resp.input_tokens, resp.output_tokens)
-            )
+            made_for = resp.cost_usd if resp.cost_usd is not None else state.api.cost_of(resp)
+            result.cost_usd = add_cost(result.cost_usd, 0.0 if cached else made_for)
+            result.recorded_cost_usd = add_cost(result.recorded_cost_usd, made_for)
+            result.recorded_latency_s = add_cost(result.recorded_latency_s, resp.latency_s)
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
             result.text = resp.text
@@ -271,6 +277,10 @@ class ModelClient:
 
     def usage(self) -> dict[str, ModelUsage]:
         return {mid: s.usage.model_copy() for mid, s in self._states.items() if s.usage.calls}
+
+    def recorded_usage(self) -> dict[str, RecordedUsage]:
+        """Per model, what this run's calls cost and took when they were made (replays too)."""
+        return {mid: s.recorded.model_copy() for mid, s in self._states.items() if s.recorded.calls}
 
     def model_versions(self) -> dict[str, list[str]]:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
@@ -312,6 +322,12 @@ class ModelClient:
         u.reasoning_tokens += result.reasoning_tokens
         u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
         u.latency_s += result.latency_s
+        r = state.recorded
+        r.calls += 1
+        r.cost_usd = add_cost(r.cost_usd, result.recorded_cost_usd)
+        if result.recorded_latency_s is not None and result.finish_reason is not None:
+            r.timed_calls += 1
+            r.latency_s += result.recorded_latency_s
         if result.model_version:
             state.versions.add(result.model_version)
 
@@ -410,10 +426,18 @@ class ModelClient:
         return None
 
     async def _ask(self, model_id, state, key, request) -> ProviderResponse:
-        """The provider's reply to `request`, directly or in a batch."""
+        """The provider's reply to `request`, directly or in a batch, carrying what it cost and
+        how long it took (retries and batch waits included), which the cache and the stage's
+        record keep with it."""
+        started = time.perf_counter()
         if state.spec.batch:
-            return await self._call_in_batch(model_id, state, key, request)
-        return await self._call_with_retries(model_id, state, request)
+            response = await self._call_in_batch(model_id, state, key, request)
+        else:
+            response = await self._call_with_retries(model_id, state, request)
+        cost = state.api.cost_of(response)
+        response.cost_usd = None if cost is None else float(cost)
+        response.latency_s = time.perf_counter() - started
+        return response
 
     def _scrub(self, text: str) -> str:
         """Error text with every API key of the registry replaced by its variable's name.

@@ -31,6 +31,11 @@ class ProviderResponse:
     model_version: str | None = None
     refusal: str | None = None
     reasoning_tokens: int = 0  # of output_tokens, spent on hidden reasoning
+    # What the call cost and how long it took when it was made (`ModelApi.cost_of`, seconds
+    # until the reply): kept with the reply in the cache and the stage's record, so a run
+    # that replays the call still knows both. None in entries written before they were kept.
+    cost_usd: float | None = None
+    latency_s: float | None = None
 
 
 @dataclass
