@@ -126,7 +126,7 @@ class _Calls:
     """The calls one conversation consists of: usage per model id and model version per role.
 
     Usage must not depend on whether this run replayed a call from the cache
-    (see `ModelUsage`), so cost is the list price of the tokens.
+    (see `ModelUsage`), so cost is what the calls cost when they were made.
     """
 
     client: ModelClient
@@ -141,10 +141,7 @@ class _Calls:
         u.input_tokens += result.input_tokens
         u.output_tokens += result.output_tokens
         u.reasoning_tokens += result.reasoning_tokens
-        u.cost_usd = add_cost(
-            u.cost_usd,
-            self.client.api(result.model_id).price(result.input_tokens, result.output_tokens),
-        )
+        u.cost_usd = add_cost(u.cost_usd, result.recorded_cost_usd)
         if result.model_version:
             self.versions[role] = result.model_version
 
