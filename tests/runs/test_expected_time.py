@@ -102,3 +102,38 @@ def test_the_command_prints_the_expected_time(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "Expected time of the model calls" in out
     assert "a pilot run records its time" in out and "(not estimated for every stage)" in out
+
+
+def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path, monkeypatch,
+                                                                        capsys):
+    """The example of docs/costs-and-replays.md: the last run of `simulate` replayed all 24 of
+    its calls, which cost $0.186 and took 48 s when they were made."""
+    import yaml
+
+    from pressurebench.io import write_artifact
+    from pressurebench.runtime import cost_summary
+    from support import TINY_BENCHMARK, tiny_params
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "pipeline.yaml").write_text(yaml.safe_dump(tiny_params()))
+    (tmp_path / "benchmarks" / "tiny").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "tiny" / "benchmark.yaml").write_text(yaml.safe_dump(TINY_BENCHMARK))
+    runs = tmp_path / "data" / "tiny" / "runs" / "target-a"
+    models = ("user", "target-a")
+    write_artifact(runs / "simulate.cost.json", cost_summary(
+        {m: usage(12, 12, 0, 0, 0.0) for m in models},
+        {m: RecordedUsage(calls=12, cost_usd=0.093, timed_calls=12, latency_s=24.0)
+         for m in models},
+    ))
+    write_artifact(runs / "simulate.manifest.json",
+                   manifest("simulate", target="target-a", params={}, models={}, duration_s=0.4))
+    assert cli.main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    times = out.split("Expected time of the model calls", 1)[1].split("Expected cost", 1)[0]
+    (replayed,) = [x for x in times.splitlines() if "simulate" in x and "target-a" in x]
+    assert "recorded: 2.00 s per call when the 24 recorded calls were made" in replayed
+    costs = out.split("Expected cost from what the recorded calls cost when they were made", 1)[1]
+    (cost,) = [x for x in costs.splitlines() if "simulate" in x]
+    assert "tiny/main/target-a" in cost and "$0.1860" in cost
+    assert "what 24 recorded calls cost when made" in cost
