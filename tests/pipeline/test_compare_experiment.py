@@ -37,3 +37,32 @@ def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path, cap
     assert 'href="compare/index.html"' in index and "Run totals" in index
     listing = (root / "reports" / "compare" / "index.html").read_text()
     assert 'href="HEAD__vs__brief.html"' in listing
+
+
+def test_the_readme_compare_recipe_runs_as_written_on_a_fresh_clone(
+    reproduced_template: Path, tmp_path: Path, monkeypatch, capsys
+):
+    """A clone of the committed run holds its dvc.lock but none of its outputs: the README's
+    recipe, as written, runs its baseline and compares it with the experiment."""
+    import shlex
+    import subprocess
+
+    from conftest import enter
+
+    from support import REPO
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(reproduced_template), str(clone)], check=True)
+    assert not (clone / ".pbcache").exists() and not (clone / ".dvc" / "cache").exists()
+    enter(clone, monkeypatch)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Comparing runs", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    recipe = [shlex.split(line) for line in block.splitlines() if line.strip()]
+    for command in recipe[:-1]:
+        assert command[:3] == ["dvc", "exp", "run"], command
+        run(command, clone, timeout=1800)
+    assert recipe[-1][:2] == ["pressurebench", "compare"]
+    assert cli.main(recipe[-1][1:]) == 0
+    out = capsys.readouterr().out
+    assert f"A = {recipe[-1][2]}" in out and "generation.turns" in out
+    assert "== cost and time ==" in out and "cost of its calls when made" in out
