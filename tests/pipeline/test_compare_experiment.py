@@ -48,7 +48,6 @@ def test_the_readme_compare_recipe_runs_as_written_on_a_fresh_clone(
     import subprocess
 
     from conftest import enter
-
     from support import REPO
 
     clone = tmp_path / "clone"
