@@ -379,7 +379,8 @@ def test_six_labels_from_two_raters_give_no_corrected_rate_but_the_reason_and_la
         assert overall.reason.startswith("too few labels to correct it")
         assert "more" in overall.reason and "m0" in overall.reason
     for difference in result.corrected.differences:
-        assert difference.corrected_difference is None and difference.reason
+        assert difference.corrected_difference is None
+        assert difference.reason.startswith(f"{difference.a}: too few labels to correct it")
     assert not negative_zeros(json.loads(result.model_dump_json()))
 
 

@@ -169,10 +169,14 @@ def _rate(raw: RateEstimate, out: PPIRates, g: int, n_labelled: float) -> Correc
 
 
 def _difference(
-    a: str, b: str, raw_a: RateEstimate, raw_b: RateEstimate, out: PPIRates, i: int,
-    labelled_a: float, labelled_b: float,
+    a: str, b: str, rate_a: CorrectedRate, rate_b: CorrectedRate, out: PPIRates, i: int,
 ) -> CorrectedDifference:
+    raw_a, raw_b = rate_a.raw, rate_b.raw
     raw = None if raw_a.rate is None or raw_b.rate is None else raw_a.rate - raw_b.rate
+    reason = out.reason[i]
+    # A side whose rate cannot be corrected withholds the difference: say which side.
+    side = next((name for name, rate in ((a, rate_a), (b, rate_b))
+                 if rate.corrected_rate is None and rate.reason == reason), None)
     return CorrectedDifference(
         a=a,
         b=b,
@@ -181,9 +185,9 @@ def _difference(
         ci_low=_finite(out.ci_low[i]),
         ci_high=_finite(out.ci_high[i]),
         ci_method=out.ci_method[i],
-        n_labelled_a=int(labelled_a),
-        n_labelled_b=int(labelled_b),
-        reason=out.reason[i],
+        n_labelled_a=rate_a.n_labelled,
+        n_labelled_b=rate_b.n_labelled,
+        reason=f"{side}: {reason}" if side is not None and reason is not None else reason,
     )
 
 
@@ -221,24 +225,21 @@ def corrected_rates(
         keys, tables, labelled = correct(columns)
         out = ppi_rates(tables, strata, confidence_level, metric_names=names)
         rates = {key: _rate(raw[key], out, g, labelled[g]) for g, key in enumerate(keys)}
-        per_grouping.append((keys, tables, labelled, rates))
+        per_grouping.append((keys, tables, rates))
 
-    overall = {str(key[0]): rate for key, rate in per_grouping[0][3].items()}
+    overall = {str(key[0]): rate for key, rate in per_grouping[0][2].items()}
     for target, overall_rate in overall.items():
-        by = [None] + [_of_target(rates, target) for _, _, _, rates in per_grouping[1:]]
+        by = [None] + [_of_target(rates, target) for _, _, rates in per_grouping[1:]]
         types = by[1]
         gaps = {}
         for a, axis in enumerate(axes):
-            keys, tables, labelled, rates = per_grouping[3 + a]
+            keys, tables, rates = per_grouping[3 + a]
             mine = [g for g, k in enumerate(keys) if str(k[0]) == target]
             pairs = list(combinations(mine, 2))
             out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
                    if pairs else None)
             gaps[axis] = [
-                _difference(
-                    str(keys[i][1]), str(keys[j][1]), rates[keys[i]].raw, rates[keys[j]].raw,
-                    out, p, labelled[i], labelled[j],
-                )
+                _difference(str(keys[i][1]), str(keys[j][1]), rates[keys[i]], rates[keys[j]], out, p)
                 for p, (i, j) in enumerate(pairs)
             ]
         by_target[target] = TargetCorrection(
@@ -250,15 +251,12 @@ def corrected_rates(
             gaps=gaps,
         )
 
-    keys, tables, labelled, rates = per_grouping[0]
+    keys, tables, rates = per_grouping[0]
     pairs = list(combinations(range(len(keys)), 2))
     out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
            if pairs else None)
     differences = [
-        _difference(
-            str(keys[i][0]), str(keys[j][0]), rates[keys[i]].raw, rates[keys[j]].raw,
-            out, p, labelled[i], labelled[j],
-        )
+        _difference(str(keys[i][0]), str(keys[j][0]), rates[keys[i]], rates[keys[j]], out, p)
         for p, (i, j) in enumerate(pairs)
     ]
     return CorrectedRates(by_target=by_target, differences=differences)
