@@ -163,3 +163,12 @@ def test_the_command_prints_labels_per_target_for_each_number_of_samples(project
     design = Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2)
     planned = required_labels(design, 100, half_width=0.1, accuracy=0.9)
     assert f"      1 {planned:>26}" in out and "judge right on 90%" in out
+
+
+def test_a_perfect_judge_still_plans_the_labels_a_corrected_value_needs_in_every_metric():
+    """However few labels the width needs, a corrected value is withheld below two labelled
+    rows per metric (`stats.ppi.untrusted`), so the plan never asks for fewer."""
+    from pressurebench.stats.ppi import MIN_LABELLED_PER_METRIC
+
+    design = Design(metrics=4, variants=2, samples=2, rate=0.7, icc=0.2)
+    assert required_labels(design, 30, half_width=0.3, accuracy=1.0) == 4 * MIN_LABELLED_PER_METRIC

@@ -12,6 +12,12 @@ manifest makes the run's wall time unknown, never 0. The run's wall time is the
 sum of its stages' durations, which is the time `dvc repro` spent when it ran
 them one after another; stages re-run later replayed what the cache held, so
 their durations (and `cached_calls`) describe that later run.
+
+What a run paid (`cost_usd`: nothing for a replayed call) is shown beside what
+its calls cost when they were made (`recorded_cost_usd`, replays included, from
+the cost and time each reply carries in the cache and the call record): a run
+replayed from the cache costs $0 and its calls still cost what they cost. A
+cost file written before calls kept their cost has no recorded cost (None).
 """
 
 from __future__ import annotations
@@ -47,7 +53,12 @@ class StageTotals(Row):
     cached_input_tokens: int = Field(default=0, ge=0, description="of input_tokens, read from a prompt cache")
     cache_write_tokens: int = Field(default=0, ge=0, description="of input_tokens, written to a prompt cache")
     output_tokens: int = Field(ge=0)
-    cost_usd: float | None = Field(description="None when a model has no price")
+    cost_usd: float | None = Field(description="what this run paid; None when a model has no price")
+    recorded_cost_usd: float | None = Field(
+        default=None, description="what its calls cost when they were made, replays included"
+    )
+    timed_calls: int = Field(default=0, ge=0, description="calls whose time was recorded")
+    recorded_latency_s: float = Field(default=0.0, ge=0, description="those calls' times summed")
     wall_s: float | None = Field(description="the stage's duration; None without its manifest")
 
 
@@ -63,6 +74,7 @@ class RunTotals(Row):
     cache_write_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(ge=0)
     cost_usd: float | None
+    recorded_cost_usd: float | None = None
     wall_s: float | None
     unknown_cost: list[str] = Field(description="stages whose cost is unknown")
     unknown_wall: list[str] = Field(description="stages without a manifest")
@@ -97,6 +109,9 @@ def stage_totals(path: str, cost: Cost, manifest: Manifest | None) -> StageTotal
         cache_write_tokens=sum(u.cache_write_tokens for u in usage),
         output_tokens=sum(u.output_tokens for u in usage),
         cost_usd=cost.total_cost_usd,
+        recorded_cost_usd=cost.recorded_cost_usd,
+        timed_calls=sum(r.timed_calls for r in cost.recorded.values()),
+        recorded_latency_s=sum(r.latency_s for r in cost.recorded.values()),
         wall_s=manifest.duration_s if manifest else None,
     )
 
@@ -113,6 +128,7 @@ def run_totals(stages: Iterable[StageTotals]) -> RunTotals:
         cache_write_tokens=sum(s.cache_write_tokens for s in stages),
         output_tokens=sum(s.output_tokens for s in stages),
         cost_usd=_known_sum(s.cost_usd for s in stages),
+        recorded_cost_usd=_known_sum(s.recorded_cost_usd for s in stages),
         wall_s=_known_sum(s.wall_s for s in stages),
         unknown_cost=[s.path for s in stages if s.cost_usd is None],
         unknown_wall=[s.path for s in stages if s.wall_s is None],
@@ -175,7 +191,7 @@ def format_seconds(seconds: float | None) -> str:
 
 TOTALS_COLUMNS = [
     "stage", "arm", "target", "calls", "cached", "failed", "input tokens", "of them cache reads",
-    "cache writes", "output tokens", "cost", "wall time",
+    "cache writes", "output tokens", "cost paid", "cost when made", "wall time",
 ]
 
 
@@ -186,7 +202,7 @@ def totals_frame(totals: RunTotals) -> pd.DataFrame:
         return [
             label, arm, target, t.calls, MISSING if t.cached_calls is None else t.cached_calls,
             t.failed_calls, t.input_tokens, t.cached_input_tokens, t.cache_write_tokens,
-            t.output_tokens, format_cost(t.cost_usd),
+            t.output_tokens, format_cost(t.cost_usd), format_cost(t.recorded_cost_usd),
             format_seconds(t.wall_s),
         ]
 

@@ -23,7 +23,7 @@ from .llm.providers.registry import api_class, provider_names
 from .params import Params, load_params, param_values, require_api_keys
 from .paths import Layout
 from .prompts import prompt_hashes
-from .schemas import Cost, Manifest, ModelUsage
+from .schemas import Cost, Manifest, ModelUsage, RecordedUsage
 
 # Beside every provider's own distributions (`ModelApi.distributions`).
 RECORDED_PACKAGES = ("pressurebench", "pydantic", "numpy", "scipy", "pandas", "dvc", "papermill")
@@ -133,7 +133,7 @@ class StageRun:
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
         recorded = client.write_record()
         usage = client.usage()
-        cost = cost_summary(usage).model_copy(update={
+        cost = cost_summary(usage, client.recorded_usage()).model_copy(update={
             "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
             "cached_price_unknown_models": sorted(
                 mid for mid, u in usage.items()
@@ -196,11 +196,21 @@ def _no_header_values(value):
     return value
 
 
-def cost_summary(usage: dict[str, ModelUsage]) -> Cost:
+def cost_summary(
+    usage: dict[str, ModelUsage], recorded: dict[str, RecordedUsage] | None = None
+) -> Cost:
+    """What the run paid per model and in all, beside what its calls cost when they were made
+    (`recorded`, replays included; None in all without it)."""
     total: float | None = 0.0
     unknown = []
     for mid, u in usage.items():
         total = add_cost(total, u.cost_usd)
         if u.cost_usd is None:
             unknown.append(mid)
-    return Cost(by_model=usage, total_cost_usd=total, unknown_price_models=sorted(unknown))
+    made: float | None = None
+    if recorded is not None:
+        made = 0.0
+        for r in recorded.values():
+            made = add_cost(made, r.cost_usd)
+    return Cost(by_model=usage, total_cost_usd=total, unknown_price_models=sorted(unknown),
+                recorded=recorded or {}, recorded_cost_usd=made)

@@ -168,6 +168,19 @@ class ModelUsage(Row):
     latency_s: float | None = 0.0
 
 
+class RecordedUsage(Row):
+    """What one model's calls of a stage cost and took when they were made, replayed calls
+    included: the cost and time each call's reply carries in the cache and the stage's record
+    (`llm.types.ProviderResponse`). A run that replays every call pays nothing (`ModelUsage`)
+    and still knows what its calls cost. A reply stored before costs were kept is priced at
+    the params' list prices; one stored without its time is left out of `timed_calls`."""
+
+    calls: int = Field(default=0, ge=0)
+    cost_usd: float | None = Field(default=0.0, description="None when a model has no price")
+    timed_calls: int = Field(default=0, ge=0, description="calls whose time was recorded")
+    latency_s: float = Field(default=0.0, ge=0, description="their times summed")
+
+
 class ConcurrencyReport(Row):
     """How one API model's calls in flight followed its provider's rate limits (AIMD)."""
 
@@ -187,6 +200,13 @@ class Cost(Row):
         default_factory=list,
         description="models that read input from a prompt cache but have no "
         "price_per_mtok_cached_in: that input is priced at the full input price",
+    )
+    recorded: dict[str, RecordedUsage] = Field(
+        default_factory=dict,
+        description="per model, what the calls cost and took when they were made (replays too)",
+    )
+    recorded_cost_usd: float | None = Field(
+        default=None, description="what every call of the stage cost when it was made",
     )
     concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
     cache_repaired: int = Field(

@@ -201,3 +201,29 @@ def test_batch_mode_calls_are_recorded_and_replay_without_a_batch(mock_server, t
     again = ask(replay, prompts, schema=JudgeOutput)
     assert mock_server.total_requests == 0
     assert [r.parsed for r in again] == [r.parsed for r in first]
+
+
+def test_a_replayed_call_keeps_what_it_cost_and_took_when_it_was_made(tmp_path, script):
+    """The record and the cache keep each reply's cost and time: a run that replays every
+    call pays nothing, and still knows what its calls cost and took."""
+    script.responder = lambda mid, req: f"reply to {req.messages[-1]['content']}"
+    record = tmp_path / "simulate.calls.jsonl"
+    prices = {"price_per_mtok_in": 2.0, "price_per_mtok_out": 8.0}
+    made = ask(first := client_for(tmp_path, script, record, **prices), ["a", "b", "c"])
+    first.write_record()
+    assert all(r.cost_usd > 0 and r.recorded_cost_usd == r.cost_usd for r in made)
+    assert all(r.recorded_latency_s > 0 for r in made)
+    rows = [json.loads(line) for line in record.read_text().splitlines()]
+    assert sorted(r["response"]["cost_usd"] for r in rows) == sorted(r.cost_usd for r in made)
+
+    for cache, with_record in (("elsewhere", record), ("cache", None)):  # record, local cache
+        replay = client_for(tmp_path, script, with_record, cache=cache, **prices)
+        again = ask(replay, ["a", "b", "c"])
+        assert all(r.cached and r.cost_usd == 0.0 for r in again)
+        assert [r.recorded_cost_usd for r in again] == [r.cost_usd for r in made]
+        assert [r.recorded_latency_s for r in again] == [r.recorded_latency_s for r in made]
+        usage, recorded = replay.usage()["m"], replay.recorded_usage()["m"]
+        assert usage.cost_usd == 0.0 and usage.cached_calls == 3
+        assert recorded.cost_usd == pytest.approx(sum(r.cost_usd for r in made))
+        assert recorded.timed_calls == 3
+        assert recorded.latency_s == pytest.approx(sum(r.recorded_latency_s for r in made))

@@ -79,3 +79,38 @@ def test_a_cap_needs_a_price_for_every_model_it_bounds(project):
     with pytest.raises(ConfigError, match="has no price_per_mtok_in/out") as err:
         load_params(path)
     assert "models." in str(err.value)
+
+
+def test_calls_made_without_a_cap_count_against_a_cap_set_later(mock_server, monkeypatch, tmp_path):
+    """A study spends first without `run.max_cost_usd`, then sets one: the cap counts the
+    whole spend, as the record keeps every paid call whatever the params say."""
+    monkeypatch.setenv(KEY_ENV, mock_server.api_key)
+    client = ModelClient({"m": spec(mock_server)}, tmp_path / "cache", max_retries=0)
+
+    async def uncapped():
+        async with client:
+            return await asyncio.gather(*(
+                client.chat("m", [{"role": "user", "content": f"first {i:03d} " * 4}])
+                for i in range(10)
+            ))
+
+    results = asyncio.run(uncapped())
+    paid = sum(r.cost_usd for r in results)
+    assert paid > 0
+    record = json.loads((tmp_path / "cache" / "spending.json").read_text())
+    assert record["spent_usd"] == pytest.approx(paid)
+
+    bound = call_cost_bound(api_for(spec(mock_server)),
+                            [{"role": "user", "content": "question 000 " * 4}], 50)
+    cap = paid + 3.5 * bound  # room for three more calls, not thirty
+    _, stopped, capped = run_calls(tmp_path, mock_server, cap)
+    assert stopped and "spending cap reached" in stopped
+    assert capped.spending.spent <= cap
+    assert mock_server.path_counts["/v1/chat/completions"] <= 10 + 3
+
+
+def test_a_free_model_without_a_cap_writes_no_spending_record(tmp_path):
+    """Only a paid call touches the record when there is no cap (a write per call costs)."""
+    ledger = SpendingLedger(tmp_path / "cache", cap_usd=None)
+    assert not ledger.capped
+    assert not (tmp_path / "cache" / "spending.json").exists()

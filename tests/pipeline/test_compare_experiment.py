@@ -1,14 +1,17 @@
-"""The documented flow on the real pipeline (docs/sharing-and-comparing.md, "Comparing runs"):
-change a target's system prompt in a DVC experiment, then `pressurebench compare` the committed
-run with it. The commands are the page's own block, run line by line as written."""
+"""The documented flow on the real pipeline (docs/sharing-and-comparing.md, "Comparing runs"),
+on a fresh clone of a committed run, which holds its dvc.lock but none of its outputs: run the
+baseline as an experiment, change a target's system prompt in another, then `pressurebench
+compare` the two. The commands are the page's own block, run line by line as written."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 from pipeline_support import run
 
+from conftest import enter
 from docs_support import recipes
 
 pytestmark = pytest.mark.slow
@@ -16,15 +19,22 @@ pytestmark = pytest.mark.slow
 PAGE = "docs/sharing-and-comparing.md"
 
 
-def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path):
-    root = reproduced_repo
+def test_the_compare_recipe_runs_as_written_on_a_fresh_clone(
+    reproduced_template: Path, tmp_path: Path, monkeypatch
+):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(reproduced_template), str(clone)], check=True)
+    assert not (clone / ".pbcache").exists() and not (clone / ".dvc" / "cache").exists()
+    enter(clone, monkeypatch)
     (recipe,) = [b for b in recipes(PAGE) if "pressurebench compare" in b.body]
-    experiment, compare = recipe.commands()
-    assert experiment.startswith("dvc exp run") and compare.startswith("pressurebench compare")
-    run(["bash", "-c", experiment], root)
-    status = run(["git", "status", "--porcelain"], root).stdout
+    *experiments, compare = recipe.commands()
+    assert all(line.startswith("dvc exp run") for line in experiments)
+    assert compare.startswith("pressurebench compare")
+    for line in experiments:
+        run(["bash", "-c", line], clone, timeout=1800)
+    status = run(["git", "status", "--porcelain"], clone).stdout
 
-    out = run(["bash", "-c", compare], root).stdout
+    out = run(["bash", "-c", compare], clone).stdout
     assert "models.smollm2-agreeable.system_prompt" in out
     assert '"Agree with the user."' in out and '"Be brief."' in out
     assert "Differences paired by base scenario" in out
@@ -32,11 +42,11 @@ def test_compare_the_committed_run_with_an_experiment(reproduced_repo: Path):
     smollm2 = out.split("-- smollm2 --")[1].split("-- ")[0]
     overall = next(line for line in smollm2.splitlines() if line.startswith("overall"))
     assert "+0.0 pp" in overall
-    assert "== cost and time ==" in out
+    assert "== cost and time ==" in out and "cost of its calls when made" in out
     # nothing was checked out to read the two runs
-    assert run(["git", "status", "--porcelain"], root).stdout == status
+    assert run(["git", "status", "--porcelain"], clone).stdout == status
     # The pipeline's index links the comparisons' own index, which lists this one.
-    index = (root / "reports" / "index.html").read_text()
+    index = (clone / "reports" / "index.html").read_text()
     assert 'href="compare/index.html"' in index and "Run totals" in index
-    listing = (root / "reports" / "compare" / "index.html").read_text()
-    assert 'href="HEAD__vs__brief.html"' in listing
+    listing = (clone / "reports" / "compare" / "index.html").read_text()
+    assert 'href="baseline__vs__brief.html"' in listing

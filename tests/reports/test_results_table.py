@@ -11,6 +11,7 @@ from pressurebench.reports.tables import (
     RESULTS_COLUMNS,
     error_breakdown,
     error_breakdown_for,
+    format_difference,
     format_rate,
     results_table,
 )
@@ -63,6 +64,13 @@ def test_format_rate():
     assert format_rate(None, None, None) == MISSING
     assert format_rate(0.0, 0.0, 0.25) == "0.0% [0.0%, 25.0%]"
     assert format_rate(0.5, None, None) == "50.0%"
+
+
+def test_a_value_rounding_to_zero_is_shown_without_a_sign():
+    """A rate, λ or difference a hair below 0 (−0.0 from a clip, −1e−9 from rounding) reads
+    0.0, never "−0.0": the sign would claim a direction the figure does not have."""
+    assert format_rate(-0.0, -0.0, 0.25) == "0.0% [0.0%, 25.0%]"
+    assert format_difference(-1e-9, -0.0004, 0.1) == "+0.0 pp [+0.0, +10.0]"
 
 
 def test_error_breakdown_by_target_stage_and_cause(artifacts):

@@ -3,6 +3,7 @@ from the working tree: the `dvc exp run -S ...` then `pressurebench compare` flo
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -68,3 +69,93 @@ def test_compare_a_commit_with_a_dvc_experiment_from_the_cache(tmp_path, monkeyp
     assert not (tmp_path / "data").exists()
     assert run(tmp_path, "git", "status", "--porcelain") == status + "?? reports/\n"
     assert (tmp_path / "reports" / "compare" / "HEAD__vs__more-turns.html").is_file()
+
+
+def committed_study(root):
+    """A repository whose run (turns 2) is committed with its dvc.lock, as a project ships."""
+    from support import tiny_params
+
+    frame = synthetic_scores(target_rates={"a": 0.5, "b": 0.6}, metrics=4, base_per_metric=8,
+                             samples=1, seed=4)
+    write_run(root / "fixtures" / "run2", frame[frame.target == "a"].assign(target="t1"))
+    write_run(root / "fixtures" / "run3", frame[frame.target == "b"].assign(target="t1"),
+              turns=3)
+    (root / "params").mkdir()
+    (root / "params" / "pipeline.yaml").write_text(
+        yaml.safe_dump(tiny_params(generation={**tiny_params()["generation"], "turns": 2}))
+    )
+    (root / "dvc.yaml").write_text(STAGE)
+    run(root, "git", "init", "-q")
+    run(root, "git", "config", "user.email", "t@example.org")
+    run(root, "git", "config", "user.name", "t")
+    run(root, sys.executable, "-m", "dvc", "init", "-q")
+    run(root, sys.executable, "-m", "dvc", "repro", "-q")
+    run(root, "git", "add", "-A")
+    run(root, "git", "commit", "-qm", "the shipped run")
+
+
+def fresh_clone(tmp_path):
+    """A clone of a committed study: its dvc.lock, none of its outputs in the DVC cache."""
+    committed_study(tmp_path / "origin")
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "origin"), str(tmp_path / "clone")],
+                   check=True)
+    clone = tmp_path / "clone"
+    run(clone, "git", "config", "user.email", "t@example.org")
+    run(clone, "git", "config", "user.name", "t")
+    assert not (clone / "data").exists() and not (clone / ".dvc" / "cache").exists()
+    return clone
+
+
+def readme_recipe() -> list[list[str]]:
+    """The commands of the README's "Comparing runs" recipe, as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Comparing runs", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def follow(clone, monkeypatch, command: list[str]) -> int:
+    """Run one documented command in `clone`: dvc and git as processes, pressurebench here."""
+    if command[0] == "pressurebench":
+        monkeypatch.chdir(clone)
+        return cli.main(command[1:])
+    program = [sys.executable, "-m", "dvc"] if command[0] == "dvc" else [command[0]]
+    done = subprocess.run([*program, *command[1:]], cwd=clone, capture_output=True, check=False)
+    return done.returncode
+
+
+@pytest.mark.slow
+def test_the_readme_compare_recipe_runs_as_written_on_a_fresh_clone(tmp_path, monkeypatch, capsys):
+    clone = fresh_clone(tmp_path)
+    recipe = readme_recipe()
+    assert recipe[-1][:2] == ["pressurebench", "compare"]
+    for command in recipe:
+        assert follow(clone, monkeypatch, command) == 0, (command, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert f"A = {recipe[-1][2]}" in out and f"B = {recipe[-1][3]}" in out
+    assert "generation.turns" in out and "cluster-t, paired" in out
+
+
+@pytest.mark.slow
+def test_a_baseline_missing_from_a_fresh_clones_cache_is_one_line_saying_how_to_make_it(
+    tmp_path, monkeypatch, capsys
+):
+    """`compare HEAD turns3` right after `dvc exp run` on a fresh clone: HEAD's outputs were
+    never made here. The error says in one line how to make the baseline, and doing so works."""
+    clone = fresh_clone(tmp_path)
+    set_turns = ["dvc", "exp", "run", "-n", "turns3", "-S",
+                 "params/pipeline.yaml:generation.turns=3"]
+    assert follow(clone, monkeypatch, set_turns) == 0
+    assert follow(clone, monkeypatch, ["pressurebench", "compare", "HEAD", "turns3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "a fresh clone's DVC cache holds no outputs of HEAD" in err
+    advice = err.split("make the baseline with `", 1)[1].split("`", 1)[0]
+    assert advice == "git stash && dvc exp run -n baseline"
+    for command in advice.split(" && "):
+        assert follow(clone, monkeypatch, shlex.split(command)) == 0, command
+    assert follow(clone, monkeypatch, ["pressurebench", "compare", "baseline", "turns3"]) == 0
+    out = capsys.readouterr().out
+    assert "generation.turns" in out and "cluster-t, paired" in out

@@ -14,9 +14,10 @@ from pressurebench.commands.time_forecast import (
     expected_times,
     total_seconds,
 )
+from pressurebench.llm.providers.registry import api_for
 from pressurebench.params import Params
 from pressurebench.run_totals import run_totals, stage_totals
-from pressurebench.schemas import Cost
+from pressurebench.schemas import Cost, RecordedUsage
 
 
 def params(**models) -> Params:
@@ -53,6 +54,25 @@ def test_recorded_time_is_wall_time_per_call_not_replayed_from_the_cache():
     assert time.basis.startswith("recorded") and "60 calls" in time.basis
 
 
+def test_a_stage_replayed_from_the_cache_is_estimated_from_its_calls_recorded_times_and_costs():
+    """Every call of the last run replayed (no uncached call to time the stage by): the time
+    and cost each call had when it was made, kept with its reply, still estimate the stage."""
+    recorded = {m: RecordedUsage(calls=20, cost_usd=0.155, timed_calls=20, latency_s=40.0)
+                for m in ("user", "target-a")}
+    cost = Cost(by_model={m: usage(20, 20, 0, 0, 0.0) for m in recorded}, total_cost_usd=0.0,
+                recorded=recorded, recorded_cost_usd=0.31)
+    replay = stage_totals("b/runs/t/simulate.cost.json", cost,
+                          manifest("simulate", target="t", params={}, models={}, duration_s=3.0))
+    lines = [line("simulate", "b/main/t", "user", 50), line("simulate", "b/main/t", "target-a", 50)]
+    (time,) = expected_times(params(), lines, run_totals([replay]))
+    at_once = min(api_for(params().models[m]).concurrency for m in recorded)
+    assert time.seconds is not None and "never ran here" not in time.basis
+    assert f"2.00 s per call when the 40 recorded calls were made, {at_once} at once" in time.basis
+    assert time.seconds == pytest.approx(100 * 2.0 / at_once)
+    assert time.cost_usd == pytest.approx(100 * 0.31 / 40)
+    assert "what 40 recorded calls cost when made" in time.cost_basis
+
+
 def test_the_embedded_model_is_assumed_at_the_stated_speeds():
     local = {"local-m": {"provider": "local", "model": "smollm2-135m-instruct", "n_threads": 2}}
     (time,) = expected_times(params(**local), [line("evaluate", "b/main/t", "local-m", 10)], None)
@@ -82,3 +102,38 @@ def test_the_command_prints_the_expected_time(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "Expected time of the model calls" in out
     assert "a pilot run records its time" in out and "(not estimated for every stage)" in out
+
+
+def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path, monkeypatch,
+                                                                        capsys):
+    """The example of docs/costs-and-replays.md: the last run of `simulate` replayed all 24 of
+    its calls, which cost $0.186 and took 48 s when they were made."""
+    import yaml
+
+    from pressurebench.io import write_artifact
+    from pressurebench.runtime import cost_summary
+    from support import TINY_BENCHMARK, tiny_params
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "pipeline.yaml").write_text(yaml.safe_dump(tiny_params()))
+    (tmp_path / "benchmarks" / "tiny").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "tiny" / "benchmark.yaml").write_text(yaml.safe_dump(TINY_BENCHMARK))
+    runs = tmp_path / "data" / "tiny" / "runs" / "target-a"
+    models = ("user", "target-a")
+    write_artifact(runs / "simulate.cost.json", cost_summary(
+        {m: usage(12, 12, 0, 0, 0.0) for m in models},
+        {m: RecordedUsage(calls=12, cost_usd=0.093, timed_calls=12, latency_s=24.0)
+         for m in models},
+    ))
+    write_artifact(runs / "simulate.manifest.json",
+                   manifest("simulate", target="target-a", params={}, models={}, duration_s=0.4))
+    assert cli.main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    times = out.split("Expected time of the model calls", 1)[1].split("Expected cost", 1)[0]
+    (replayed,) = [x for x in times.splitlines() if "simulate" in x and "target-a" in x]
+    assert "recorded: 2.00 s per call when the 24 recorded calls were made" in replayed
+    costs = out.split("Expected cost from what the recorded calls cost when they were made", 1)[1]
+    (cost,) = [x for x in costs.splitlines() if "simulate" in x]
+    assert "tiny/main/target-a" in cost and "$0.1860" in cost
+    assert "what 24 recorded calls cost when made" in cost

@@ -10,7 +10,8 @@ from pressurebench.io import write_artifact
 from pressurebench.paths import Layout
 from pressurebench.reports.index import write_index
 from pressurebench.run_totals import read_totals, totals_frame
-from pressurebench.schemas import Cost
+from pressurebench.runtime import cost_summary
+from pressurebench.schemas import Cost, RecordedUsage
 from stats_support.synthetic import synthetic_scores
 
 
@@ -76,7 +77,7 @@ def test_validation_arms_and_studies_count_in_the_run_but_not_behind_the_results
 def test_the_table_ends_with_the_run_total(data_dir):
     frame = totals_frame(read_totals(data_dir / BENCHMARK))
     last = frame.iloc[-1]
-    assert last["stage"] == "run total" and last["cost"] == "unknown"
+    assert last["stage"] == "run total" and last["cost paid"] == "unknown"
     assert last["wall time"] == "3 min 10 s"
     assert list(frame["calls"][:-1].astype(int)) and frame["calls"].iloc[-1] == sum(
         frame["calls"][:-1])
@@ -92,3 +93,27 @@ def test_the_index_says_why_totals_are_missing(data_dir, tmp_path):
     (data_dir / BENCHMARK / "runs" / "t1" / "evaluate.cost.json").write_text("{")
     html = write_index(tmp_path / "reports", data_dir=data_dir).read_text()
     assert "No run totals" in html and "evaluate.cost.json" in html
+
+
+def test_a_replayed_run_shows_what_its_calls_cost_when_made_beside_what_it_paid(tmp_path):
+    """A run replayed from the cache paid $0; its calls cost $0.31 when they were made. Both
+    reach the totals, the report's table and `compare`'s cost rows."""
+    from pressurebench.compare.report import totals_side_by_side
+
+    frame = synthetic_scores(target_rates={"t1": 0.5}, metrics=2, base_per_metric=2, samples=1)
+    write_run(tmp_path, frame)
+    layout = Layout(tmp_path, BENCHMARK)
+    for path in layout.root.rglob("*.cost.json"):
+        path.unlink()
+    replayed = cost_summary(
+        {"t1": usage(8, 8, 100, 10, 0.0)},
+        {"t1": RecordedUsage(calls=8, cost_usd=0.31, timed_calls=8, latency_s=16.0)},
+    )
+    write_artifact(layout.cost_file("simulate", "t1"), replayed)
+    totals = read_totals(layout.root)
+    assert totals.cost_usd == 0.0 and totals.recorded_cost_usd == pytest.approx(0.31)
+    last = totals_frame(totals).iloc[-1]
+    assert last["cost paid"] == "$0.0000" and last["cost when made"] == "$0.3100"
+    side = totals_side_by_side(totals, totals)
+    assert side.loc["cost paid by the last run", "A"] == "$0.0000"
+    assert side.loc["cost of its calls when made", "A"] == "$0.3100"

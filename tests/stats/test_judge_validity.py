@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import krippendorff
 import numpy as np
@@ -360,3 +361,42 @@ def test_corrected_rates_cover_the_truth_with_over_sampled_panel_splits():
     weighted = coverage(150, labelled_per_group=40, rater_accuracy=1.0, **PANEL_DESIGN)
     for target in TRUE_RATES:
         assert 0.91 <= weighted.covered[target]["corrected"] <= 0.99, weighted
+
+
+def test_six_labels_from_two_raters_give_no_corrected_rate_but_the_reason_and_labels_needed():
+    """6 labelled items per target over 4 metrics from two raters who sometimes tie: no
+    metric has the two labelled rows with a human answer a correction needs everywhere, so no
+    target gets a corrected rate (never a 0.0% without an interval), each says which labels
+    would give one, and no negative zero reaches results.json."""
+    rng = np.random.default_rng(36)
+    scores, labels, verdicts = simulate(rng, labelled_per_target=6, rater_accuracy=0.9)
+    result = judge_validity(scores, labels, verdicts, resamples=50, seed=1)
+    for correction in result.corrected.by_target.values():
+        overall = correction.overall
+        assert overall.raw.rate is not None and overall.raw.ci_low is not None
+        assert overall.corrected_rate is None and overall.power_tuning is None
+        assert overall.ci_low is None and overall.ci_method == methods.NONE
+        assert overall.reason.startswith("too few labels to correct it")
+        assert "more" in overall.reason and "m0" in overall.reason
+    for difference in result.corrected.differences:
+        assert difference.corrected_difference is None
+        assert difference.reason.startswith(f"{difference.a}: too few labels to correct it")
+    assert not negative_zeros(json.loads(result.model_dump_json()))
+
+
+def negative_zeros(value, where: str = "") -> list[str]:
+    """Where a parsed JSON value holds −0.0."""
+    if isinstance(value, dict):
+        return [w for k, v in value.items() for w in negative_zeros(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [w for i, v in enumerate(value) for w in negative_zeros(v, f"{where}[{i}]")]
+    return [where] if isinstance(value, float) and value == 0 and math.copysign(1, value) < 0 else []
+
+
+def test_small_label_budgets_withhold_the_corrected_value_in_the_coverage_grid():
+    """The grid's small-budget case (docs/judge_coverage.md): at 6 labels per target the
+    corrected value is always withheld; at 16, with ties, mostly given."""
+    small = coverage(20, base_per_metric=6, labelled_per_target=6, rater_accuracy=0.9)
+    assert all(share == 1.0 for share in small.withheld.values()), small
+    enough = coverage(20, base_per_metric=6, labelled_per_target=16, rater_accuracy=0.9)
+    assert all(share < 0.5 for share in enough.withheld.values()), enough

@@ -15,8 +15,10 @@ from pressurebench.stats.cluster_t import (
     wilson_t_interval,
 )
 from pressurebench.stats.ppi import (
+    MIN_LABELLED_PER_METRIC,
     PPITables,
     ppi_contributions,
+    ppi_differences,
     ppi_rates,
     ppi_tables,
     residual_floor,
@@ -173,3 +175,69 @@ def test_a_group_without_labels_has_no_corrected_rate_and_says_why():
     assert np.isnan(out.estimate[1]) and np.isnan(out.ci_low[1])
     assert out.reason[1] == "no labelled rows with a human answer"
     assert out.ci_method[1] == methods.NONE
+
+
+def _labelled_at(cluster: np.ndarray, y: np.ndarray, rows: list[int]) -> np.ndarray:
+    human = np.full(y.size, np.nan)
+    human[rows] = y[rows]
+    return human
+
+
+def test_a_metric_with_one_labelled_row_withholds_the_corrected_rate_and_names_the_labels():
+    """Three metrics of 12 base scenarios × 4 rows; m01 and m02 have labels on several base
+    scenarios, m03 on one row: its residual is one verdict, so no corrected value (nor λ, nor
+    interval) is given, and the reason says which labels would give one."""
+    cluster, strata, y, f = clustered_rows(6)
+    group = np.zeros(cluster.size, dtype=np.int64)
+    rows = [0, 4, 8, 12, 48, 52, 56, 96]  # m01: 4, m02: 3, m03: 1 (4 rows per base scenario)
+    human = _labelled_at(cluster, y, rows)
+    tables = ppi_tables(cluster, group, strata.size, 1, f, np.ones(y.size), human, np.ones(y.size))
+    out = ppi_rates(tables, strata, 0.95, metric_names=["m01", "m02", "m03"])
+    assert np.isnan(out.estimate[0]) and np.isnan(out.lam[0]) and np.isnan(out.ci_low[0])
+    assert out.ci_method == [methods.NONE]
+    assert out.reason[0].startswith("too few labels to correct it: 1 of its 3 metrics")
+    assert f"m03: {MIN_LABELLED_PER_METRIC - 1} more" in out.reason[0]
+
+    human = _labelled_at(cluster, y, rows + [100])  # a second row in m03, on another scenario
+    tables = ppi_tables(cluster, group, strata.size, 1, f, np.ones(y.size), human, np.ones(y.size))
+    out = ppi_rates(tables, strata, 0.95, metric_names=["m01", "m02", "m03"])
+    assert np.isfinite(out.estimate[0]) and np.isfinite(out.lam[0]) and out.reason[0] is None
+
+
+def test_labels_on_one_base_scenario_per_metric_leave_lambda_undefined():
+    """Two labelled rows per metric, both of one base scenario: the labelled rows show no
+    variation between scenarios, so neither λ nor the residual's variance can be estimated."""
+    cluster, strata, y, f = clustered_rows(7)
+    group = np.zeros(cluster.size, dtype=np.int64)
+    human = _labelled_at(cluster, y, [0, 1, 48, 49, 96, 97])
+    tables = ppi_tables(cluster, group, strata.size, 1, f, np.ones(y.size), human, np.ones(y.size))
+    out = ppi_rates(tables, strata, 0.95)
+    assert np.isnan(out.estimate[0]) and np.isnan(out.lam[0])
+    assert "λ and their variance cannot be estimated" in out.reason[0]
+    assert "one more base scenario" in out.reason[0]
+
+
+def test_a_difference_with_an_uncorrectable_side_is_withheld_with_that_sides_reason():
+    cluster, strata, y, f = clustered_rows(8)
+    group = np.where(np.arange(y.size) % 2 == 0, 0, 1)
+    rows = [r for r in range(0, y.size, 6)]  # group 0 (even rows) labelled in every metric
+    human = _labelled_at(cluster, y, rows + [1])  # group 1: one labelled row, in m01
+    tables = ppi_tables(cluster, group, strata.size, 2, f, np.ones(y.size), human, np.ones(y.size))
+    rates = ppi_rates(tables, strata, 0.95)
+    assert np.isfinite(rates.estimate[0]) and np.isnan(rates.estimate[1])
+    diff = ppi_differences(tables, strata, [(0, 1)], 0.95)
+    assert np.isnan(diff.estimate[0]) and np.isnan(diff.ci_low[0])
+    assert diff.reason[0] == rates.reason[1]
+
+
+def test_a_tuned_lambda_is_never_a_negative_zero():
+    """Every labelled row failing leaves the residual without variance: the covariance is 0
+    and the tuned λ computed as −0 / (2 V(e)); it is reported as 0, never as −0."""
+    cluster, strata, y, f = clustered_rows(9)
+    group = np.zeros(cluster.size, dtype=np.int64)
+    rows = list(range(0, y.size, 5))
+    human = np.full(y.size, np.nan)
+    human[rows] = 0.0
+    tables = ppi_tables(cluster, group, strata.size, 1, f, np.ones(y.size), human, np.ones(y.size))
+    out = ppi_rates(tables, strata, 0.95)
+    assert out.lam[0] == 0.0 and not np.signbit(out.lam[0])

@@ -21,7 +21,9 @@ and the raw judged rate's interval cover the true rate, and their mean
 widths; and the same for the corrected paired difference of the two
 targets. `make judge-coverage` runs the grid of label budgets, judge
 qualities and designs into docs/judge_coverage.md (`--judge` and `--base`
-run part of it).
+run part of it), and the label budgets too small for a correction
+(`budget_rows`): how often the corrected value is withheld there, and how
+the intervals given cover.
 """
 
 from __future__ import annotations
@@ -268,6 +270,13 @@ JUDGES = {
     },
 }
 BASES = (6, 12, 30)
+# Budgets around what a correction needs (`stats.ppi.MIN_LABELLED_PER_METRIC` labelled rows
+# with a human answer in each of the 4 metrics), labelled by two raters each right on 90% of
+# items, so that ties leave some items without a human answer, as with real raters.
+SMALL_BUDGETS = (4, 6, 8, 12, 16)
+SMALL_BUDGET_JUDGE = "Se 0.8, Sp 0.9"
+SMALL_BUDGET_RATERS = 0.9
+SMALL_BUDGET_BASES = (6, 12)
 
 
 def grid_rows(replications: int, budgets, judges, bases, seed: int = 11):
@@ -289,7 +298,50 @@ def grid_rows(replications: int, budgets, judges, bases, seed: int = 11):
                     ).replace("nan", "–")
 
 
-def document(rows: list[str], replications: int) -> str:
+def budget_rows(replications: int, budgets, bases, seed: int = 11):
+    """One markdown row per design × small label budget and target (and the difference): the
+    share of benchmarks whose corrected value is withheld, and the coverage and mean width of
+    the corrected intervals given."""
+    for base in bases:
+        for budget in budgets:
+            result = coverage(
+                replications, seed=seed, base_per_metric=base, labelled_per_target=budget,
+                rater_accuracy=SMALL_BUDGET_RATERS, **JUDGES[SMALL_BUDGET_JUDGE],
+            )
+            for key in result.covered:
+                given = 1.0 - result.withheld[key]
+                covered = result.covered[key]["corrected"] / given if given else float("nan")
+                yield (
+                    f"| {base} | {budget} | {key} | {result.withheld[key]:.3f} | "
+                    f"{covered:.3f} | {result.width[key]['corrected']:.3f} |"
+                ).replace("nan", "–")
+
+
+def budget_section(rows: list[str]) -> list[str]:
+    """The small-budget table of docs/judge_coverage.md."""
+    return [
+        "",
+        "## Label budgets too small for a correction",
+        "",
+        (
+            f"The same benchmarks with a judge of {SMALL_BUDGET_JUDGE} and few labels per "
+            "target, spread over its 4 metrics by two raters each right on "
+            f"{SMALL_BUDGET_RATERS:.0%} of items (a tie leaves an item without a human "
+            "answer). A corrected value needs at least two labelled rows with a human answer "
+            "in every metric of its group, on more than one base scenario "
+            "(`stats.ppi.untrusted`); below that it is withheld with the reason and the labels "
+            "that would give one, never reported as a rate without an interval. Withheld: the "
+            "share of benchmarks without a corrected value; coverage and width: of the "
+            "corrected intervals given."
+        ),
+        "",
+        "| base / metric | labels / target | rate | withheld | coverage where given | width |",
+        "|---:|---:|---|---:|---:|---:|",
+        *rows,
+    ]
+
+
+def document(rows: list[str], replications: int, small: list[str] | None = None) -> str:
     """docs/judge_coverage.md: what was simulated, then the grid's rows."""
     error = np.sqrt(0.95 * 0.05 / replications)
     lines = [
@@ -313,6 +365,7 @@ def document(rows: list[str], replications: int) -> str:
         + "| labelled only | width | raw | width | λ |",
         "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
+        *(budget_section(small) if small else []),
     ]
     return "\n".join(lines) + "\n"
 
@@ -326,10 +379,16 @@ def main() -> None:
     parser.add_argument("--base", type=int, nargs="+", default=list(BASES),
                         help="base scenarios per metric")
     parser.add_argument("--out", help="write the markdown here instead of printing it")
+    parser.add_argument("--small-budgets-only", action="store_true",
+                        help="only the table of label budgets too small for a correction")
     args = parser.parse_args()
     judges = {k: v for k, v in JUDGES.items() if not args.judge or k in args.judge}
-    rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
-    text = document(rows, args.replications)
+    small = list(budget_rows(args.replications, SMALL_BUDGETS, SMALL_BUDGET_BASES))
+    if args.small_budgets_only:
+        text = "\n".join(budget_section(small)) + "\n"
+    else:
+        rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
+        text = document(rows, args.replications, small)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

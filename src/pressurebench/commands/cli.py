@@ -78,7 +78,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from ..run_totals import format_seconds, read_totals
+    from ..run_totals import format_cost, format_seconds, read_totals
     from .cost_forecast import cached_share, estimate, format_table
     from .time_forecast import expected_times, total_seconds
 
@@ -109,6 +109,13 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     total = total_seconds(times)
     print(f"  {'total':<{stage_w + arm_w + 2}}  {format_seconds(total):>12}"
           + ("" if total is not None else "  (not estimated for every stage)"))
+    costed = [t for t in times if t.cost_usd is not None]
+    if costed:
+        print("\nExpected cost from what the recorded calls cost when they were made "
+              "(replayed since or not):")
+        for t in costed:
+            print(f"  {t.stage:<{stage_w}}  {t.arm:<{arm_w}}  {format_cost(t.cost_usd):>12}  "
+                  f"{t.cost_basis}")
     return 0
 
 

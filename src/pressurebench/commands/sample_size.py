@@ -49,6 +49,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
+from ..stats.ppi import MIN_LABELLED_PER_METRIC
+
 MAX_SCENARIOS = 10000
 
 
@@ -128,8 +130,9 @@ def corrected_rate_variance(design: Design, scenarios: int, labels: int, accurac
 
 def required_labels(design: Design, scenarios: int, *, half_width: float, accuracy: float,
                     confidence: float = 0.95) -> int | None:
-    """Fewest labelled rows per target for a corrected interval of ±`half_width`; None where
-    even every row labelled leaves it wider (more base scenarios are needed, not labels)."""
+    """Fewest labelled rows per target for a corrected interval of ±`half_width`, and at least
+    the labels a corrected value needs in each metric; None where even every row labelled
+    leaves it wider (more base scenarios are needed, not labels)."""
     if not 0.5 <= accuracy <= 1:
         raise ValueError(f"judge accuracy must be between 0.5 and 1, got {accuracy}")
     rows = design.metrics * scenarios * design.rows_per_scenario
@@ -141,7 +144,8 @@ def required_labels(design: Design, scenarios: int, *, half_width: float, accura
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if corrected_rate_variance(design, scenarios, mid, accuracy) <= budget \
             else (mid + 1, hi)
-    return lo
+    # A corrected value needs labels in every metric (`stats.ppi.untrusted`), whatever the width.
+    return min(max(lo, MIN_LABELLED_PER_METRIC * design.metrics), rows)
 
 
 # --- checking the plan by simulation ----------------------------------------------------

@@ -8,6 +8,10 @@ Two sources, the first that applies:
   planned. It includes the concurrency, the provider's latency and the
   machine as they were, and is the better figure whenever it exists (a pilot
   run records it).
+- **recorded call times**: where those stages replayed their calls from the
+  cache or the call record, the time each call took when it was made (kept
+  with its reply), averaged and divided by the calls the stage's models run at
+  once. A replayed run still knows what its calls took.
 - **assumed** (stages whose models are all embedded): the planned tokens at
   the prompt and decoding speeds below, which are the slower ends of what
   `perf/README.md` measured for SmolLM2-135M at `requantize: q8_0`, on as
@@ -16,6 +20,10 @@ Two sources, the first that applies:
 Otherwise (an API model never run here) the time is not estimated, never 0. Times
 cover model calls only: starting a stage's notebook and loading the embedded
 model add a few seconds per stage.
+
+The expected cost of a stage whose calls were recorded is their recorded cost
+per call (what each call cost when it was made, replayed since or not) times
+the calls planned, beside the token-based estimate.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..llm.providers.registry import is_embedded
+from ..llm.providers.registry import api_for, is_embedded
 from ..params import Params
 from ..run_totals import RunTotals
 from .cost_forecast import Line
@@ -45,6 +53,8 @@ class StageTime:
     calls: int
     seconds: float | None
     basis: str  # RECORDED, ASSUMED or NOT_ESTIMATED, with what it rests on
+    cost_usd: float | None = None  # from the recorded cost per call; None where none is known
+    cost_basis: str = ""
 
 
 def _stage_key(line: Line) -> tuple[str, str]:
@@ -62,6 +72,33 @@ def recorded_rates(history: RunTotals) -> dict[tuple[str, frozenset[str]], tuple
         seconds[key] = seconds.get(key, 0.0) + s.wall_s
         calls[key] = calls.get(key, 0) + s.calls - s.cached_calls
     return {key: (seconds[key] / calls[key], calls[key]) for key in seconds}
+
+
+def recorded_call_times(history: RunTotals) -> dict[tuple[str, frozenset[str]], tuple[float, int]]:
+    """Per stage kind and set of models: (mean seconds a call took when it was made, calls
+    timed), over every recorded call, replayed since or not."""
+    seconds: dict[tuple[str, frozenset[str]], float] = {}
+    calls: dict[tuple[str, frozenset[str]], int] = {}
+    for s in history.stages:
+        if s.timed_calls <= 0:
+            continue
+        key = (s.stage, frozenset(s.models))
+        seconds[key] = seconds.get(key, 0.0) + s.recorded_latency_s
+        calls[key] = calls.get(key, 0) + s.timed_calls
+    return {key: (seconds[key] / calls[key], calls[key]) for key in seconds}
+
+
+def recorded_call_costs(history: RunTotals) -> dict[tuple[str, frozenset[str]], tuple[float, int]]:
+    """Per stage kind and set of models: (what a call cost when it was made, calls counted)."""
+    cost: dict[tuple[str, frozenset[str]], float] = {}
+    calls: dict[tuple[str, frozenset[str]], int] = {}
+    for s in history.stages:
+        if s.recorded_cost_usd is None or s.calls <= 0:
+            continue
+        key = (s.stage, frozenset(s.models))
+        cost[key] = cost.get(key, 0.0) + s.recorded_cost_usd
+        calls[key] = calls.get(key, 0) + s.calls
+    return {key: (cost[key] / calls[key], calls[key]) for key in cost}
 
 
 def _assumed_local_seconds(params: Params, lines: list[Line]) -> float:
@@ -82,6 +119,8 @@ def _assumed_local_seconds(params: Params, lines: list[Line]) -> float:
 def expected_times(params: Params, lines: list[Line], history: RunTotals | None) -> list[StageTime]:
     """One expected time per planned stage (stage × arm/target), in the order of `lines`."""
     rates = recorded_rates(history) if history is not None else {}
+    call_times = recorded_call_times(history) if history is not None else {}
+    call_costs = recorded_call_costs(history) if history is not None else {}
     stages: dict[tuple[str, str], list[Line]] = {}
     for line in lines:
         stages.setdefault(_stage_key(line), []).append(line)
@@ -93,6 +132,14 @@ def expected_times(params: Params, lines: list[Line], history: RunTotals | None)
             rate, measured = rates[(stage, models)]
             out.append(StageTime(stage, arm, calls, calls * rate,
                                  f"{RECORDED}: {rate:.2f} s per call over {measured} calls"))
+        elif (stage, models) in call_times:
+            per_call, measured = call_times[(stage, models)]
+            at_once = min(api_for(params.models[m]).concurrency for m in models)
+            out.append(StageTime(
+                stage, arm, calls, calls * per_call / at_once,
+                f"{RECORDED}: {per_call:.2f} s per call when the {measured} recorded calls were "
+                f"made, {at_once} at once",
+            ))
         elif all(is_embedded(params.models[m].provider) for m in models):
             out.append(StageTime(stage, arm, calls, _assumed_local_seconds(params, group),
                                  f"{ASSUMED}: embedded model at {ASSUMED_PROMPT_TPS_PER_CORE:.0f} "
@@ -101,6 +148,13 @@ def expected_times(params: Params, lines: list[Line], history: RunTotals | None)
             out.append(StageTime(stage, arm, calls, None,
                                  f"{NOT_ESTIMATED}: {', '.join(sorted(models))} never ran here "
                                  "in this stage; a pilot run records its time"))
+    for time_ in out:
+        key = (time_.stage, frozenset(x.model_id for x in stages[(time_.stage, time_.arm)]))
+        if key in call_costs:
+            per_call, counted = call_costs[key]
+            time_.cost_usd = time_.calls * per_call
+            time_.cost_basis = (f"{RECORDED}: ${per_call:.6f} per call, what {counted} recorded "
+                                "calls cost when made")
     return out
 
 

@@ -84,13 +84,14 @@ def totals_side_by_side(a: RunTotals, b: RunTotals) -> pd.DataFrame:
         cached = MISSING if t.cached_calls is None else f"{t.cached_calls:,}"
         return [f"{len(t.stages)}", f"{t.calls:,}", cached, f"{t.failed_calls:,}",
                 f"{t.input_tokens:,}", f"{t.cached_input_tokens:,}", f"{t.cache_write_tokens:,}",
-                f"{t.output_tokens:,}", format_cost(t.cost_usd),
+                f"{t.output_tokens:,}", format_cost(t.cost_usd), format_cost(t.recorded_cost_usd),
                 format_seconds(t.wall_s)]
 
     return pd.DataFrame(
         {"A": column(a), "B": column(b)},
         index=["stages", "calls", "cached calls", "failed calls", "input tokens",
-               "of them cache reads", "cache writes", "output tokens", "cost", "wall time (sum of stages)"],
+               "of them cache reads", "cache writes", "output tokens", "cost paid by the last run",
+               "cost of its calls when made", "wall time (sum of stages)"],
     )
 
 

@@ -94,11 +94,15 @@ class RevisionFiles:
         if not self.fs.exists(self.data_dir):
             return []
         prefix = self.data_dir.rstrip("/") + "/"
-        return sorted(
-            p.lstrip("/")[len(prefix):]
-            for p in self.fs.find(self.data_dir)
-            if p.endswith(".json")
-        )
+        try:
+            found = self.fs.find(self.data_dir)
+        except Exception as exc:  # noqa: BLE001 - a missing cache entry surfaces as several kinds
+            raise ConfigError(
+                f"{self.rev}:{self.data_dir}",
+                f"cannot list it from git or the DVC cache ({exc.__class__.__name__}: {exc}); "
+                + missing_baseline(self.rev),
+            ) from None
+        return sorted(p.lstrip("/")[len(prefix):] for p in found if p.endswith(".json"))
 
     def read(self, path: str) -> str:
         full = f"{self.data_dir}/{path}"
@@ -108,11 +112,21 @@ class RevisionFiles:
             raise ConfigError(
                 self.where(path),
                 f"cannot read it from git or the DVC cache ({exc.__class__.__name__}: {exc}); "
-                "`dvc pull` or `dvc exp pull` fetches outputs missing from the cache",
+                + missing_baseline(self.rev),
             ) from None
 
     def where(self, path: str) -> str:
         return f"{self.rev}:{self.data_dir}/{path}"
+
+
+def missing_baseline(rev: str) -> str:
+    """How to get the outputs of `rev` when the local DVC cache lacks them, in one line.
+
+    A fresh clone's cache holds no outputs of the committed run, and `dvc exp run` leaves its
+    params in the working tree, so the baseline is run from an unchanged checkout."""
+    return (f"a fresh clone's DVC cache holds no outputs of {rev}: make the baseline with "
+            "`git stash && dvc exp run -n baseline` and compare `baseline` instead, or fetch "
+            "them with `dvc pull` (`dvc exp pull` for a colleague's experiment)")
 
 
 def data_dir_of(params: Any) -> str:

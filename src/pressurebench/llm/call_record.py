@@ -76,6 +76,8 @@ class RecordedResponse(BaseModel):
     # when 0, so the records of calls that use no prompt cache read as they did before.
     cached_input_tokens: int = Field(default=0, ge=0)
     cache_write_tokens: int = Field(default=0, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0, description="what the call cost when made")
+    latency_s: float | None = Field(default=None, ge=0, description="how long it took when made")
 
 
 PROMPT_CACHE_FIELDS = ("cached_input_tokens", "cache_write_tokens")

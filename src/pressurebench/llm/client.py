@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..schemas import ConcurrencyReport, ModelUsage
+from ..schemas import ConcurrencyReport, ModelUsage, RecordedUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
@@ -67,8 +67,12 @@ class CallResult:
     reasoning_tokens: int = 0
     cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
     cache_write_tokens: int = 0  # of input_tokens, written to it
-    cost_usd: float | None = 0.0
+    cost_usd: float | None = 0.0  # what this run paid: nothing for a replayed reply
     latency_s: float = 0.0
+    # What the call's replies cost and took when they were made, replayed or not (None / not
+    # timed where a stored reply lacks them).
+    recorded_cost_usd: float | None = 0.0
+    recorded_latency_s: float | None = 0.0
     cached: bool = False
     truncated: bool = False
     attempts: int = 0
@@ -84,6 +88,7 @@ class _ModelState:
     limiter: RateLimiter | None = None
     tokens: TokenRateLimiter | None = None
     usage: ModelUsage = field(default_factory=ModelUsage)
+    recorded: RecordedUsage = field(default_factory=RecordedUsage)
     versions: set[str] = field(default_factory=set)
     batcher: Batcher | None = None
     rejections: tuple[str, int] = ("", 0)  # the last refusal's text, and how often in a row
@@ -134,8 +139,9 @@ class ModelClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.stop_after_rejections = stop_after_rejections
-        # Spending is kept (and capped) only under a cap: it costs a file write per call.
-        self.spending = SpendingLedger(cache_dir, max_cost_usd) if max_cost_usd is not None else None
+        # Every paid call is kept in the spending record, with or without a cap, so a cap set
+        # later in a study counts what was spent before it; a cap also bounds the calls in flight.
+        self.spending = SpendingLedger(cache_dir, max_cost_usd)
         self._factory = provider_factory or connect
         self.cache_dir = Path(cache_dir)
         self.batch_settings = batch or BatchSettings()
@@ -243,7 +249,10 @@ class ModelClient:
             result.reasoning_tokens += resp.reasoning_tokens
             result.cached_input_tokens += resp.cached_input_tokens
             result.cache_write_tokens += resp.cache_write_tokens
-            result.cost_usd = add_cost(result.cost_usd, 0.0 if cached else response_price(state.api, resp))
+            made_for = resp.cost_usd if resp.cost_usd is not None else state.api.cost_of(resp)
+            result.cost_usd = add_cost(result.cost_usd, 0.0 if cached else made_for)
+            result.recorded_cost_usd = add_cost(result.recorded_cost_usd, made_for)
+            result.recorded_latency_s = add_cost(result.recorded_latency_s, resp.latency_s)
             result.model_version = resp.model_version
             result.finish_reason = resp.finish_reason
             result.text = resp.text
@@ -276,6 +285,10 @@ class ModelClient:
 
     def usage(self) -> dict[str, ModelUsage]:
         return {mid: s.usage.model_copy() for mid, s in self._states.items() if s.usage.calls}
+
+    def recorded_usage(self) -> dict[str, RecordedUsage]:
+        """Per model, what this run's calls cost and took when they were made (replays too)."""
+        return {mid: s.recorded.model_copy() for mid, s in self._states.items() if s.recorded.calls}
 
     def model_versions(self) -> dict[str, list[str]]:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
@@ -319,6 +332,12 @@ class ModelClient:
         u.cache_write_tokens += result.cache_write_tokens
         u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
         u.latency_s += result.latency_s
+        r = state.recorded
+        r.calls += 1
+        r.cost_usd = add_cost(r.cost_usd, result.recorded_cost_usd)
+        if result.recorded_latency_s is not None and result.finish_reason is not None:
+            r.timed_calls += 1
+            r.latency_s += result.recorded_latency_s
         if result.model_version:
             state.versions.add(result.model_version)
 
@@ -419,10 +438,18 @@ class ModelClient:
         return None
 
     async def _ask(self, model_id, state, key, request) -> ProviderResponse:
-        """The provider's reply to `request`, directly or in a batch."""
+        """The provider's reply to `request`, directly or in a batch, carrying what it cost and
+        how long it took (retries and batch waits included), which the cache and the stage's
+        record keep with it."""
+        started = time.perf_counter()
         if state.spec.batch:
-            return await self._call_in_batch(model_id, state, key, request)
-        return await self._call_with_retries(model_id, state, request)
+            response = await self._call_in_batch(model_id, state, key, request)
+        else:
+            response = await self._call_with_retries(model_id, state, request)
+        cost = state.api.cost_of(response)
+        response.cost_usd = None if cost is None else float(cost)
+        response.latency_s = time.perf_counter() - started
+        return response
 
     def _scrub(self, text: str) -> str:
         """Error text with every API key of the registry replaced by its variable's name.
@@ -470,7 +497,7 @@ class ModelClient:
         provider = self._provider(model_id, state)
         gate, limiter, tokens = self._gates(state)
         last: RetryableError | None = None
-        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
+        bound = self._cost_bound(state, request)
         estimate = call_token_bound(state.api, request.messages, request.max_tokens) if tokens else 0
         for attempt in range(self.max_retries + 1):
             epoch = await gate.acquire()
@@ -480,7 +507,7 @@ class ModelClient:
                     await limiter.wait()
                 if tokens is not None:
                     await tokens.take(estimate)
-                if self.spending:
+                if self.spending.capped:
                     self.spending.reserve(bound)
                 response = None
                 try:
@@ -516,8 +543,8 @@ class ModelClient:
             provider = self._provider(model_id, state)
             folder = Batcher.folder_for(self.cache_dir, provider.describe())
             state.batcher = Batcher(provider, model_id, folder, self.batch_settings)
-        bound = call_cost_bound(state.api, request.messages, request.max_tokens) if self.spending else 0.0
-        if self.spending:
+        bound = self._cost_bound(state, request)
+        if self.spending.capped:
             self.spending.reserve(bound)
         response = None
         try:
@@ -530,10 +557,19 @@ class ModelClient:
         state.rejections = ("", 0)
         return response
 
+    def _cost_bound(self, state: _ModelState, request: ProviderRequest) -> float:
+        """What a call may cost at most, where a cap needs it (0 without a cap)."""
+        if not self.spending.capped:
+            return 0.0
+        return call_cost_bound(state.api, request.messages, request.max_tokens)
+
     def _settle_spending(self, state: _ModelState, bound: float, response: ProviderResponse | None) -> None:
-        """Release a call's reserved bound and record what it cost (nothing if it got no reply)."""
-        if self.spending:
-            cost = response and response_price(state.api, response)
+        """Release a call's reserved bound and record what it cost (nothing if it got no reply).
+
+        Without a cap only a paid call touches the record: a free model's calls (the embedded
+        one) cost no file write."""
+        cost = state.api.cost_of(response) if response is not None else None
+        if self.spending.capped or cost:
             self.spending.settle(bound, cost)
 
     def _raise_if_stopped(self, state: _ModelState) -> None:
@@ -562,12 +598,6 @@ class ModelClient:
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.backoff_cap_s * 5))
         return delay
-
-
-def response_price(api: ModelApi, response: ProviderResponse | CallResult) -> float | None:
-    """What a reply cost as billed: its input, cached input and cache writes priced apart."""
-    return api.price(response.input_tokens, response.output_tokens, response.cached_input_tokens,
-                     response.cache_write_tokens)
 
 
 def _forget_call(task: asyncio.Task) -> None:

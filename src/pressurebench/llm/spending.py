@@ -1,8 +1,10 @@
-"""A spending cap over every call the response cache has paid for (`run.max_cost_usd`).
+"""The study's spending record, and a cap over it (`run.max_cost_usd`).
 
 The cache is the checkpoint, so it is also where spending is kept: `spending.json`
-in the cache directory holds the list-price cost of every call made through it
-(answers and failures alike), across stages and runs. Before a call, its cost
+in the cache directory holds the list-price cost of every paid call made through it
+(answers and failures alike), across stages and runs, whether or not a cap is set:
+a cap set halfway through a study counts what the study spent before it. Before a
+call under a cap, its cost
 is bounded from above: its prompt at one token per three characters, and the
 whole token limit it may spend (a reasoning model's room to reason included).
 A call whose bound would take what is spent, plus the bounds of the calls in
@@ -82,8 +84,15 @@ class SpendingLedger:
         self.reserved = 0.0  # this process's calls in flight
         self.pid = os.getpid()
         self._lock = threading.Lock()
-        with self._locked():
-            self.spent = self._read()[0]
+        self.spent = 0.0
+        if self.capped:
+            with self._locked():
+                self.spent = self._read()[0]
+
+    @property
+    def capped(self) -> bool:
+        """Whether calls are bounded before they are made (else only recorded after)."""
+        return self.cap_usd is not None
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -79,6 +79,11 @@ class ProviderResponse:
     reasoning_tokens: int = 0  # of output_tokens, spent on hidden reasoning
     cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
     cache_write_tokens: int = 0  # of input_tokens, written to it (Anthropic bills them apart)
+    # What the call cost and how long it took when it was made (`ModelApi.cost_of`, seconds
+    # until the reply): kept with the reply in the cache and the stage's record, so a run
+    # that replays the call still knows both. None in entries written before they were kept.
+    cost_usd: float | None = None
+    latency_s: float | None = None
 
 
 @dataclass

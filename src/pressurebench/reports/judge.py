@@ -30,7 +30,8 @@ CORRECTED_NOTE = (
     "prediction-powered inference (PPI++): the judge's rate on every judged row plus the "
     "human-minus-judge difference on the labelled rows, with λ (0 to 1) the weight the "
     "judge's verdicts earn from how well they track the labels. Unbiased whatever the judge's "
-    "quality; its interval is withheld only where the raw rate's is."
+    "quality; its interval is withheld where the raw rate's is, and the corrected value itself "
+    "where too few labels can carry it (the note says which labels would give one)."
 )
 AGREEMENT_COLUMNS = ["judge", "items", "accuracy", "Cohen's κ", "Krippendorff's α",
                      "sensitivity", "specificity"]
@@ -44,8 +45,8 @@ def _estimate(e: AgreementEstimate) -> str:
     if e.value is None:
         return MISSING
     if e.ci_low is None:
-        return f"{e.value:.2f}"
-    return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+        return f"{e.value:z.2f}"
+    return f"{e.value:z.2f} [{e.ci_low:z.2f}, {e.ci_high:z.2f}]"
 
 
 def set_aside_note(results: Results) -> str:
@@ -96,7 +97,7 @@ def _corrected_cells(rate: CorrectedRate) -> list:
         format_rate(rate.raw.rate, rate.raw.ci_low, rate.raw.ci_high),
         format_rate(rate.corrected_rate, rate.ci_low, rate.ci_high),
         interval_method(rate.ci_method, None),
-        MISSING if rate.power_tuning is None else f"{rate.power_tuning:.2f}",
+        MISSING if rate.power_tuning is None else f"{rate.power_tuning:z.2f}",
         rate.n_judged,
         rate.n_labelled,
         rate.reason or "",
@@ -133,10 +134,10 @@ def corrected_differences_table(results: Results) -> pd.DataFrame:
               for axis, gaps in c.gaps.items() for d in gaps]
     rows = [
         [target, name,
-         MISSING if d.raw_difference is None else f"{d.raw_difference:+.3f}",
+         MISSING if d.raw_difference is None else f"{d.raw_difference:+z.3f}",
          MISSING if d.corrected_difference is None else (
-             f"{d.corrected_difference:+.3f}" + (
-                 "" if d.ci_low is None else f" [{d.ci_low:+.3f}, {d.ci_high:+.3f}]")),
+             f"{d.corrected_difference:+z.3f}" + (
+                 "" if d.ci_low is None else f" [{d.ci_low:+z.3f}, {d.ci_high:+z.3f}]")),
          interval_method(d.ci_method, None), d.n_labelled_a + d.n_labelled_b, d.reason or ""]
         for target, name, d in named
     ]

@@ -1,7 +1,9 @@
 """Tables for notebooks and pages: rates with their intervals and n, errors by cause.
 
 A missing rate is shown as "—", never as 0 or an empty cell a reader could
-take for zero: a pass rate of 0 is a finding, a missing one is not.
+take for zero: a pass rate of 0 is a finding, a missing one is not. A value
+that rounds to zero is shown without a sign (format spec `z`, PEP 682): a
+"−0.0" would claim a direction the figure does not have.
 """
 
 from __future__ import annotations
@@ -69,13 +71,13 @@ def format_estimate(est: RateEstimate) -> str:
 
 
 def format_share(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.1%}"
+    return MISSING if value is None else f"{value:z.1%}"
 
 
 def format_interval(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return MISSING
-    return f"[{low:.1%}, {high:.1%}]"
+    return f"[{low:z.1%}, {high:z.1%}]"
 
 
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
@@ -88,7 +90,7 @@ def format_rate(rate: float | None, low: float | None, high: float | None) -> st
 
 
 def format_points(value: float | None) -> str:
-    return MISSING if value is None else f"{100 * value:+.1f} pp"
+    return MISSING if value is None else f"{100 * value:+z.1f} pp"
 
 
 def format_difference(value: float | None, low: float | None, high: float | None) -> str:
@@ -97,7 +99,7 @@ def format_difference(value: float | None, low: float | None, high: float | None
         return MISSING
     if low is None or high is None:
         return format_points(value)
-    return f"{format_points(value)} [{100 * low:+.1f}, {100 * high:+.1f}]"
+    return f"{format_points(value)} [{100 * low:+z.1f}, {100 * high:+z.1f}]"
 
 
 def metric_ids(results: Results) -> list[str]:

@@ -71,7 +71,6 @@ from ..llm.client import (
     ModelClient,
     ProviderFactory,
     add_cost,
-    response_price,
     run_sync,
 )
 from ..llm.prompt_cache import cache_group
@@ -134,7 +133,7 @@ class _Calls:
     """The calls one conversation consists of: usage per model id and model version per role.
 
     Usage must not depend on whether this run replayed a call from the cache
-    (see `ModelUsage`), so cost is the list price of the tokens.
+    (see `ModelUsage`), so cost is what the calls cost when they were made.
     """
 
     client: ModelClient
@@ -151,7 +150,7 @@ class _Calls:
         u.reasoning_tokens += result.reasoning_tokens
         u.cached_input_tokens += result.cached_input_tokens
         u.cache_write_tokens += result.cache_write_tokens
-        u.cost_usd = add_cost(u.cost_usd, response_price(self.client.api(result.model_id), result))
+        u.cost_usd = add_cost(u.cost_usd, result.recorded_cost_usd)
         if result.model_version:
             self.versions[role] = result.model_version
 

@@ -84,7 +84,8 @@ class ClusterBootstrap:
         self.seed = seed
         self.draws = draws
         # The metrics themselves, uncollapsed: the strata of the cluster-t variance.
-        self.strata_codes = pd.factorize(np.asarray(strata, dtype=object), sort=True)[0]
+        self.strata_codes, names = pd.factorize(np.asarray(strata, dtype=object), sort=True)
+        self.strata_names = [str(name) for name in names]
 
         strata = collapse_singleton_strata(np.asarray(strata, dtype=object))
         stratum_codes, _ = pd.factorize(strata, sort=True)

@@ -18,10 +18,13 @@ labelled row weighs its `stratum_weight`, the rows of its stratum per row
 labelled in it, so a group spanning several target × metric cells counts
 each cell by its rows, whatever number of items were drawn from it.
 
-An interval is withheld exactly where the raw rate's is (too few base
-scenarios, or a metric with one), or where the group has no labelled rows:
-never because the judge is weak. A weak judge gets a small λ and the
-interval the labelled rows alone would give.
+An interval is withheld where the raw rate's is (too few base scenarios, or
+a metric with one), never because the judge is weak: a weak judge gets a
+small λ and the interval the labelled rows alone would give. Where the labels
+cannot carry a correction (none in the group, fewer than two with a human
+answer in one of its metrics, or all on one base scenario per metric, where
+λ is undefined) the corrected value itself is withheld, with the reason and
+the labels that would give one (`stats.ppi.untrusted`).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ METHOD = "prediction-powered inference, power-tuned (PPI++)"
 
 
 def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
+    """A number for results.json: None where there is none, and never a negative zero."""
+    return float(x) + 0.0 if np.isfinite(x) else None
 
 
 class CorrectedRate(Row):
@@ -166,21 +170,25 @@ def _rate(raw: RateEstimate, out: PPIRates, g: int, n_labelled: float) -> Correc
 
 
 def _difference(
-    a: str, b: str, raw_a: RateEstimate, raw_b: RateEstimate, out: PPIRates, i: int,
-    labelled_a: float, labelled_b: float,
+    a: str, b: str, rate_a: CorrectedRate, rate_b: CorrectedRate, out: PPIRates, i: int,
 ) -> CorrectedDifference:
+    raw_a, raw_b = rate_a.raw, rate_b.raw
     raw = None if raw_a.rate is None or raw_b.rate is None else raw_a.rate - raw_b.rate
+    reason = out.reason[i]
+    # A side whose rate cannot be corrected withholds the difference: say which side.
+    side = next((name for name, rate in ((a, rate_a), (b, rate_b))
+                 if rate.corrected_rate is None and rate.reason == reason), None)
     return CorrectedDifference(
         a=a,
         b=b,
-        raw_difference=raw,
+        raw_difference=None if raw is None else raw + 0.0,
         corrected_difference=_finite(out.estimate[i]),
         ci_low=_finite(out.ci_low[i]),
         ci_high=_finite(out.ci_high[i]),
         ci_method=out.ci_method[i],
-        n_labelled_a=int(labelled_a),
-        n_labelled_b=int(labelled_b),
-        reason=out.reason[i],
+        n_labelled_a=rate_a.n_labelled,
+        n_labelled_b=rate_b.n_labelled,
+        reason=f"{side}: {reason}" if side is not None and reason is not None else reason,
     )
 
 
@@ -198,7 +206,7 @@ def corrected_rates(
     human, weight = human_passes(scores, items)
     cluster = bootstrap.codes(cluster_ids(scores).astype(str))
     valid, judge = valid_mask(scores), passes(scores)
-    strata = bootstrap.strata_codes
+    strata, names = bootstrap.strata_codes, bootstrap.strata_names
     axes = demographic_axes(scores)
     groupings: list[Sequence[str]] = [
         ["target"], ["target", "metric_type"], ["target", "metric_id"],
@@ -216,25 +224,23 @@ def corrected_rates(
     per_grouping = []
     for columns, raw in zip(groupings, raw_all):
         keys, tables, labelled = correct(columns)
-        out = ppi_rates(tables, strata, confidence_level)
+        out = ppi_rates(tables, strata, confidence_level, metric_names=names)
         rates = {key: _rate(raw[key], out, g, labelled[g]) for g, key in enumerate(keys)}
-        per_grouping.append((keys, tables, labelled, rates))
+        per_grouping.append((keys, tables, rates))
 
-    overall = {str(key[0]): rate for key, rate in per_grouping[0][3].items()}
+    overall = {str(key[0]): rate for key, rate in per_grouping[0][2].items()}
     for target, overall_rate in overall.items():
-        by = [None] + [_of_target(rates, target) for _, _, _, rates in per_grouping[1:]]
+        by = [None] + [_of_target(rates, target) for _, _, rates in per_grouping[1:]]
         types = by[1]
         gaps = {}
         for a, axis in enumerate(axes):
-            keys, tables, labelled, rates = per_grouping[3 + a]
+            keys, tables, rates = per_grouping[3 + a]
             mine = [g for g, k in enumerate(keys) if str(k[0]) == target]
             pairs = list(combinations(mine, 2))
-            out = ppi_differences(tables, strata, pairs, confidence_level) if pairs else None
+            out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
+                   if pairs else None)
             gaps[axis] = [
-                _difference(
-                    str(keys[i][1]), str(keys[j][1]), rates[keys[i]].raw, rates[keys[j]].raw,
-                    out, p, labelled[i], labelled[j],
-                )
+                _difference(str(keys[i][1]), str(keys[j][1]), rates[keys[i]], rates[keys[j]], out, p)
                 for p, (i, j) in enumerate(pairs)
             ]
         by_target[target] = TargetCorrection(
@@ -246,14 +252,12 @@ def corrected_rates(
             gaps=gaps,
         )
 
-    keys, tables, labelled, rates = per_grouping[0]
+    keys, tables, rates = per_grouping[0]
     pairs = list(combinations(range(len(keys)), 2))
-    out = ppi_differences(tables, strata, pairs, confidence_level) if pairs else None
+    out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
+           if pairs else None)
     differences = [
-        _difference(
-            str(keys[i][0]), str(keys[j][0]), rates[keys[i]].raw, rates[keys[j]].raw,
-            out, p, labelled[i], labelled[j],
-        )
+        _difference(str(keys[i][0]), str(keys[j][0]), rates[keys[i]], rates[keys[j]], out, p)
         for p, (i, j) in enumerate(pairs)
     ]
     return CorrectedRates(by_target=by_target, differences=differences)

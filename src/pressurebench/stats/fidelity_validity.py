@@ -11,8 +11,9 @@ cluster-bootstrap intervals, each conversation weighed by its design weight.
 And each target's break share is corrected by the labels with the same
 prediction-powered inference as the pass rates (`stats.corrected_rates`): the
 checks' share over every checked conversation plus the human-minus-checks
-difference over the labelled ones, its interval withheld only where the raw
-share's is.
+difference over the labelled ones, its interval withheld where the raw
+share's is, and the value itself where too few answers carry it
+(`stats.ppi.untrusted`).
 
 The conversations asked about are drawn from those whose own-metric score row has
 a verdict (the labelling draw's population); a conversation whose behaviour

@@ -58,8 +58,17 @@ coverage grid, docs/judge_coverage.md, measures them):
 
 Without them, the estimate and the t interval on this variance are
 ppi-python's in the i.i.d. case (`tests/stats/test_ppi.py`). An interval is
-withheld exactly where the raw rate's is: too few base scenarios, or a
-metric with a single one; never because the judge is weak.
+withheld where the raw rate's is: too few base scenarios, or a metric with a
+single one; never because the judge is weak.
+
+Where the labels cannot carry a correction, the corrected value itself is
+withheld, with the reason and the labels that would give one (`untrusted`):
+a metric of the group with judged rows but fewer than
+`MIN_LABELLED_PER_METRIC` labelled rows with a human answer (its residual
+would rest on one row, or on the other metrics' residuals), or labelled rows
+that lie on a single base scenario in every metric, where neither the
+residual's variance nor λ can be estimated (λ undefined). A few labels give
+a wide interval, never a 0.0% without one.
 
 Nothing here knows what a judge judged: the same functions correct the
 behaviour judge, a judge panel's majority, or any other judge whose verdicts
@@ -75,6 +84,7 @@ import numpy as np
 from . import methods
 from .cluster_t import (
     degrees_of_freedom,
+    strata_indicator,
     stratified_variance,
     t_quantile,
     welch_df,
@@ -88,6 +98,9 @@ _NO_JUDGE_TERM = 1e-12
 # Added to each cell of the labelled rows' (human, judge) table for the residual's variance
 # floor (Agresti and Min 2005).
 _CELL_PSEUDO_COUNT = 0.5
+# The fewest labelled rows with a human answer each metric of a group needs for a corrected
+# value: with one, that metric's residual is a single verdict and its variance unknown.
+MIN_LABELLED_PER_METRIC = 2
 
 
 class PPITables(NamedTuple):
@@ -206,7 +219,9 @@ def tuned_lambda(
     vbe = stratified_variance(b + e, active, strata, min_df=0).variance
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = -(vbe - vb - ve) / (2 * ve)
-    return np.where(ve > _NO_JUDGE_TERM * np.maximum(vb, 1e-300), np.clip(lam, 0.0, 1.0), 0.0)
+    # + 0.0: a λ clipped from −0.0 is reported as 0, never as a negative zero.
+    tuned = np.clip(lam, 0.0, 1.0) + 0.0
+    return np.where(ve > _NO_JUDGE_TERM * np.maximum(vb, 1e-300), tuned, 0.0)
 
 
 def ppi_contributions(
@@ -273,12 +288,49 @@ def _design(
     return _Design(variance, df, whole.reason)
 
 
-def _why_not(tables: PPITables, g: int, design_reason: str | None) -> str | None:
-    if tables.judged[:, g].sum() == 0:
-        return "no valid judged rows"
-    if tables.labelled[:, g].sum() == 0:
-        return "no labelled rows with a human answer"
-    return design_reason
+def untrusted(
+    tables: PPITables, strata: np.ndarray, metric_names: list[str] | None = None
+) -> list[str | None]:
+    """Per group, why no corrected value can be trusted (None where one can), with the labels
+    that would give one; see the module docstring. `metric_names` names the strata codes."""
+    indicator = strata_indicator(strata)
+    judged = indicator @ tables.judged  # (metrics, groups)
+    labelled = indicator @ tables.labelled
+    labelled_df = degrees_of_freedom(tables.weight > 0, strata)
+    names = metric_names or [f"metric {h + 1}" for h in range(indicator.shape[0])]
+    out: list[str | None] = []
+    for g in range(tables.judged.shape[1]):
+        if judged[:, g].sum() == 0:
+            out.append("no valid judged rows")
+            continue
+        if labelled[:, g].sum() == 0:
+            out.append("no labelled rows with a human answer")
+            continue
+        # Labels in a stratum of their own (the i.i.d. design: labelled rows apart from the
+        # judged ones) are a sample of every metric at once; else each metric needs its own.
+        apart = bool(((labelled[:, g] > 0) & (judged[:, g] == 0)).any())
+        short = [] if apart else [
+            h for h in range(judged.shape[0])
+            if judged[h, g] > 0 and labelled[h, g] < MIN_LABELLED_PER_METRIC
+        ]
+        if short:
+            need = ", ".join(f"{names[h]}: {int(MIN_LABELLED_PER_METRIC - labelled[h, g])}"
+                             for h in short)
+            out.append(
+                f"too few labels to correct it: {len(short)} of its "
+                f"{int((judged[:, g] > 0).sum())} metrics have fewer than "
+                f"{MIN_LABELLED_PER_METRIC} labelled rows with a human answer; labelled rows "
+                f"that would give one: {need} more (tied or all-unsure items do not count)"
+            )
+        elif labelled_df[g] < 1:
+            out.append(
+                "too few labels to correct it: its labelled rows lie on one base scenario per "
+                "metric, so λ and their variance cannot be estimated; labelled rows from one "
+                "more base scenario in any of its metrics would give one"
+            )
+        else:
+            out.append(None)
+    return out
 
 
 def ppi_rates(
@@ -286,12 +338,13 @@ def ppi_rates(
     strata: np.ndarray,
     confidence_level: float,
     lam: np.ndarray | float | None = None,
+    metric_names: list[str] | None = None,
 ) -> PPIRates:
     """Prediction-powered rates with their intervals, one per group (column).
 
-    A group without judged rows or without labelled rows has no estimate
-    (NaN, with the reason); a design too small for the raw rate's interval
-    gives none here either.
+    A group whose labels cannot carry a correction (`untrusted`: none, too few
+    in a metric, λ undefined) has no estimate (NaN, with the reason); a design
+    too small for the raw rate's interval gives none here either.
     """
     parts = ppi_contributions(tables, strata, lam)
     design = _design(
@@ -305,15 +358,16 @@ def ppi_rates(
     edge = ~np.isfinite(low)
     low = np.where(edge, np.maximum(estimate - half, 0.0), low)
     high = np.where(edge, np.minimum(estimate + half, 1.0), high)
-    reason = [_why_not(tables, g, design.reason[g]) for g in range(estimate.size)]
+    why = untrusted(tables, strata, metric_names)
+    trusted = np.array([r is None for r in why], dtype=bool)
+    reason = [w or d for w, d in zip(why, design.reason)]
     given = np.array([r is None for r in reason], dtype=bool)
-    has_labels = tables.labelled.sum(axis=0) > 0
     return PPIRates(
-        estimate=np.where(has_labels, estimate, np.nan),
+        estimate=np.where(trusted, estimate, np.nan),
         ci_low=np.where(given, low, np.nan),
         ci_high=np.where(given, high, np.nan),
         ci_method=[methods.PPI_CLUSTER_T_WILSON if g else methods.NONE for g in given],
-        lam=np.where(has_labels, parts.lam, np.nan),
+        lam=np.where(trusted, parts.lam, np.nan),
         df=design.df,
         reason=reason,
     )
@@ -325,6 +379,7 @@ def ppi_differences(
     pairs: list[tuple[int, int]],
     confidence_level: float,
     lam: np.ndarray | float | None = None,
+    metric_names: list[str] | None = None,
 ) -> PPIRates:
     """Paired differences a − b of prediction-powered rates, one per (a, b) pair of groups.
 
@@ -334,7 +389,8 @@ def ppi_differences(
     variants of the same base scenario), and the variance is that of the
     per-scenario difference of their contributions, so what makes a scenario
     hard for both cancels. Each side's residual variance gets its floor, and
-    the interval is a t interval, withheld where the design is too small.
+    the interval is a t interval, withheld where the design is too small;
+    the difference itself is withheld where either side's rate is (`untrusted`).
     """
     parts = ppi_contributions(tables, strata, lam)
     floor = residual_floor(tables, parts.lam)
@@ -353,14 +409,13 @@ def ppi_differences(
     estimate = np.clip(parts.estimate, 0.0, 1.0)
     diff = estimate[a] - estimate[b]
     half = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
-    reason = [
-        _why_not(tables, int(a[i]), None) or _why_not(tables, int(b[i]), design.reason[i])
-        for i in range(len(pairs))
-    ]
+    why = untrusted(tables, strata, metric_names)
+    side = [why[int(a[i])] or why[int(b[i])] for i in range(len(pairs))]
+    reason = [s or design.reason[i] for i, s in enumerate(side)]
     given = np.array([r is None for r in reason], dtype=bool)
-    has = (tables.labelled.sum(axis=0)[a] > 0) & (tables.labelled.sum(axis=0)[b] > 0)
+    trusted = np.array([s is None for s in side], dtype=bool)
     return PPIRates(
-        estimate=np.where(has, diff, np.nan),
+        estimate=np.where(trusted, diff, np.nan),
         ci_low=np.where(given, np.maximum(diff - half, -1.0), np.nan),
         ci_high=np.where(given, np.minimum(diff + half, 1.0), np.nan),
         ci_method=[methods.PPI_CLUSTER_T if g else methods.NONE for g in given],

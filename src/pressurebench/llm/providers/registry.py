@@ -115,6 +115,13 @@ class ModelApi:
     cache_write_factor: ClassVar[float] = 0.0
     cache_write_factor_1h: ClassVar[float] = 0.0
 
+    def cost_of(self, response: ProviderResponse) -> float | None:
+        """What the provider bills for `response` (input, cached input and cache writes priced
+        apart): the one place a reply's cost is made (the spending record, a stage's cost and
+        the call's recorded cost all read it)."""
+        return self.price(response.input_tokens, response.output_tokens,
+                          response.cached_input_tokens, response.cache_write_tokens)
+
     def price(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0,
               cache_write_tokens: int = 0) -> float | None:
         """Cost in USD at the params' prices (batched calls at the batch API's price), else
