@@ -45,7 +45,7 @@ def test_a_target_shifted_in_the_arm_is_flagged():
     assert diffs["c"].ci_low > 0
     assert diffs["c"].difference == pytest.approx(diffs["c"].rate_a - diffs["c"].rate_b)
     assert (diffs["c"].a, diffs["c"].b) == ("generator/gen", "main")
-    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T_WELCH}
+    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T_WELCH_MOVER}
     assert result.rates_arm["c"].rate == pytest.approx(diffs["c"].rate_a)
     assert result.rates_main["c"].n == diffs["c"].n_b and result.rates_main["c"].n_error == 0
 
@@ -142,7 +142,7 @@ def test_self_preference_flags_a_gain_of_the_generators_family():
     s = compare(main, arm).self_preference
     assert s.generator_family == "gpt" and s.main_generator_family == "claude"
     assert s.in_family == ["a"] and s.out_of_family == ["b", "c", "d"]
-    assert s.ci_low > 0 and s.ci_method == methods.INDEPENDENT_CLUSTER_BOOTSTRAP
+    assert s.ci_low > 0 and s.ci_method == methods.CLUSTER_T_WELCH
 
 
 def test_self_preference_is_not_flagged_when_the_family_does_not_gain():

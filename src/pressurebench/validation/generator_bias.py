@@ -32,6 +32,7 @@ from ..results import StatisticsSettings
 from ..runtime import StageRun
 from ..schemas import Benchmark
 from ..stats.compare import compare_arms
+from ..stats.interval_rules import planned_design
 from .contrast import arm_replicates, contrast_of_changes, group_differences
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
 from .models import MAIN, GeneratorArmResult, GeneratorBiasStudy, MetricDifference, SelfPreference
@@ -156,7 +157,8 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
 def run(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
     """Compute the generator-bias study; write `data/<b>/generator_bias.json` and its manifest."""
     stage = StageRun(STAGE, params_path, benchmark, models_used=[])
-    study = generator_bias_study(stage.params, benchmark)
+    with planned_design(stage.params.generation.scenarios_per_metric):
+        study = generator_bias_study(stage.params, benchmark)
     record_study(stage, study)
     return study
 
