@@ -377,11 +377,13 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
         "",
         "## Rules: fewest base scenarios per metric for an interval",
         "",
-        f"\"measured\": the smallest design from which no cell at it or at any larger design "
-        f"covers less than {LOW} by more than two Monte-Carlo standard errors "
-        f"(±{2 * mc:.4f}; cells above {HIGH} are wider than they need to be: flagged ✗ below, "
-        "not withheld); \"package\": what `pressurebench.stats.interval_rules` requires, "
-        "never less.",
+        (
+            f"\"measured\": the smallest design from which no cell at it or at any larger "
+            f"design covers less than {LOW} by more than two Monte-Carlo standard errors "
+            f"(±{2 * mc:.4f}; cells above {HIGH} are wider than they need to be: flagged ✗ "
+            "below, not withheld); \"package\": what `pressurebench.stats.interval_rules` "
+            "requires, never less."
+        ),
         "",
         "| interval type | rule | measured | package |",
         "|---|---|---|---|",
