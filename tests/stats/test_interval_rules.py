@@ -3,6 +3,9 @@ methods the rules were measured with (MOVER differences, the cluster-t contrast)
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -101,3 +104,15 @@ def test_the_self_preference_contrast_follows_the_same_rule_as_a_difference():
         else:
             assert contrast.ci_low is None and contrast.ci_method == methods.NONE
             assert "too few base scenarios for a contrast interval" in contrast.reason
+
+
+def test_the_sizing_recipe_in_the_docs_runs_and_prints_the_rules(capsys):
+    """docs/intervals.md's example, run as written."""
+    page = (Path(__file__).parents[2] / "docs" / "intervals.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    exec(compile(code, "docs/intervals.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert f"{RATE.pooled} base scenarios per metric; generate {with_margin(RATE.pooled)}" in out
+    assert f"difference: {DIFFERENCE.pooled} pooled, {DIFFERENCE.single} on one metric" in out
+    assert "with 20 metrics, 2 variants and 2 samples" in page.lower()
+    assert f"{20 * with_margin(RATE.pooled) * 2 * 2} conversations" in page
