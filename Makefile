@@ -43,9 +43,11 @@ docs: $(STAMP)
 perf: $(STAMP)
 	$(PY) perf/run_all.py
 
-# The coverage of every interval type over a grid of designs (about 10 minutes on 2 CPUs).
+# The coverage of every interval type over a grid of designs, two worker processes of one BLAS
+# thread each (about 15 minutes on 2 otherwise idle CPUs).
 coverage: $(STAMP)
-	cd tests && $(CURDIR)/$(PY) -m stats_support.coverage_grid --out ../docs/interval_coverage.md
+	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m stats_support.coverage_grid \
+		--benchmarks 1000 --jobs 2 --out ../docs/interval_coverage.md
 
 # The coverage and width of judge-corrected pass rates over label budgets, judge qualities and
 # designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel).

@@ -22,7 +22,7 @@ from pressurebench.commands.sample_size import (
 )
 from pressurebench.io import write_artifact
 from pressurebench.schemas import Score, ScoresFile
-from pressurebench.stats.cluster_t import scenarios_for_an_interval
+from pressurebench.stats.interval_rules import RATE, scenarios_for_intervals, with_margin
 
 EXAMPLES = [
     (Design(metrics=4, variants=2, samples=3, rate=0.7, icc=0.2), {"half_width": 0.05}),
@@ -117,21 +117,34 @@ def test_the_command_prints_scenarios_per_metric_for_each_number_of_samples(proj
 
 
 def test_the_plan_says_from_how_many_base_scenarios_intervals_are_reported(project, capsys):
-    """The threshold is the one the results apply: at it a pooled rate gets an interval, one
-    base scenario per metric fewer it is withheld."""
+    """The thresholds are the ones the results apply: at the rate rule a pooled rate gets an
+    interval, one base scenario per metric fewer it is withheld."""
     from pressurebench.stats.bootstrap import ClusterBootstrap
     from pressurebench.stats.rates import estimate_rates
 
     assert main(["plan", "--difference", "0.1"]) == 0
     out = capsys.readouterr().out
-    assert "Intervals are reported from 11 base scenarios per metric on" in out  # 2 metrics
-    assert scenarios_for_an_interval(4) == 6 and scenarios_for_an_interval(1) == 21
-    for k, reported in ((scenarios_for_an_interval(4), True), (scenarios_for_an_interval(4) - 1, False)):
+    assert f"  rate: {RATE.pooled} over all 2 metrics, {RATE.single} for a single metric" in out
+    assert scenarios_for_intervals(4) == RATE.pooled
+    for k, reported in ((RATE.pooled, True), (RATE.pooled - 1, False)):
         strata = np.repeat(np.arange(4), k)
-        successes = np.tile([[1.0], [2.0]], (2 * k, 1))
+        successes = np.tile([[1.0], [2.0]], (2 * k, 1))[: 4 * k]
         (estimate,) = estimate_rates(ClusterBootstrap(strata, np.arange(4 * k), resamples=1),
                                      successes, np.full_like(successes, 2.0), np.zeros(1), 0.95)
         assert (estimate.ci_low is not None) is reported
+
+
+def test_the_plan_leaves_a_margin_for_base_scenarios_lost_in_generation(project, capsys):
+    """Sized exactly at a rule, one scenario lost in generation withholds the interval: the
+    plan generates 15% more (at least one) and says so."""
+    assert main(["plan", "--half-width", "0.5", "--rate", "0.7", "--icc", "0.2"]) == 0
+    out = capsys.readouterr().out
+    goal = required_scenarios(Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2),
+                              half_width=0.5)
+    floor = scenarios_for_intervals(2)
+    assert goal < floor < with_margin(floor)
+    assert f"      1 {goal:>21} {with_margin(floor):>11} {2 * with_margin(floor):>20}" in out
+    assert "15% (at least one) for base scenarios lost in generation" in out
 
 
 @pytest.mark.parametrize(("accuracy", "half_width"), [(0.7, 0.08), (0.85, 0.06), (0.95, 0.1)])

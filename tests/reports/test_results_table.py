@@ -16,6 +16,7 @@ from pressurebench.reports.tables import (
     results_table,
 )
 from pressurebench.schemas import GenerationError, ScoresFile
+from pressurebench.stats.interval_rules import RATE
 from stats_support.synthetic import synthetic_scores
 
 
@@ -39,13 +40,14 @@ def test_results_table_rows_and_formatting(artifacts):
 
 
 def test_results_table_names_the_method_of_every_interval():
-    results = results_of(synthetic_scores(target_rates={"a": 0.6}, metrics=3, base_per_metric=9,
+    k = RATE.single - 1  # enough for the rate over 3 metrics, too few for one metric's
+    results = results_of(synthetic_scores(target_rates={"a": 0.6}, metrics=3, base_per_metric=k,
                                           samples=2, seed=1))
     table = results_table(results)
     overall = table[table["metric"] == "overall"].iloc[0]
     o = results.targets["a"].overall
     assert overall["ci"] == f"[{o.ci_low:.1%}, {o.ci_high:.1%}]"
-    assert overall["method"] == "cluster-t Wilson" and overall["scenarios"] == 27
+    assert overall["method"] == "cluster-t Wilson" and overall["scenarios"] == 3 * k
     per_metric = table[table["metric"] != "overall"]
     assert per_metric["method"].str.startswith("no interval: too few base scenarios").all()
 

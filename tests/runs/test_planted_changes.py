@@ -8,6 +8,7 @@ import pytest
 
 from pressurebench.compare.differences import compare_frames
 from pressurebench.stats import methods
+from pressurebench.stats.interval_rules import DIFFERENCE
 from stats_support.synthetic import synthetic_scores
 
 SHIFT = 0.10
@@ -43,7 +44,7 @@ def test_a_planted_shift_is_recovered_within_its_interval(paired):
     make = paired_runs if paired else unpaired_runs
     run_a, run_b = make(0.5, 0.5 + SHIFT, base_per_metric=40, seed=3, samples=2)
     change = overall(run_a, run_b, paired=paired)
-    assert change.ci_method == (methods.CLUSTER_T if paired else methods.CLUSTER_T_WELCH)
+    assert change.ci_method == (methods.CLUSTER_T_MOVER if paired else methods.CLUSTER_T_WELCH_MOVER)
     assert change.ci_low < SHIFT < change.ci_high
     assert change.ci_low > 0, "a shift of 0.10 on 160 base scenarios is beyond the noise"
     assert change.difference == pytest.approx(change.rate_a - change.rate_b)
@@ -58,7 +59,9 @@ def test_pairing_narrows_the_interval_of_the_same_runs():
 
 
 def test_too_few_base_scenarios_withhold_the_interval_with_the_reason():
-    run_a, run_b = paired_runs(0.5, 0.6, base_per_metric=3, seed=1, samples=2)
+    run_a, run_b = paired_runs(
+        0.5, 0.6, base_per_metric=DIFFERENCE.pooled - 1, seed=1, samples=2
+    )
     change = overall(run_a, run_b, paired=True)
     assert change.difference is not None
     assert change.ci_low is None and change.ci_method == methods.NONE

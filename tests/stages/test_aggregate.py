@@ -27,6 +27,7 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import aggregate, evaluate
+from pressurebench.stats.interval_rules import RATE
 from pressurebench.stats.results import Results, build_results
 from pressurebench.stats.score_frames import scores_frame
 
@@ -160,9 +161,11 @@ def test_aggregate_end_to_end(project):
 
     b = results.targets["target-b"]
     assert (b.overall.n, b.overall.n_error, b.errors.error_rate) == (12, 0, 0.0)
-    # a handful of base scenarios: the rate is reported, its interval withheld with the reason
-    assert b.overall.rate is not None and b.overall.ci_low is None
-    assert b.overall.reason and b.overall.ci_method == "none"
+    # 3 base scenarios in each of 2 metrics: the pooled rate's rule is met, a metric's is not
+    assert b.overall.n_clusters == 3 * 2 and b.overall.ci_low is not None
+    for metric in b.by_metric.values():
+        assert metric.rate is not None and metric.ci_low is None and metric.ci_method == "none"
+        assert f"the coverage grid needs {RATE.single} per metric" in metric.reason
 
 
 def test_metrics_summary_for_dvc(project):

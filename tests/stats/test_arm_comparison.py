@@ -34,7 +34,7 @@ def test_arms_with_the_same_scenarios_are_paired_and_a_shift_is_measured():
     assert result.paired and result.targets == ["a", "b", "c", "d"]
     for diff in result.differences:
         assert (diff.a, diff.b) == ("main", "users-other")
-        assert diff.ci_method == methods.CLUSTER_T
+        assert diff.ci_method == methods.CLUSTER_T_MOVER
         assert diff.ci_low > 0 and diff.difference == pytest.approx(diff.rate_a - diff.rate_b)
     assert result.kendall_tau.value == 1.0 and result.spearman_rho.value == 1.0
     assert result.kendall_tau.ci_low > 0.3
@@ -55,7 +55,7 @@ def test_pairing_narrows_the_interval_when_scenarios_correspond():
     paired = compare_arms(arm_a, arm_b, resamples=800, seed=2)
     independent = compare_arms(arm_a, arm_b, resamples=800, seed=2, paired=False)
     assert paired.paired and not independent.paired
-    assert independent.differences[0].ci_method == methods.CLUSTER_T_WELCH
+    assert independent.differences[0].ci_method == methods.CLUSTER_T_WELCH_MOVER
     for p, i in zip(paired.differences, independent.differences):
         assert p.difference == i.difference
         assert p.ci_high - p.ci_low < 0.5 * (i.ci_high - i.ci_low)
@@ -66,7 +66,7 @@ def test_arms_with_other_scenarios_are_resampled_independently():
     arm_b = synthetic_scores(target_rates=RATES, base_per_metric=7, seed=6)
     result = compare_arms(arm_a, arm_b, resamples=500, seed=1)
     assert not result.paired
-    assert {d.ci_method for d in result.differences} == {methods.CLUSTER_T_WELCH}
+    assert {d.ci_method for d in result.differences} == {methods.CLUSTER_T_WELCH_MOVER}
     assert result.differences[0].n_clusters_a == 60 and result.differences[0].n_clusters_b == 42
 
 

@@ -10,12 +10,12 @@ from statsmodels.stats.multitest import multipletests
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.cluster_t import (
-    MIN_DEGREES_OF_FREEDOM,
     rate_z,
     stratified_variance,
     wilson_t_interval,
 )
 from pressurebench.stats.gaps import holm_adjust
+from pressurebench.stats.interval_rules import DEGREES_OF_FREEDOM_RULE, RATE
 from pressurebench.stats.intervals import wilson_interval
 from pressurebench.stats.rates import rate_estimate, rates_by
 
@@ -60,7 +60,7 @@ def test_a_metric_with_one_base_scenario_has_no_interval():
 def test_too_few_degrees_of_freedom_withhold_the_interval_with_the_count():
     z = np.arange(6.0)
     result = stratified_variance(z, np.ones(6, bool), np.array([0, 0, 0, 1, 1, 1]))
-    assert result.df[0] == 4 < MIN_DEGREES_OF_FREEDOM
+    assert result.df[0] == 4 < DEGREES_OF_FREEDOM_RULE.min_df
     assert "too few base scenarios" in result.reason[0] and "4 degrees of freedom" in result.reason[0]
 
 
@@ -106,9 +106,9 @@ def test_a_large_enough_design_gets_a_cluster_t_interval():
     est = rate_estimate(scores, ClusterBootstrap.from_scores(scores))
     assert est.ci_method == methods.CLUSTER_T_WILSON and est.reason is None
     assert est.ci_low < est.rate < est.ci_high
-    # per metric: 5 degrees of freedom each, withheld
+    # per metric: 8 base scenarios each, reported from RATE.single on
     for by_metric in rates_by(scores, ClusterBootstrap.from_scores(scores), "metric_id").values():
-        assert by_metric.ci_low is None and "7 degrees of freedom" in by_metric.reason
+        assert (by_metric.ci_low is None) == (8 < RATE.single)
 
 
 def test_holm_matches_statsmodels():

@@ -56,7 +56,7 @@ def test_clearly_different_targets_rank_with_certainty_and_close_ones_do_not():
     assert len(pairs) == 6
     assert pairs[("high", "low")].ci_low > 0
     assert pairs[("mid-a", "mid-b")].ci_low < 0 < pairs[("mid-a", "mid-b")].ci_high
-    assert pairs[("high", "low")].ci_method == methods.CLUSTER_T
+    assert pairs[("high", "low")].ci_method == methods.CLUSTER_T_MOVER
 
 
 def test_targets_are_compared_on_the_scenarios_both_answered():

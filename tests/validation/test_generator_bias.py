@@ -9,11 +9,14 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pressurebench.params import Statistics
-from pressurebench.schemas import Benchmark, Metric
+from pressurebench.reports.validation_tables import generator_arms_frame
+from pressurebench.schemas import Benchmark, GenerationError, Metric
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
-from pressurebench.validation.generator_bias import compare_generator_arm
+from pressurebench.stats.results import StatisticsSettings
+from pressurebench.validation.generator_bias import base_scenario_losses, compare_generator_arm
 from pressurebench.validation.inputs import shared_metrics
+from pressurebench.validation.studies import GeneratorBiasStudy
 from stats_support.synthetic import synthetic_scores
 
 RATES = {"a": 0.35, "b": 0.5, "c": 0.6, "d": 0.7}
@@ -45,7 +48,7 @@ def test_a_target_shifted_in_the_arm_is_flagged():
     assert diffs["c"].ci_low > 0
     assert diffs["c"].difference == pytest.approx(diffs["c"].rate_a - diffs["c"].rate_b)
     assert (diffs["c"].a, diffs["c"].b) == ("generator/gen", "main")
-    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T_WELCH}
+    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T_WELCH_MOVER}
     assert result.rates_arm["c"].rate == pytest.approx(diffs["c"].rate_a)
     assert result.rates_main["c"].n == diffs["c"].n_b and result.rates_main["c"].n_error == 0
 
@@ -142,7 +145,7 @@ def test_self_preference_flags_a_gain_of_the_generators_family():
     s = compare(main, arm).self_preference
     assert s.generator_family == "gpt" and s.main_generator_family == "claude"
     assert s.in_family == ["a"] and s.out_of_family == ["b", "c", "d"]
-    assert s.ci_low > 0 and s.ci_method == methods.INDEPENDENT_CLUSTER_BOOTSTRAP
+    assert s.ci_low > 0 and s.ci_method == methods.CLUSTER_T_WELCH
 
 
 def test_self_preference_is_not_flagged_when_the_family_does_not_gain():
@@ -220,3 +223,24 @@ def test_shared_metrics_need_the_same_id_type_and_definition():
         ],
     )
     assert shared_metrics(main, arm) == ["m01"]
+
+
+def test_base_scenarios_lost_in_generation_are_counted_with_their_reasons():
+    """An arm missing three of its planned base scenarios shows 3 lost and why, though every
+    row it has is valid (n_error 0): losses never reach a score row."""
+    main = synthetic_scores(target_rates=RATES, metrics=4, base_per_metric=8, samples=1, seed=1)
+    arm = synthetic_scores(target_rates=RATES, metrics=4, base_per_metric=8, samples=1, seed=2)
+    lost_ids = sorted(arm["base_id"].unique())[:3]
+    arm = arm[~arm["base_id"].isin(lost_ids)]
+    errors = [GenerationError(stage="gen_scenarios", base_id=b, reason="near-duplicate of m01_s002")
+              for b in lost_ids]
+    losses = base_scenario_losses(main, arm, planned=32, errors=errors)
+    assert (losses.planned, losses.scored_main, losses.scored_arm, losses.lost) == (32, 32, 29, 3)
+    result = compare(main, arm).model_copy(update={"losses": losses})
+    study = GeneratorBiasStudy(benchmark="b", statistics=StatisticsSettings(
+        resamples=10, confidence_level=0.95, seed=0), main_generator=None,
+        targets=sorted(RATES), arms=[result])
+    row = generator_arms_frame(study).iloc[0]
+    assert row["base scenarios (planned / main / arm)"] == "32 / 32 / 29"
+    assert row["lost in the arm"].startswith("3 (") and "near-duplicate" in row["lost in the arm"]
+    assert all(r.n_error == 0 for r in result.rates_arm.values())

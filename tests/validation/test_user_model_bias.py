@@ -36,7 +36,7 @@ def test_a_target_shifted_under_the_other_user_is_flagged_with_a_paired_interval
     result = compare(main, arm)
     diffs = {d.target: d for d in result.comparison.differences}
     assert result.comparison.paired
-    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T}
+    assert {d.ci_method for d in diffs.values()} == {methods.CLUSTER_T_MOVER}
     assert diffs["b"].ci_low > 0 and (diffs["b"].a, diffs["b"].b) == ("user/other", "main")
     assert result.n_base_scenarios == 40 and result.n_scenarios == 80
 

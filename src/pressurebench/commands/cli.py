@@ -176,7 +176,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..paths import Layout
-    from ..stats import scenarios_for_an_interval
+    from ..stats.interval_rules import (
+        GENERATION_MARGIN,
+        RULES,
+        scenarios_for_intervals,
+        with_margin,
+    )
     from .sample_size import Design, pilot_design, pilot_icc_interval, required_scenarios
 
     params = load_params(args.params)
@@ -208,21 +213,30 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"{benchmark}: {metrics} metrics, {variants} variants per base scenario; pass rate "
           f"{design.rate:g}, ICC {design.icc:g}; goal: {what}")
     upper = f"at ICC {icc_high:.2f}" if icc_high is not None else ""
-    print(f"{'samples':>7} {'base scenarios/metric':>21} {'conversations/target':>20} {upper:>12}")
+    floor = scenarios_for_intervals(metrics)
+    print(f"{'samples':>7} {'base scenarios/metric':>21} {'to generate':>11} "
+          f"{'conversations/target':>20} {upper:>12}")
     for k in range(1, 6):
         s = required_scenarios(replace(design, samples=k), confidence=args.confidence, **named)
-        convs = "—" if s is None else str(metrics * s * variants * k)
+        planned = None if s is None else with_margin(max(s, floor))
+        convs = "—" if planned is None else str(metrics * planned * variants * k)
         cautious = ""
         if icc_high is not None:
             c = required_scenarios(replace(design, samples=k, icc=icc_high),
                                    confidence=args.confidence, **named)
-            cautious = "over 10000" if c is None else str(c)
+            cautious = "over 10000" if c is None else str(with_margin(max(c, floor)))
         mark = "  (params)" if k == params.generation.num_samples else ""
-        print(f"{k:>7} {('over 10000' if s is None else s):>21} {convs:>20} {cautious:>12}{mark}")
-    print(f"Intervals are reported from {scenarios_for_an_interval(metrics)} base scenarios per "
-          f"metric on (rates over all {metrics} metrics, differences, gaps) and from "
-          f"{scenarios_for_an_interval(1)} on for a single metric's rate; below that the results "
-          "withhold them as too few base scenarios.")
+        print(f"{k:>7} {('over 10000' if s is None else s):>21} "
+              f"{('—' if planned is None else planned):>11} {convs:>20} {cautious:>12}{mark}")
+    print(f"\"to generate\" is the larger of the goal and the interval rules, plus "
+          f"{GENERATION_MARGIN:.0%} (at least one) for base scenarios lost in generation (failed, "
+          "rejected as near-duplicates, or without a valid row); conversations count those.")
+    print("Intervals are reported from these base scenarios per metric with valid rows "
+          "(pressurebench.stats.interval_rules, measured by the coverage grid):")
+    for rule in RULES.values():
+        print(f"  {rule.statistic}: {rule.per_metric(metrics)} over all {metrics} metrics, "
+              f"{rule.single} for a single metric ({rule.method})")
+    print("below that the results withhold them, with the reason and the design that gives one.")
     return 0
 
 

@@ -1,11 +1,11 @@
 """The change from run A to run B per target and group, with the intervals validation arms use.
 
-Two runs of a study are two arms in the sense of `stats.compare`: where they
+Two runs of a study are two arms in the sense of `stats.arm_comparison`: where they
 played the same base scenarios the difference is paired (each scenario's
 contribution to B − A is taken within the scenario, so the conversations of one
 scenario are matched and what makes it hard in both runs cancels: *cluster-t*,
 paired); otherwise the runs are independent samples of scenarios (*cluster-t,
-Welch df*). Both come from `stats.compare.arm_design` and
+Welch df*). Both come from `stats.arm_comparison.arm_design` and
 `stats.differences.estimate_differences`, the code behind the validation
 studies' contrasts, and both are withheld with the reason where the design is
 too small, as every interval is. Each run's own rate in a group is

@@ -235,12 +235,31 @@ def generator_arms_frame(study: GeneratorBiasStudy) -> pd.DataFrame:
             else "regenerated",
             "shared metrics": ", ".join(a.shared_metrics) or MISSING,
             "main generator": study.main_generator or "unknown",
+            **_loss_columns(a),
         }
         for a in study.arms
     ]
     return pd.DataFrame(
-        rows, columns=["arm", "generator", "metrics", "shared metrics", "main generator"]
+        rows,
+        columns=["arm", "generator", "metrics", "shared metrics", "main generator",
+                 "base scenarios (planned / main / arm)", "lost in the arm"],
     )
+
+
+def _loss_columns(arm: GeneratorArmResult) -> dict:
+    """The base scenarios each arm scored against the plan, and why the arm lost some: losses
+    never reach a score row, so no n_error shows them."""
+    losses = arm.losses
+    if losses is None:
+        return {"base scenarios (planned / main / arm)": MISSING, "lost in the arm": MISSING}
+    why = "; ".join(f"{e.base_id or e.metric_id or e.stage}: {e.reason}"
+                    for e in losses.generation_errors)
+    lost = f"{losses.lost}" + (f" ({why})" if why else "")
+    return {
+        "base scenarios (planned / main / arm)":
+            f"{losses.planned} / {losses.scored_main} / {losses.scored_arm}",
+        "lost in the arm": lost,
+    }
 
 
 def self_preference_frame(study: GeneratorBiasStudy) -> pd.DataFrame:
@@ -255,6 +274,7 @@ def self_preference_frame(study: GeneratorBiasStudy) -> pd.DataFrame:
                 "in family": ", ".join(s.in_family) or MISSING,
                 "others": ", ".join(s.out_of_family) or MISSING,
                 "contrast": format_difference(s.value, s.ci_low, s.ci_high),
+                "method": method_label(s.ci_method),
                 "note": s.reason or "",
             }
         )
@@ -265,6 +285,7 @@ def self_preference_frame(study: GeneratorBiasStudy) -> pd.DataFrame:
         "in family",
         "others",
         "contrast",
+        "method",
         "note",
     ]
     return pd.DataFrame(rows, columns=columns)

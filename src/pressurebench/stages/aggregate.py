@@ -37,6 +37,7 @@ from ..schemas import (
 )
 from ..stats.fidelity import fidelity_results
 from ..stats.fidelity_validity import fidelity_validity
+from ..stats.interval_rules import planned_design
 from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
 from ..stats.results import LabelsSetAside, Results, build_results
@@ -140,16 +141,17 @@ def run(
     landmarks = {sc.id: [lm.turn for lm in sc.landmarks] for sc in scenarios.rows}
 
     stats = params.statistics
-    results = build_results(
-        scores_frame(rows),
-        resamples=stats.resamples,
-        confidence_level=stats.confidence_level,
-        seed=stats.seed,
-        benchmark=benchmark,
-        metric_ids=[m.id for m in bench.metrics],
-        onsets=onsets_frame(rows) if per_turn else None,
-        turns=turns_frame(rows, landmarks) if per_turn else None,
-    )
+    with planned_design(params.generation.scenarios_per_metric):
+        results = build_results(
+            scores_frame(rows),
+            resamples=stats.resamples,
+            confidence_level=stats.confidence_level,
+            seed=stats.seed,
+            benchmark=benchmark,
+            metric_ids=[m.id for m in bench.metrics],
+            onsets=onsets_frame(rows) if per_turn else None,
+            turns=turns_frame(rows, landmarks) if per_turn else None,
+        )
     # Without every target's conversations (scores imported on their own) no comparison is made.
     if all(layout.conversations_file(t).exists() for t in targets):
         conversations = {

@@ -18,7 +18,10 @@ FACE = {
     "RateEstimate": "estimates",
     "Difference": "estimates",
     "ClusterBootstrap": "bootstrap",
-    "scenarios_for_an_interval": "cluster_t",
+    "GENERATION_MARGIN": "interval_rules",
+    "RULES": "interval_rules",
+    "scenarios_for_intervals": "interval_rules",
+    "with_margin": "interval_rules",
     "compare_arms": "arm_comparison",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

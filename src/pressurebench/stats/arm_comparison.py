@@ -36,6 +36,7 @@ from .differences import estimate_differences, independent_design, paired_design
 from .estimates import Difference
 from .frame import check_scores, cluster_ids, cluster_strata
 from .grouping import pass_tables
+from .interval_rules import DIFFERENCE, INDEPENDENT_DIFFERENCE
 
 MIN_TARGETS_FOR_CORRELATION = 3
 
@@ -235,10 +236,16 @@ def arm_design(
     """
     (s_a, t_a), (s_b, t_b) = tables_a, tables_b
     if paired:
-        return paired_design(s_a, t_a, s_b, t_b, boot_a.strata_codes), methods.CLUSTER_T
+        return (
+            paired_design(s_a, t_a, s_b, t_b, boot_a.strata_codes, rule=DIFFERENCE),
+            methods.CLUSTER_T_MOVER,
+        )
     return (
-        independent_design(s_a, t_a, boot_a.strata_codes, s_b, t_b, boot_b.strata_codes),
-        methods.CLUSTER_T_WELCH,
+        independent_design(
+            s_a, t_a, boot_a.strata_codes, s_b, t_b, boot_b.strata_codes,
+            rule=INDEPENDENT_DIFFERENCE,
+        ),
+        methods.CLUSTER_T_WELCH_MOVER,
     )
 
 

@@ -20,32 +20,34 @@ t quantile, which keeps them inside [0, 1] and follows the skew of a rate
 near 0 or 1; in the coverage grid it stayed nearer the nominal level than
 the t interval on the rate or the logit scale.
 
-Below some number of degrees of freedom no interval keeps its coverage (the
-coverage grid in docs/interval_coverage.md measures where), and a metric with
-a single base scenario has no estimable variance at all. There the interval
-is withheld with the reason, never replaced by a narrower one.
+Below some number of base scenarios no interval keeps its coverage; where
+depends on the statistic (`stats.interval_rules`, measured by the coverage
+grid in docs/interval_coverage.md), and a metric with a single base scenario
+has no estimable variance at all. There the interval is withheld with the
+reason, never replaced by a narrower one.
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import t as student_t
 
-# The fewest degrees of freedom (base scenarios minus metrics) at which the
-# coverage grid (docs/interval_coverage.md) finds every interval type within
-# [0.93, 0.97] at every samples × ICC × rate cell; below it the interval is withheld.
-MIN_DEGREES_OF_FREEDOM = 20
+from .interval_rules import DEGREES_OF_FREEDOM_RULE, IntervalRule, remedy
 
 
 class DesignVariance(NamedTuple):
-    """Per group: linearized variance, degrees of freedom, and why there is no variance."""
+    """Per group: linearized variance, degrees of freedom, and why there is no variance.
+
+    A difference's design also carries each side's own variance and their covariance
+    (`sides`: variance a, variance b, covariance), which a MOVER interval combines.
+    """
 
     variance: np.ndarray  # (groups,)
     df: np.ndarray  # (groups,), base scenarios with rows minus metrics they lie in
     reason: list[str | None]  # why no interval can be made, per group
+    sides: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def strata_indicator(strata: np.ndarray) -> np.ndarray:
@@ -64,30 +66,25 @@ def degrees_of_freedom(active: np.ndarray, strata: np.ndarray) -> np.ndarray:
     return np.maximum(k - 1, 0).sum(axis=0)
 
 
-def scenarios_for_an_interval(metrics: int, min_df: int = MIN_DEGREES_OF_FREEDOM) -> int:
-    """Fewest base scenarios per metric at which a quantity pooled over `metrics` metrics (a
-    rate, a difference, a gap) gets an interval: below it the design has fewer than `min_df`
-    degrees of freedom and the interval is withheld."""
-    return 1 + math.ceil(min_df / max(metrics, 1))
-
-
-def remedy(metrics: int, min_df: int = MIN_DEGREES_OF_FREEDOM) -> str:
-    """What design gives an interval that is withheld, said where the reason is read."""
-    needed = scenarios_for_an_interval(metrics, min_df)
-    return (f"an interval needs at least {needed} base scenarios per metric (set "
-            f"generation.scenarios_per_metric: {needed}; the command pressurebench plan sizes a study)")
-
-
 def stratified_variance(
-    z: np.ndarray, active: np.ndarray, strata: np.ndarray, *, min_df: int = MIN_DEGREES_OF_FREEDOM
+    z: np.ndarray,
+    active: np.ndarray,
+    strata: np.ndarray,
+    *,
+    rule: IntervalRule = DEGREES_OF_FREEDOM_RULE,
+    min_df: int | None = None,
 ) -> DesignVariance:
     """Variance of Σ z over clusters, stratified, counting only each group's active clusters.
 
     `z` and `active` are (clusters, groups); `strata` gives each cluster's
     stratum code. A stratum in which a group has exactly one active cluster
-    makes that group's variance inestimable; fewer than `min_df` degrees of
-    freedom make it too unstable for an interval. Both set a reason.
+    makes that group's variance inestimable; a design smaller than the
+    statistic's `rule` (`stats.interval_rules`; `min_df` replaces it by a
+    bare degrees-of-freedom rule, 0 for a component that is never withheld)
+    makes it too unstable for an interval. Both set a reason.
     """
+    if min_df is not None:
+        rule = IntervalRule(rule.statistic, 0, 0, rule.method, min_df=min_df)
     z = np.asarray(z, dtype=float)
     flat = z.ndim == 1
     if flat:
@@ -104,17 +101,18 @@ def stratified_variance(
     df = degrees_of_freedom(on, strata)
     lone = (k == 1).any(axis=0)
     metrics = (k >= 1).sum(axis=0)
+    clusters = k.sum(axis=0)
     reason: list[str | None] = []
     for g in range(z.shape[1]):
+        m, c = int(metrics[g]), int(clusters[g])
         if lone[g]:
             why = "a metric has a single base scenario: its variance cannot be estimated"
-        elif df[g] < min_df:
-            why = (f"too few base scenarios for an interval ({int(df[g])} degrees of freedom, "
-                   f"base scenarios minus metrics; at least {min_df} are needed)")
         else:
+            why = rule.withheld(c, m, int(df[g]))
+        if why is None:
             reason.append(None)
             continue
-        reason.append(f"{why}; {remedy(int(metrics[g]), min_df)}")
+        reason.append(f"{why}; {remedy(m, rule, c)}")
     return DesignVariance(variance=variance, df=df, reason=reason)
 
 

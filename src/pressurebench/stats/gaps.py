@@ -28,6 +28,7 @@ from .differences import estimate_differences, paired_design
 from .estimates import Difference
 from .frame import DEMOGRAPHIC_PREFIX, cluster_ids, demographic_axes
 from .grouping import pass_tables
+from .interval_rules import GAP
 
 
 class DemographicGap(Difference):
@@ -97,7 +98,7 @@ def demographic_gaps(
     shared = (tables.trials[:, columns_a] > 0) & (tables.trials[:, columns_b] > 0)
     s_a, t_a = tables.successes[:, columns_a] * shared, tables.trials[:, columns_a] * shared
     s_b, t_b = tables.successes[:, columns_b] * shared, tables.trials[:, columns_b] * shared
-    design = paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes)
+    design = paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes, rule=GAP)
     differences = estimate_differences(
         [(a, b) for _, _, a, b in owners],
         s_a,

@@ -11,6 +11,11 @@ which from a fallback, and why: the name says it.
 CLUSTER_T_WILSON = "cluster-t-wilson"
 CLUSTER_T = "cluster-t"
 CLUSTER_T_WELCH = "cluster-t-welch"
+# Differences of rates as MOVER intervals (Zou & Donner 2008) from the two rates' cluster-t
+# Wilson intervals and their correlation (`stats.differences`): paired, and independent on
+# Welch's df.
+CLUSTER_T_MOVER = "cluster-t-mover-wilson"
+CLUSTER_T_WELCH_MOVER = "cluster-t-welch-mover-wilson"
 CLUSTER_BOOTSTRAP = "stratified-cluster-bootstrap-percentile"
 INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
 # The same bootstrap, its percentiles taken at the level whose normal quantile

@@ -22,6 +22,7 @@ from .bootstrap import ClusterBootstrap, percentile_interval
 from .differences import estimate_differences, paired_design
 from .estimates import Difference
 from .frame import cluster_ids, passes, valid_mask
+from .interval_rules import DIFFERENCE
 
 # Replicate rates are rounded before ranking so that equal rates reached by
 # different sums of weights tie instead of being ordered by rounding error.
@@ -123,8 +124,8 @@ def compare_targets(
             t_a,
             s_b,
             t_b,
-            paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes),
-            method=methods.CLUSTER_T,
+            paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes, rule=DIFFERENCE),
+            method=methods.CLUSTER_T_MOVER,
             confidence_level=confidence_level,
         )
     return TargetComparison(

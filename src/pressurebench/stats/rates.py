@@ -27,6 +27,7 @@ from .frame import (
     valid_mask,
 )
 from .grouping import factorize, group_sums, pass_tables
+from .interval_rules import RATE
 from .intervals import wilson_interval
 
 
@@ -87,9 +88,12 @@ def estimate_rates(
     n_clusters = (trials > 0).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = x / n
-    design = stratified_variance(rate_z(successes, trials), trials > 0, bootstrap.strata_codes)
+    design = stratified_variance(
+        rate_z(successes, trials), trials > 0, bootstrap.strata_codes, rule=RATE
+    )
     low, high = wilson_t_interval(rate, design.variance, design.df, confidence_level)
     clusters_low, clusters_high = wilson_interval(rate * n_clusters, n_clusters, confidence_level)
+
     out = []
     for g in range(successes.shape[1]):
         if n[g] == 0:

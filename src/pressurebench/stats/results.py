@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..schemas import Row
 from .agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
 from .bootstrap import ClusterBootstrap, check_confidence_level
-from .cluster_t import MIN_DEGREES_OF_FREEDOM
 from .fidelity import FidelityResults
 from .frame import check_scores, valid_mask
 from .gaps import DemographicGap, demographic_gaps
@@ -33,9 +32,11 @@ from .received import ReceivedResults
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
-    "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates; "
-    f"withheld below {MIN_DEGREES_OF_FREEDOM} degrees of freedom or with a single-scenario "
-    "metric; capitulation bands and curve differences likewise, on Greenwood's linearization); "
+    "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "
+    "MOVER from the two rates' Wilson intervals for differences between targets and arms; "
+    "each statistic withheld below the design its coverage-grid rule needs "
+    "(pressurebench.stats.interval_rules) or with a single-scenario metric; capitulation bands "
+    "and curve differences on Greenwood's linearization, withheld below 20 degrees of freedom); "
     "rank shares, rank correlations, agreement and the median onset: stratified cluster "
     "bootstrap, base "
     "scenarios drawn with replacement within each metric, n_h - 1 draws per metric weighted "

@@ -6,7 +6,9 @@ metric) and a contrast of differences (does the generator's own family gain
 more than the other targets?), so this module exposes the bootstrap
 replicates themselves. They are built exactly as `compare_arms` builds them
 (the same clusters, seeds and weights): grouped by target, the replicates are
-the ones behind `compare_arms`' intervals on the same frames.
+the ones behind `compare_arms`' intervals on the same frames. Every interval
+here, the contrast's included, is a cluster-t interval withheld by its
+statistic's rule (`stats.interval_rules`), the same as the main run's.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import pandas as pd
 
 from ..stats import methods
 from ..stats.arm_comparison import arm_bootstraps, arm_design, arm_replicate_ratios
-from ..stats.bootstrap import ClusterBootstrap, percentile_interval
-from ..stats.cluster_t import DesignVariance
+from ..stats.bootstrap import ClusterBootstrap
+from ..stats.cluster_t import DesignVariance, rate_z, stratified_variance, t_quantile, welch_df
 from ..stats.differences import estimate_differences
 from ..stats.estimates import Difference
 from ..stats.frame import cluster_ids
 from ..stats.grouping import pass_tables
+from ..stats.interval_rules import CONTRAST
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class ArmReplicates:
     method: str  # of intervals made from the replicates
     design: DesignVariance  # cluster-t variance of each group's difference
     difference_method: str
+    strata_a: np.ndarray  # metric code of each of arm a's clusters
+    strata_b: np.ndarray
+    paired: bool
 
     def point(self) -> tuple[np.ndarray, np.ndarray]:
         """Each arm's rate per group; NaN where the arm has no valid rows in the group."""
@@ -99,7 +105,8 @@ def arm_replicates(
     reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
     design, difference_method = arm_design(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
     return ArmReplicates(
-        keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method, design, difference_method
+        keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method, design, difference_method,
+        boot_a.strata_codes, boot_b.strata_codes, paired,
     )
 
 
@@ -140,6 +147,7 @@ def contrast_of_changes(
     `reps` must be grouped by target alone. Each target's change is its rate
     in arm a minus its rate in arm b; targets without valid rows in either arm
     have no change and take no part. Every target weighs the same on its side.
+    Its interval is cluster-t (`contrast_design`), withheld below the contrast's rule.
     """
     names = [key[0] for key in reps.keys]
     rate_a, rate_b = reps.point()
@@ -160,17 +168,37 @@ def contrast_of_changes(
             return none(f"no target {side} the family has valid rows in both arms")
     change = rate_a - rate_b
     value = float(change[mask_in].mean() - change[mask_out].mean())
-    rep_change = reps.reps_a - reps.reps_b
-    replicates = rep_change[:, mask_in].mean(axis=1) - rep_change[:, mask_out].mean(axis=1)
-    low, high, degenerate = percentile_interval(replicates, confidence_level)
-    if degenerate[0]:
-        return Contrast(
-            ins,
-            outs,
-            value,
-            None,
-            None,
-            methods.NONE,
-            "the bootstrap replicates do not vary: no interval can be drawn from them",
-        )
-    return Contrast(ins, outs, value, float(low[0]), float(high[0]), reps.method, None)
+    weights = np.where(mask_in, 1.0 / mask_in.sum(), 0.0) - np.where(
+        mask_out, 1.0 / mask_out.sum(), 0.0
+    )
+    design, method = contrast_design(reps, weights)
+    if design.reason[0] is not None:
+        return Contrast(ins, outs, value, None, None, methods.NONE, design.reason[0])
+    if design.variance[0] <= 0:
+        return Contrast(ins, outs, value, None, None, methods.NONE,
+                        "the contrast does not vary over base scenarios: no interval can be "
+                        "drawn from its variance")
+    half = float(t_quantile(design.df, confidence_level)[0] * np.sqrt(design.variance[0]))
+    return Contrast(ins, outs, value, max(value - half, -1.0), min(value + half, 1.0), method, None)
+
+
+def contrast_design(reps: ArmReplicates, weights: np.ndarray) -> tuple[DesignVariance, str]:
+    """Cluster-t variance of Σ weights · (rate a − rate b) over the groups, withheld below
+    the contrast's rule (`stats.interval_rules.CONTRAST`): the linearized contributions of
+    each arm's rates, weighted and summed per base scenario; paired arms difference them per
+    scenario, independent ones add their variances (Welch's df)."""
+    z_a = (rate_z(reps.successes_a, reps.trials_a) * weights).sum(axis=1, keepdims=True)
+    z_b = (rate_z(reps.successes_b, reps.trials_b) * weights).sum(axis=1, keepdims=True)
+    used = weights != 0
+    on_a = (reps.trials_a[:, used] > 0).any(axis=1, keepdims=True)
+    on_b = (reps.trials_b[:, used] > 0).any(axis=1, keepdims=True)
+    if reps.paired:
+        design = stratified_variance(z_a - z_b, on_a | on_b, reps.strata_a, rule=CONTRAST)
+        return design, methods.CLUSTER_T
+    va = stratified_variance(z_a, on_a, reps.strata_a, rule=CONTRAST)
+    vb = stratified_variance(z_b, on_b, reps.strata_b, rule=CONTRAST)
+    return DesignVariance(
+        variance=va.variance + vb.variance,
+        df=welch_df(va.variance, va.df, vb.variance, vb.df),
+        reason=[ra or rb for ra, rb in zip(va.reason, vb.reason)],
+    ), methods.CLUSTER_T_WELCH

@@ -25,18 +25,20 @@ import pandas as pd
 
 from ..arms.naming import GENERATOR, STUDY_STAGES, arm_layout
 from ..arms.plan import load_plan
-from ..io import read_yaml_model
+from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..runtime import StageRun
-from ..schemas import Benchmark
+from ..schemas import Benchmark, GenerationError, ScenariosFile
 from ..stats.arm_comparison import compare_arms
+from ..stats.frame import valid_mask
+from ..stats.interval_rules import planned_design
 from ..stats.results import StatisticsSettings
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
 from .multiplicity import holm_differences
 from .record import last_study, record_study
-from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, SelfPreference
+from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, LostBaseScenarios, SelfPreference
 
 STAGE = STUDY_STAGES[GENERATOR]
 
@@ -108,6 +110,25 @@ def compare_generator_arm(
     )
 
 
+def base_scenario_losses(
+    main: pd.DataFrame, arm: pd.DataFrame, *, planned: int, errors: list[GenerationError]
+) -> LostBaseScenarios:
+    """How many base scenarios each arm scored (a valid row for some target) against the
+    `planned` number, with the arm's generation errors that explain the difference."""
+
+    def scored(frame: pd.DataFrame) -> int:
+        return int(frame.loc[valid_mask(frame), "base_id"].nunique()) if len(frame) else 0
+
+    arm_scored = scored(arm)
+    return LostBaseScenarios(
+        planned=planned,
+        scored_main=scored(main),
+        scored_arm=arm_scored,
+        lost=max(planned - arm_scored, 0),
+        generation_errors=errors,
+    )
+
+
 def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
     """Every planned generator arm compared with the main arm, from the files on disk."""
     plan = load_plan(params, benchmark, GENERATOR)
@@ -120,10 +141,18 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
         layout = arm_layout(params.data_dir, benchmark, planned.name)
         bench = read_yaml_model(layout.benchmark_file, Benchmark)
         models = [planned.model, *plan.targets]
+        arm_frame = frame_of(arm_scores(layout, plan.targets))
+        errors = list(bench.errors)
+        if layout.scenarios_file.exists():
+            errors += read_artifact(layout.scenarios_file, ScenariosFile).errors
+        losses = base_scenario_losses(
+            main_frame, arm_frame,
+            planned=params.generation.scenarios_per_metric * len(bench.metrics), errors=errors,
+        )
         arms.append(
             compare_generator_arm(
                 main_frame,
-                frame_of(arm_scores(layout, plan.targets)),
+                arm_frame,
                 arm_name=planned.name,
                 generator=planned.model,
                 families={m: params.models[m].family for m in models},
@@ -134,7 +163,7 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
                 metrics_handwritten=bench.generator is None,
                 targets=plan.targets,
                 statistics=params.statistics,
-            )
+            ).model_copy(update={"losses": losses})
         )
     stats = params.statistics
     return GeneratorBiasStudy(
@@ -151,7 +180,8 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
 def run(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
     """Compute the generator-bias study; write `data/<b>/generator_bias.json` and its manifest."""
     stage = StageRun(STAGE, params_path, benchmark, models_used=[])
-    study = generator_bias_study(stage.params, benchmark)
+    with planned_design(stage.params.generation.scenarios_per_metric):
+        study = generator_bias_study(stage.params, benchmark)
     record_study(stage, study)
     return study
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schemas import SCHEMA_VERSION, Row
+from ..schemas import SCHEMA_VERSION, GenerationError, Row
 from ..stats.arm_comparison import ArmComparison
 from ..stats.estimates import RateEstimate
 from ..stats.fidelity import TargetFidelity
@@ -48,6 +48,23 @@ class SelfPreference(Row):
     reason: str | None = None
 
 
+class LostBaseScenarios(Row):
+    """Base scenarios an arm's generator was asked for but that have no scored row in it.
+
+    They never reach a score row, so no n_error counts them: a base scenario that failed
+    to generate, was rejected, or whose rows are all errors leaves the design smaller, and
+    an interval may be withheld for it.
+    """
+
+    planned: int = Field(ge=0, description="generation.scenarios_per_metric × the arm's metrics")
+    scored_main: int = Field(ge=0, description="base scenarios with a valid row in the main arm")
+    scored_arm: int = Field(ge=0, description="base scenarios with a valid row in the arm")
+    lost: int = Field(ge=0, description="planned − scored_arm")
+    generation_errors: list[GenerationError] = Field(
+        description="the arm's failed generation steps, each with its base scenario and reason"
+    )
+
+
 class GeneratorArmResult(Row):
     arm: str
     generator: str
@@ -72,6 +89,9 @@ class GeneratorArmResult(Row):
     metric_note: str | None = Field(default=None, description="why there are no metric differences")
     multiplicity: Multiplicity
     self_preference: SelfPreference
+    losses: LostBaseScenarios | None = Field(
+        default=None, description="base scenarios the arm lost between generation and scoring"
+    )
 
 
 class GeneratorBiasStudy(BaseModel):

@@ -1,0 +1,156 @@
+"""When each kind of interval is reported: one measured rule per statistic.
+
+An interval made from a handful of base scenarios can cover its truth as
+often as it claims, or not, and how many it needs differs between statistics:
+a rate over four metrics borrows strength from all of them, a single metric's
+rate from its own base scenarios alone, and a difference between two targets
+on the same scenarios cancels what makes a scenario hard for both. So each
+statistic has its own rule: the fewest base scenarios per metric at which the
+coverage grid (`make coverage`, docs/interval_coverage.md) finds no cell it
+simulates (samples × ICC × rate × 4 and 20 metrics) covering less than 0.93
+beyond Monte-Carlo error, at that design and every larger one. Below it the
+interval is withheld, with the reason and the design that gives one. Cells
+covering more than 0.975 are wider than they need to be; the grid flags them,
+and they are not withheld for it.
+
+A quantity pooled over several metrics and the same quantity on one metric
+are different statistics here (`pooled` and `single`): the first has the
+degrees of freedom of all metrics' base scenarios, the second of one metric's.
+
+Statistics the grid does not simulate (judge-corrected rates, capitulation
+bands, fidelity shares) keep the rule they were measured with: 20 degrees of
+freedom, base scenarios minus metrics (`DEGREES_OF_FREEDOM_RULE`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+# Below this many base scenarios per metric the design's variance is measured
+# with so few degrees of freedom that no statistic here is reported.
+FEWEST_PER_METRIC = 2
+# Share of planned base scenarios `pressurebench plan` adds for generation losses (a scenario
+# that fails to generate, is rejected as a near-duplicate, or has no valid row), at least one.
+GENERATION_MARGIN = 0.15
+
+
+@dataclass(frozen=True)
+class IntervalRule:
+    """The fewest base scenarios per metric at which a statistic's interval is reported.
+
+    `pooled` applies to a quantity over two or more metrics, `single` to one
+    metric's; `min_df` (base scenarios minus metrics) is the rule of the
+    statistics the coverage grid does not simulate; `method` names how the
+    interval is made at the design the rule allows.
+    """
+
+    statistic: str
+    pooled: int
+    single: int
+    method: str
+    min_df: int | None = None
+
+    def per_metric(self, metrics: int) -> int:
+        """Base scenarios per metric a quantity over `metrics` metrics needs for an interval."""
+        if self.min_df is not None:
+            return 1 + math.ceil(self.min_df / max(metrics, 1))
+        return self.pooled if metrics > 1 else self.single
+
+    def withheld(self, clusters: int, metrics: int, df: int) -> str | None:
+        """Why a quantity over `clusters` base scenarios in `metrics` metrics gets no interval,
+        or None when it gets one."""
+        if self.min_df is not None:
+            if df >= self.min_df:
+                return None
+            return (f"too few base scenarios for an interval ({df} degrees of freedom, base "
+                    f"scenarios minus metrics; at least {self.min_df} are needed)")
+        needed = _FLOOR.get() or self.per_metric(metrics)
+        if clusters < needed * metrics:
+            over = f"over {metrics} metrics" if metrics > 1 else "in one metric"
+            return (f"too few base scenarios for a {self.statistic} interval ({clusters} with "
+                    f"valid rows {over}; the coverage grid needs {needed} per metric)")
+        return None
+
+
+# The rules the coverage grid supports (docs/interval_coverage.md, "rules" table): never
+# below the design it measured, and never below 3 base scenarios per metric pooled or 5 on one
+# metric. Below those floors the grid finds intervals that cover, but conservatively to the
+# point of saying little (0.97-1.00 on one metric at 2-3 base scenarios, pooled rates up to
+# 0.99 at 2), and it simulates no benchmark of fewer than 4 metrics, where 2 per metric would
+# leave 2-3 degrees of freedom.
+RATE = IntervalRule("rate", pooled=3, single=5, method="cluster-t-wilson")
+DIFFERENCE = IntervalRule("difference", pooled=3, single=12, method="cluster-t-mover-wilson")
+INDEPENDENT_DIFFERENCE = IntervalRule(
+    "independent difference", pooled=3, single=12, method="cluster-t-welch-mover-wilson"
+)
+GAP = IntervalRule("demographic gap", pooled=3, single=5, method="cluster-t")
+# Not simulated by the grid: a difference of independent differences, so the rule of one.
+CONTRAST = IntervalRule("contrast", pooled=3, single=12, method="cluster-t-welch")
+DEGREES_OF_FREEDOM_RULE = IntervalRule(
+    "cluster-t", pooled=21, single=21, method="cluster-t", min_df=20
+)
+
+RULES = {rule.statistic: rule for rule in (RATE, DIFFERENCE, INDEPENDENT_DIFFERENCE, GAP, CONTRAST)}
+
+
+def scenarios_for_intervals(metrics: int, rules: tuple[IntervalRule, ...] | None = None) -> int:
+    """Fewest base scenarios per metric at which every rule in `rules` (all measured ones by
+    default) reports its pooled interval over `metrics` metrics."""
+    chosen = tuple(RULES.values()) if rules is None else rules
+    return max(rule.per_metric(metrics) for rule in chosen)
+
+
+def with_margin(scenarios: int, margin: float = GENERATION_MARGIN) -> int:
+    """`scenarios` plus room for generation losses: `margin` of them, rounded up, at least one."""
+    return scenarios + max(1, math.ceil(scenarios * margin))
+
+
+# Set only while the coverage grid measures intervals below the rules (`rules_lowered`).
+_FLOOR: ContextVar[int | None] = ContextVar("interval_rule_floor", default=None)
+
+
+@contextmanager
+def rules_lowered(per_metric: int = FEWEST_PER_METRIC) -> Iterator[None]:
+    """Within the block, every measured rule reports from `per_metric` base scenarios per
+    metric: how the coverage grid measures the designs the rules withhold."""
+    token = _FLOOR.set(per_metric)
+    try:
+        yield
+    finally:
+        _FLOOR.reset(token)
+
+
+# Base scenarios per metric the run asked for (generation.scenarios_per_metric), set by the
+# stages that compute statistics, so that a withheld interval's advice can tell scenarios that
+# were lost from scenarios that were never asked for.
+_PLANNED: ContextVar[int | None] = ContextVar("planned_scenarios_per_metric", default=None)
+
+
+@contextmanager
+def planned_design(scenarios_per_metric: int | None) -> Iterator[None]:
+    """Within the block, withheld intervals' advice compares the design with this plan."""
+    token = _PLANNED.set(scenarios_per_metric)
+    try:
+        yield
+    finally:
+        _PLANNED.reset(token)
+
+
+def remedy(metrics: int, rule: IntervalRule, clusters: int) -> str:
+    """What gives a withheld interval one, said where the reason is read: more base scenarios
+    when the plan asked for too few, the lost ones when it asked for enough."""
+    needed = rule.per_metric(metrics)
+    planned = _PLANNED.get()
+    if planned is not None and planned >= needed:
+        lost = max(planned * metrics - clusters, 0)
+        return (f"generation.scenarios_per_metric is already {planned}, but {lost} of the "
+                f"{planned * metrics} planned base scenarios of these metrics have no valid row "
+                "(failed or rejected in generation, or every row an error): re-run generation "
+                f"for them or plan {with_margin(needed)} per metric to absorb such losses")
+    return (f"an interval needs at least {needed} base scenarios per metric with valid rows "
+            f"(set generation.scenarios_per_metric: {with_margin(needed)}, which leaves a "
+            "margin for generation losses; the command pressurebench plan sizes a study)")
