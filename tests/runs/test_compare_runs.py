@@ -140,7 +140,7 @@ def test_the_command_prints_the_table_and_writes_a_report_linked_from_the_index(
 
 
 def test_the_header_names_every_method_the_rows_use_by_the_rows_own_names(tmp_path, capsys):
-    """A paired comparison gives cluster-t intervals where per-scenario differences vary and
+    """A paired comparison gives cluster-t MOVER intervals where per-scenario differences vary and
     Newcombe's where they do not (here: the teenagers' rows are the same in both runs); the
     header must not call every row paired cluster-t."""
     import numpy as np
@@ -157,10 +157,10 @@ def test_the_header_names_every_method_the_rows_use_by_the_rows_own_names(tmp_pa
     comparison = compare_runs(read_run(str(tmp_path / "A")), read_run(str(tmp_path / "B")))
     (bench,) = comparison.benchmarks
     used = {c.change.ci_method for c in bench.changes}
-    assert {methods.CLUSTER_T, methods.NEWCOMBE_CLUSTERS} <= used
+    assert {methods.CLUSTER_T_MOVER, methods.NEWCOMBE_CLUSTERS} <= used
     text = terminal_text(comparison)
     header = next(line for line in text.splitlines() if line.startswith("Differences paired"))
     assert "Intervals of B − A: " in header
-    assert "cluster-t, paired (" in header and "Newcombe, scenarios as n (" in header
+    assert "cluster-t MOVER, paired (" in header and "Newcombe, scenarios as n (" in header
     rows = text.split(header, 1)[1]
-    assert "cluster-t, paired" in rows and "Newcombe, scenarios as n" in rows
+    assert "cluster-t MOVER, paired" in rows and "Newcombe, scenarios as n" in rows

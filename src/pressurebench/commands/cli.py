@@ -176,12 +176,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..paths import Layout
-    from ..stats.interval_rules import (
-        GENERATION_MARGIN,
-        RULES,
-        scenarios_for_intervals,
-        with_margin,
-    )
+    from ..stats import GENERATION_MARGIN, RULES, scenarios_for_intervals, with_margin
     from .sample_size import Design, pilot_design, pilot_icc_interval, required_scenarios
 
     params = load_params(args.params)
