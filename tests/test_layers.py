@@ -21,8 +21,7 @@ only) never runs and does not. The layers, lowest first:
    and `compare/`, two runs side by side in a report of its own.
 7. labels: `labels/`, the human labels of judged conversations and the pages raters use.
 8. stages: `stages/`, the pipeline stages (the aggregate stage reads the human labels).
-9. entry points: what a person or DVC starts. `cli`, `notebook_run` (with `stage_server`, the
-   warm process its stages are forked from), `notebook_session`, `stage_failure`, `estimate`
+9. entry points: what a person or DVC starts. `cli`, `notebook_run`, `notebook_session`, `stage_failure`, `estimate`
    (with `estimate_time`), `preflight` and `impactbench`.
 
 A new folder or top-level module fails here until it is given a layer in `LAYERS`.
@@ -47,7 +46,7 @@ LAYERS: list[set[str]] = [
     {"reports/", "compare/"},
     {"labels/"},
     {"stages/"},
-    {"cli", "notebook_run", "stage_server", "notebook_engine", "notebook_session", "stage_failure",
+    {"cli", "notebook_run", "notebook_engine", "notebook_session", "stage_failure",
      "estimate", "estimate_time", "preflight", "impactbench", "code_deps"},
 ]
 

@@ -13,32 +13,41 @@ last outputs, `notebook_session`).
 
 The cells run in a Python process of their own, on an IPython shell rather than
 a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter, not for a
-kernel's start-up and messaging, and that process is forked from a stage server
-that has already imported what stages use (`stage_server`), so not for the
-imports either. This process only starts
-that one and waits, so a native crash there (a segfault inside llama.cpp) is
-still reported, naming the stage, the embedded models and what to try
-(`native_crash`), with exit code 4. When the notebook fails, the report is
-still written, opening with what failed, what to do and the stage's error rows
-grouped by reason (`stage_failure`); the command prints the error as one line
-instead of a traceback and exits with the command line's codes: 2 bad input or
-settings, 3 above the error budget, 1 unexpected.
+kernel's start-up and messaging. That process starts cold and imports only what its
+stage uses (pandas and the report's renderer always; matplotlib, seaborn and SciPy only
+in the stages that draw figures or compute intervals), so it starts in about a second.
+This process only starts that one, relays interrupts and terminations to it, and waits,
+so a native crash there (a segfault inside llama.cpp) is still reported, naming the
+stage, the embedded models and what to try (`native_crash`), with exit code 4. When the
+notebook fails, the report is still written, opening with what failed, what to do and
+the stage's error rows grouped by reason (`stage_failure`); the command prints the error
+as one line instead of a traceback and exits with the command line's codes: 2 bad input
+or settings, 3 above the error budget, 1 unexpected.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from . import stage_server
 from .errors import PressurebenchError
-from .native_crash import EXIT_NATIVE_CRASH
+from .native_crash import EXIT_NATIVE_CRASH, signal_name
 
 KERNEL = "python3"
 MODULE = "pressurebench.notebook_run"
 DEFAULT_PARAMS = "params/pipeline.yaml"
+# The stage process's end of a pipe whose other end only its command holds: at end of file the
+# command is gone (killed outright, so it could not relay anything) and the stage stops too.
+COMMAND_PIPE_ENV = "PRESSUREBENCH_STAGE_COMMAND_FD"
+RELAYED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+    if hasattr(signal, name)
+)
 
 
 class NotebookFailed(PressurebenchError):
@@ -65,19 +74,69 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
     args = ["--in-process", str(notebook), str(out_stem)]
     for name, value in parameters.items():
         args += ["-p", name, value]
-    code = stage_server.call(MODULE, args, xoptions=["faulthandler"])
-    if code is None:
-        code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", MODULE, *args])
+    code, relayed = run_stage_process([sys.executable, "-X", "faulthandler", "-m", MODULE, *args])
     html = paths(out_stem)[1]
     if code == 0:
         return html
+    if code < 0 and -code in relayed:  # stopped on request (Ctrl-C, a termination): no crash
+        raise NotebookFailed(f"{notebook} stopped by {signal_name(code)}", 128 - code)
     if code < 0:
-        from .native_crash import crash_message, signal_name
+        from .native_crash import crash_message
 
         stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
         how = f"its process was killed by {signal_name(code)}"
         raise NotebookFailed(crash_message(stage, parameters["params_path"], how), EXIT_NATIVE_CRASH)
     raise NotebookFailed(f"{notebook} failed with exit code {code} (report: {html})", code)
+
+
+def run_stage_process(cmd: list[str]) -> tuple[int, set[int]]:
+    """Run the stage's process and wait for it; its exit code (negative: killed by that signal)
+    and the signals this process relayed to it.
+
+    The stage runs in a process group of its own, so an interrupt typed at the terminal reaches
+    it once, relayed from here, and this process keeps waiting to report how it ended. It also
+    holds the read end of a pipe from this process: should this one be killed outright, the
+    stage sees the pipe close and stops as well (`stop_with_command`).
+    """
+    read_end, write_end = os.pipe()
+    relayed: set[int] = set()
+    try:
+        proc = subprocess.Popen(cmd, pass_fds=(read_end,), process_group=0,
+                                env={**os.environ, COMMAND_PIPE_ENV: str(read_end)})
+    finally:
+        os.close(read_end)
+
+    def relay(signum, _frame):
+        relayed.add(signum)
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, relay) for s in RELAYED_SIGNALS}
+    try:
+        return proc.wait(), relayed  # a relayed signal does not interrupt the wait (PEP 475)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        os.close(write_end)
+
+
+def stop_with_command() -> None:
+    """In a stage's process: end it with SIGTERM once the command that started it is gone."""
+    fd = os.environ.pop(COMMAND_PIPE_ENV, None)
+    if fd is None or not fd.isdigit():
+        return
+
+    def watch() -> None:
+        try:
+            while os.read(int(fd), 1):
+                pass
+        except OSError:
+            return
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="stage-command-watch", daemon=True).start()
 
 
 def skip_iri_format_checks() -> None:
@@ -158,11 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     parameters = {"params_path": DEFAULT_PARAMS, **dict(args.parameter)}
     try:
         if args.in_process:
+            stop_with_command()
             execute_notebook(args.notebook, args.out_stem, parameters)
         else:
             run_notebook(args.notebook, args.out_stem, parameters)
     except NotebookFailed as exc:
-        if args.in_process or exc.code == EXIT_NATIVE_CRASH:  # else the child printed it
+        if args.in_process or exc.code == EXIT_NATIVE_CRASH or exc.code > 128:  # else the child
+            # printed it
             print(f"pressurebench: {exc}", file=sys.stderr)
         return exc.code
     except PressurebenchError as exc:  # the report could not be written
