@@ -28,6 +28,8 @@ or settings, 3 above the error budget, 1 unexpected.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import os
 import signal
 import subprocess
@@ -139,26 +141,45 @@ def stop_with_command() -> None:
     threading.Thread(target=watch, name="stage-command-watch", daemon=True).start()
 
 
-def skip_iri_format_checks() -> None:
-    """Keep jsonschema from building its IRI parsers (call before anything imports nbformat).
+# jsonschema's optional format checkers (`jsonschema._format`), each imported when jsonschema is.
+FORMAT_CHECKER_MODULES = (
+    "fqdn", "rfc3986_validator", "rfc3987_syntax", "rfc3339_validator", "webcolors",
+    "jsonpointer", "uri_template", "isoduration",
+)
 
-    nbformat validates notebooks with jsonschema, whose non-GPL format checkers
-    (installed with JupyterLab) build about 35 Earley parsers when imported, for
-    the `iri` formats: about a second of every stage's start. No notebook schema
-    uses those formats and nbformat checks none, so jsonschema runs without them.
+
+def skip_format_checker_imports() -> None:
+    """Keep jsonschema from importing its optional format checkers (call before anything
+    imports nbformat).
+
+    nbformat validates notebooks with jsonschema, which imports a checker for each
+    format whose package is installed (JupyterLab installs them): the `iri` ones build
+    about 35 Earley parsers, about a second of every stage's start, and `duration`
+    imports arrow. No notebook schema uses those formats and nbformat checks none, so
+    a stage's process runs jsonschema without them.
     """
-    sys.modules.setdefault("rfc3987_syntax", None)
+    for name in FORMAT_CHECKER_MODULES:
+        sys.modules.setdefault(name, None)
 
 
-def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
-    """Execute the notebook in this process and render its report; returns the report."""
-    skip_iri_format_checks()
+def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str],
+                     *, stage_process: bool = False) -> Path:
+    """Execute the notebook in this process and render its report; returns the report.
+
+    `stage_process`: this process exists only for this stage, so what is imported and what
+    each cell leaves alive is frozen out of later garbage collections (`gc.freeze`: a
+    collection need not walk it again; in a longer-lived process it would never be collected).
+    """
+    skip_format_checker_imports()
     import papermill
     from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
     from .notebook_engine import ENGINE_NAME, InProcessEngine
     from .reports.render import render_notebook
+
+    if stage_process:
+        gc.freeze()
 
     papermill_engines.register(ENGINE_NAME, InProcessEngine)
     executed, html = paths(out_stem)
@@ -167,6 +188,7 @@ def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dic
         papermill.execute_notebook(
             str(notebook), str(executed), parameters={**parameters, "write_outputs": True},
             engine_name=ENGINE_NAME, kernel_name=KERNEL, cwd=".", progress_bar=False,
+            freeze_cells=stage_process,
             # The executed copy is written once, at the end (or where a cell failed).
             request_save_on_cell_execute=False,
         )
@@ -205,7 +227,7 @@ def add_models_note(
     nbformat.write(nb, executed)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, stage_process: bool = False) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook")
     parser.add_argument("out_stem", help="reports/<benchmark>/<name>: where the .html goes")
@@ -218,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.in_process:
             stop_with_command()
-            execute_notebook(args.notebook, args.out_stem, parameters)
+            execute_notebook(args.notebook, args.out_stem, parameters,
+                             stage_process=stage_process)
         else:
             run_notebook(args.notebook, args.out_stem, parameters)
     except NotebookFailed as exc:
@@ -232,5 +255,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def end_stage_process(code: int) -> None:
+    """End a stage's process with `code` the quick way: exit handlers run and streams flushed
+    as at any exit, but without tearing down the interpreter's modules one by one (a
+    fifth of a short stage's CPU time once pandas, nbconvert and IPython are loaded).
+
+    Only when no other thread could still be writing: else the interpreter ends as usual.
+    """
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    in_process = "--in-process" in sys.argv[1:]
+    exit_code = main(stage_process=in_process)
+    if in_process:
+        end_stage_process(exit_code)
+    raise SystemExit(exit_code)
