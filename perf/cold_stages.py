@@ -7,7 +7,9 @@ what starting and ending stages costs): one of this tree, one of the tree at
 users ran it). Each copy's commands import its own tree's package (PYTHONPATH). In
 one run, interleaved so that the load of a shared machine falls on both alike:
 
-1. a cold `dvc repro` of each copy (every stage, every model call made);
+1. a cold `dvc repro` of both copies at once (every stage, every model call made):
+   minutes long, so run side by side rather than one after the other, each under
+   the same load;
 2. `--rounds` times each: `dvc repro -f` (every stage run again, every model call
    replayed from the stage's call record: the run after a code change);
 3. `--repeats` times each: `dvc repro -f -s aggregate@<b>` (one short stage).
@@ -37,7 +39,7 @@ from common import REPO, machine
 from mock_providers import MockLLMServer
 
 sys.path.insert(0, str(REPO / "tests" / "pipeline"))
-from pipeline_support import mock_params  # noqa: E402
+from pipeline_support import mock_params
 
 BENCHMARK = "pressure-core"
 KEY = "perf-mock-key"
@@ -83,6 +85,30 @@ def timed(cmd: list[str], root: Path, env: dict[str, str]) -> float:
     return seconds
 
 
+def side_by_side(cmd: list[str], roots: dict[str, Path], envs: dict[str, dict[str, str]]
+                 ) -> dict[str, float]:
+    """`cmd` in every copy at once; the wall time of each."""
+    started = time.perf_counter()
+    logs = {t: (roots[t].parent / "stderr.txt").open("w") for t in roots}  # not a pipe: it fills
+    procs = {t: subprocess.Popen(cmd, cwd=roots[t], env=envs[t], stdout=subprocess.DEVNULL,
+                                 stderr=logs[t]) for t in roots}
+    seconds = {}
+    pending = dict(procs)
+    while pending:
+        for tree, proc in list(pending.items()):
+            if proc.poll() is not None:
+                seconds[tree] = time.perf_counter() - started
+                del pending[tree]
+        time.sleep(0.05)
+    for tree, proc in procs.items():
+        logs[tree].close()
+        if proc.returncode != 0:
+            log = (roots[tree].parent / "stderr.txt").read_text()
+            raise SystemExit(f"{' '.join(cmd)} in {roots[tree]} exited {proc.returncode}:\n"
+                             f"{log[-3000:]}")
+    return seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="29bee63")
@@ -103,9 +129,9 @@ def main() -> int:
             envs[tree] = {**base_env, "PYTHONPATH": str(root / "src")}
         print(f"machine: {machine()}", flush=True)
         order = list(trees)
-        for tree in order:
-            rows[tree]["cold"].append(timed(["dvc", "repro"], roots[tree], envs[tree]))
-            print(f"cold dvc repro, {tree}: {rows[tree]['cold'][-1]:.1f} s", flush=True)
+        for tree, seconds in side_by_side(["dvc", "repro"], roots, envs).items():
+            rows[tree]["cold"].append(seconds)
+            print(f"cold dvc repro (side by side), {tree}: {seconds:.1f} s", flush=True)
         for n in range(args.rounds):
             for tree in order if n % 2 else order[::-1]:
                 rows[tree]["replay"].append(timed(["dvc", "repro", "-f"], roots[tree], envs[tree]))
