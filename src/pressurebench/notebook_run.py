@@ -115,7 +115,11 @@ def run_stage_process(cmd: list[str]) -> tuple[int, set[int]]:
         except ProcessLookupError:
             pass
 
-    previous = {s: signal.signal(s, relay) for s in RELAYED_SIGNALS}
+    # A signal this process ignores (nohup's SIGHUP) stays ignored, as the stage inherits it;
+    # only the main thread may handle signals.
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, relay) for s in RELAYED_SIGNALS
+                if main and signal.getsignal(s) is not signal.SIG_IGN}
     try:
         return proc.wait(), relayed  # a relayed signal does not interrupt the wait (PEP 475)
     finally:
