@@ -15,10 +15,10 @@ The cells run in a Python process of their own, on an IPython shell rather than
 a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter, not for a
 kernel's start-up and messaging. That process starts cold and imports only what its
 stage uses (pandas and the report's renderer always; matplotlib, seaborn and SciPy only
-in the stages that draw figures or compute intervals), so it starts in about a second.
-This process only starts that one, relays interrupts and terminations to it, and waits,
-so a native crash there (a segfault inside llama.cpp) is still reported, naming the
-stage, the embedded models and what to try (`native_crash`), with exit code 4. When the
+in the stages that draw figures or compute intervals; `docs/performance.md`). This
+process only starts that one, relays interrupts and terminations to it, and waits, so
+a native crash there (a segfault inside llama.cpp) is still reported, naming the stage,
+the embedded models and what to try (`native_crash`), with exit code 4. When the
 notebook fails, the report is still written, opening with what failed, what to do and
 the stage's error rows grouped by reason (`stage_failure`); the command prints the error
 as one line instead of a traceback and exits with the command line's codes: 2 bad input
