@@ -7,12 +7,8 @@ on every command, so the lock is the one this dvc.yaml writes); then, in turn
 and `--repeats` times:
 
 - `dvc repro -f -s aggregate@<b>`: DVC, the stage command (`notebook_run`: the
-  notebook's cells in a process forked from the stage server, its report
-  rendered), DVC's bookkeeping; the server is warm, as for every stage of a run
-  but the first;
-- the same with a server that starts with the stage (as the first stage of a run);
-- the same without a stage server (`PRESSUREBENCH_STAGE_SERVER_IDLE=0`): a fresh
-  process per stage;
+  notebook's cells in a fresh process of their own, its report rendered), DVC's
+  bookkeeping;
 - the stage command alone, without DVC;
 - `pressurebench.stages.aggregate.run` in a fresh `python -c`: imports and the
   stage's work, the floor of a stage started cold (its call alone is printed too).
@@ -39,7 +35,6 @@ from pathlib import Path
 from common import REPO, machine
 
 from mock_providers import MockLLMServer
-from pressurebench.stage_server import IDLE_ENV
 
 BENCHMARK = "pressure-core"
 STAGE = f"aggregate@{BENCHMARK}"
@@ -84,17 +79,11 @@ def main() -> int:
         cold, _ = timed(["dvc", "repro"], root, env)
         lock_lines = len((root / "dvc.lock").read_text().splitlines())
         print(f"cold `dvc repro` of the scratch copy: {cold:.1f} s; dvc.lock {lock_lines} lines", flush=True)
-        rows: dict[str, list[float]] = {k: [] for k in ("repro", "first", "off", "command", "process", "call")}
+        rows: dict[str, list[float]] = {k: [] for k in ("repro", "command", "process", "call")}
         command = [sys.executable, "-m", "pressurebench.running.notebook_run", "notebooks/05_aggregate.ipynb",
                    f"reports/{BENCHMARK}/05_aggregate", "-p", "benchmark", BENCHMARK]
-        off = {**env, IDLE_ENV: "0"}
-        for repeat in range(args.repeats):
+        for _ in range(args.repeats):
             rows["repro"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, env)[0])
-            # Another environment is another server: this one starts with the stage, as the first
-            # stage of a run starts it.
-            fresh = {**env, "PERF_STAGE_STARTUP_ROUND": str(repeat)}
-            rows["first"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, fresh)[0])
-            rows["off"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, off)[0])
             rows["command"].append(timed(command, root, env)[0])
             seconds, out = timed([sys.executable, "-c", RUN_STAGE], root, env)
             rows["process"].append(seconds)
@@ -103,8 +92,6 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in rows.items()}
     labels = {
         "repro": f"dvc repro -f -s {STAGE}",
-        "first": "  the same, its stage server starting with it",
-        "off": f"  the same, without a stage server ({IDLE_ENV}=0)",
         "command": "the stage command alone",
         "process": "aggregate.run in a fresh python -c",
         "call": "aggregate.run, the call alone",
@@ -114,8 +101,6 @@ def main() -> int:
         print(f"{label:<52} {med[key]:>9.2f}  {', '.join(f'{v:.2f}' for v in rows[key])}")
     ratio = med["repro"] / med["process"]
     print(f"\ndvc repro / the stage's run in a fresh process: {ratio:.2f} (goal <= {GOAL_RATIO})")
-    print(f"with a stage server / without: {med['repro'] / med['off']:.2f}; "
-          f"starting one / without: {med['first'] / med['off']:.2f}")
     print(f"dvc repro - stage command (DVC's own share): {med['repro'] - med['command']:.2f} s")
     return 0 if ratio <= GOAL_RATIO else 1
 

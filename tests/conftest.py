@@ -23,10 +23,6 @@ from skips_by_design import (  # noqa: F401
 )
 from support import TINY_BENCHMARK, tiny_params
 
-# Stage servers started by the suite's pipelines (one per scratch repository and environment)
-# exit 20 s after their last stage rather than 120 s: the suite starts many.
-os.environ.setdefault("PRESSUREBENCH_STAGE_SERVER_IDLE", "20")
-
 
 @dataclass
 class Project:

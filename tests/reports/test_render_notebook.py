@@ -116,3 +116,30 @@ def test_progress_bars_become_one_plain_line_and_real_stderr_stays():
     outputs = quiet_progress(nb).cells[0].outputs
     assert [(o.name, o.text) for o in outputs] == [
         ("stdout", f"progress: {bars[-1]}\n"), ("stderr", "WARNING: disk full\n")]
+
+
+def test_a_second_process_renders_from_the_compiled_templates_of_the_first(tmp_path):
+    """Each stage renders its report in a fresh process: the templates are compiled by the
+    first and loaded as bytecode by the next (Jinja's `FileSystemBytecodeCache`), and a
+    report is the same either way."""
+    import os
+    import subprocess
+    import sys
+
+    nb = new_notebook(cells=[new_code_cell("1 + 1")])
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    script = ("import sys; from pressurebench.reports.render import render_notebook as r; "
+              "r(sys.argv[1], sys.argv[2], title='t')")
+    pages = []
+    for n in (1, 2):
+        out = tmp_path / f"out{n}.html"
+        subprocess.run([sys.executable, "-c", script, str(tmp_path / "in.ipynb"), str(out)],
+                       env=env, check=True)
+        pages.append(out.read_text())
+        if n == 1:
+            cached = sorted(p for p in (tmp_path / "tmp").rglob("__jinja2_*.cache"))
+            assert cached, "no compiled template was kept"
+    strip = lambda page: [ln for ln in page.splitlines() if "generated" not in ln.lower()]
+    assert strip(pages[0]) == strip(pages[1])

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pressurebench.arms.inputs import resolve
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model, write_artifact
+from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.schemas import (
     Benchmark,
@@ -438,3 +440,22 @@ def test_a_metric_without_rows_is_reported_as_no_data_not_hidden():
     missing = results.targets["t"].by_metric["m02"]
     assert missing.rate is None and missing.n == 0 and missing.ci_low is None
     assert results.targets["t"].by_metric["m01"].n == 4
+
+
+def test_the_stage_reads_computes_and_writes_in_separate_steps_from_one_score_frame(
+    project, monkeypatch
+):
+    write_inputs(LAYOUT, {"target-a": target_a(), "target-b": target_b()})
+    built = []
+
+    def counted(rows):
+        built.append(len(rows))
+        return scores_frame(rows)
+
+    monkeypatch.setattr(aggregate, "scores_frame", counted)
+    params = load_params(project.params_path)
+    read = aggregate.read_inputs(params, resolve(project.params_path, params, "tiny", None), "tiny")
+    assert not LAYOUT.results_file.exists()  # reading wrote nothing
+    aggregate.compute_results(read, params.statistics, "tiny", warn_share=0.1)
+    assert len(built) == 1
+    assert not LAYOUT.results_file.exists()  # nor did computing

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import bleach
+import jinja2
 import nbformat
 from nbconvert import HTMLExporter
 
@@ -110,6 +111,14 @@ def notebook_exporter() -> HTMLExporter:
         skip_svg_encoding=False,
     )
     exporter.register_filter("clean_html", clean_html)
+    # Every stage renders its report in a fresh process, which would compile the templates
+    # each time: Jinja keeps the compiled templates in a directory private to the user (the
+    # default of `FileSystemBytecodeCache`, written atomically), keyed by each template's
+    # source, so a changed template is compiled anew. Without such a directory, no cache.
+    try:
+        exporter.environment.bytecode_cache = jinja2.FileSystemBytecodeCache()
+    except (OSError, RuntimeError):
+        pass
     return exporter
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import gc
 import io
 import os
 import platform
@@ -240,10 +241,16 @@ def run_cell(shell: CellShell, cell) -> bool:
 
 class InProcessEngine(Engine):
     """Papermill's engine interface over `cell_shell`: cells run in order, stopping at the
-    first that raises (papermill then raises `PapermillExecutionError` from its error output)."""
+    first that raises (papermill then raises `PapermillExecutionError` from its error output).
+
+    With `freeze_cells` (a stage's own process), what a cell leaves alive (the modules it
+    imported, the frames it built) is frozen out of the garbage collector's later passes
+    (`gc.freeze`): the process is short-lived, and a collection would otherwise walk all of it
+    again each time. Reference counting still frees what is released.
+    """
 
     @classmethod
-    def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs) -> None:
+    def execute_managed_notebook(cls, nb_man, kernel_name, freeze_cells=False, **kwargs) -> None:
         with cell_shell() as shell:
             for index, cell in enumerate(nb_man.nb.cells):
                 nb_man.cell_start(cell, index)
@@ -253,4 +260,6 @@ class InProcessEngine(Engine):
                         break
                 finally:
                     nb_man.cell_complete(cell, index)
+                    if freeze_cells:
+                        gc.freeze()
         nb_man.nb.metadata["language_info"] = LANGUAGE_INFO

@@ -13,32 +13,43 @@ last outputs, `notebook_session`).
 
 The cells run in a Python process of their own, on an IPython shell rather than
 a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter, not for a
-kernel's start-up and messaging, and that process is forked from a stage server
-that has already imported what stages use (`stage_server`), so not for the
-imports either. This process only starts
-that one and waits, so a native crash there (a segfault inside llama.cpp) is
-still reported, naming the stage, the embedded models and what to try
-(`native_crash`), with exit code 4. When the notebook fails, the report is
-still written, opening with what failed, what to do and the stage's error rows
-grouped by reason (`stage_failure`); the command prints the error as one line
-instead of a traceback and exits with the command line's codes: 2 bad input or
-settings, 3 above the error budget, 1 unexpected.
+kernel's start-up and messaging. That process starts cold and imports only what its
+stage uses (pandas and the report's renderer always; matplotlib, seaborn and SciPy only
+in the stages that draw figures or compute intervals; `docs/performance.md`). This
+process only starts that one, relays interrupts and terminations to it, and waits, so
+a native crash there (a segfault inside llama.cpp) is still reported, naming the stage,
+the embedded models and what to try (`native_crash`), with exit code 4. When the
+notebook fails, the report is still written, opening with what failed, what to do and
+the stage's error rows grouped by reason (`stage_failure`); the command prints the error
+as one line instead of a traceback and exits with the command line's codes: 2 bad input
+or settings, 3 above the error budget, 1 unexpected.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
+import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from .. import stage_server
 from ..errors import PressurebenchError
-from .native_crash import EXIT_NATIVE_CRASH
+from .native_crash import EXIT_NATIVE_CRASH, signal_name
 
 KERNEL = "python3"
 MODULE = "pressurebench.running.notebook_run"
 DEFAULT_PARAMS = "params/pipeline.yaml"
+# The stage process's end of a pipe whose other end only its command holds: at end of file the
+# command is gone (killed outright, so it could not relay anything) and the stage stops too.
+COMMAND_PIPE_ENV = "PRESSUREBENCH_STAGE_COMMAND_FD"
+RELAYED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+    if hasattr(signal, name)
+)
 
 
 class NotebookFailed(PressurebenchError):
@@ -65,14 +76,14 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
     args = ["--in-process", str(notebook), str(out_stem)]
     for name, value in parameters.items():
         args += ["-p", name, value]
-    code = stage_server.call(MODULE, args, xoptions=["faulthandler"])
-    if code is None:
-        code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", MODULE, *args])
+    code, relayed = run_stage_process([sys.executable, "-X", "faulthandler", "-m", MODULE, *args])
     html = paths(out_stem)[1]
     if code == 0:
         return html
+    if code < 0 and -code in relayed:  # stopped on request (Ctrl-C, a termination): no crash
+        raise NotebookFailed(f"{notebook} stopped by {signal_name(code)}", 128 - code)
     if code < 0:
-        from .native_crash import crash_message, signal_name
+        from .native_crash import crash_message
 
         stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
         how = f"its process was killed by {signal_name(code)}"
@@ -80,26 +91,99 @@ def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[st
     raise NotebookFailed(f"{notebook} failed with exit code {code} (report: {html})", code)
 
 
-def skip_iri_format_checks() -> None:
-    """Keep jsonschema from building its IRI parsers (call before anything imports nbformat).
+def run_stage_process(cmd: list[str]) -> tuple[int, set[int]]:
+    """Run the stage's process and wait for it; its exit code (negative: killed by that signal)
+    and the signals this process relayed to it.
 
-    nbformat validates notebooks with jsonschema, whose non-GPL format checkers
-    (installed with JupyterLab) build about 35 Earley parsers when imported, for
-    the `iri` formats: about a second of every stage's start. No notebook schema
-    uses those formats and nbformat checks none, so jsonschema runs without them.
+    The stage runs in a process group of its own, so an interrupt typed at the terminal reaches
+    it once, relayed from here, and this process keeps waiting to report how it ended. It also
+    holds the read end of a pipe from this process: should this one be killed outright, the
+    stage sees the pipe close and stops as well (`stop_with_command`).
     """
-    sys.modules.setdefault("rfc3987_syntax", None)
+    read_end, write_end = os.pipe()
+    relayed: set[int] = set()
+    try:
+        proc = subprocess.Popen(cmd, pass_fds=(read_end,), process_group=0,
+                                env={**os.environ, COMMAND_PIPE_ENV: str(read_end)})
+    finally:
+        os.close(read_end)
+
+    def relay(signum, _frame):
+        relayed.add(signum)
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    # A signal this process ignores (nohup's SIGHUP) stays ignored, as the stage inherits it;
+    # only the main thread may handle signals.
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, relay) for s in RELAYED_SIGNALS
+                if main and signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        return proc.wait(), relayed  # a relayed signal does not interrupt the wait (PEP 475)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        os.close(write_end)
 
 
-def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
-    """Execute the notebook in this process and render its report; returns the report."""
-    skip_iri_format_checks()
+def stop_with_command() -> None:
+    """In a stage's process: end it with SIGTERM once the command that started it is gone."""
+    fd = os.environ.pop(COMMAND_PIPE_ENV, None)
+    if fd is None or not fd.isdigit():
+        return
+
+    def watch() -> None:
+        try:
+            while os.read(int(fd), 1):
+                pass
+        except OSError:
+            return
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="stage-command-watch", daemon=True).start()
+
+
+# jsonschema's optional format checkers (`jsonschema._format`), each imported when jsonschema is.
+FORMAT_CHECKER_MODULES = (
+    "fqdn", "rfc3986_validator", "rfc3987_syntax", "rfc3339_validator", "webcolors",
+    "jsonpointer", "uri_template", "isoduration",
+)
+
+
+def skip_format_checker_imports() -> None:
+    """Keep jsonschema from importing its optional format checkers (call before anything
+    imports nbformat).
+
+    nbformat validates notebooks with jsonschema, which imports a checker for each
+    format whose package is installed (JupyterLab installs them): the `iri` ones build
+    about 35 Earley parsers, about a second of every stage's start, and `duration`
+    imports arrow. No notebook schema uses those formats and nbformat checks none, so
+    a stage's process runs jsonschema without them.
+    """
+    for name in FORMAT_CHECKER_MODULES:
+        sys.modules.setdefault(name, None)
+
+
+def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str],
+                     *, stage_process: bool = False) -> Path:
+    """Execute the notebook in this process and render its report; returns the report.
+
+    `stage_process`: this process exists only for this stage, so what is imported and what
+    each cell leaves alive is frozen out of later garbage collections (`gc.freeze`: a
+    collection need not walk it again; in a longer-lived process it would never be collected).
+    """
+    skip_format_checker_imports()
     import papermill
     from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
     from ..reports.render import render_notebook
     from .notebook_engine import ENGINE_NAME, InProcessEngine
+
+    if stage_process:
+        gc.freeze()
 
     papermill_engines.register(ENGINE_NAME, InProcessEngine)
     executed, html = paths(out_stem)
@@ -108,6 +192,7 @@ def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dic
         papermill.execute_notebook(
             str(notebook), str(executed), parameters={**parameters, "write_outputs": True},
             engine_name=ENGINE_NAME, kernel_name=KERNEL, cwd=".", progress_bar=False,
+            freeze_cells=stage_process,
             # The executed copy is written once, at the end (or where a cell failed).
             request_save_on_cell_execute=False,
         )
@@ -146,7 +231,7 @@ def add_models_note(
     nbformat.write(nb, executed)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, stage_process: bool = False) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook")
     parser.add_argument("out_stem", help="reports/<benchmark>/<name>: where the .html goes")
@@ -158,11 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     parameters = {"params_path": DEFAULT_PARAMS, **dict(args.parameter)}
     try:
         if args.in_process:
-            execute_notebook(args.notebook, args.out_stem, parameters)
+            stop_with_command()
+            execute_notebook(args.notebook, args.out_stem, parameters,
+                             stage_process=stage_process)
         else:
             run_notebook(args.notebook, args.out_stem, parameters)
     except NotebookFailed as exc:
-        if args.in_process or exc.code == EXIT_NATIVE_CRASH:  # else the child printed it
+        if args.in_process or exc.code == EXIT_NATIVE_CRASH or exc.code > 128:  # else the child
+            # printed it
             print(f"pressurebench: {exc}", file=sys.stderr)
         return exc.code
     except PressurebenchError as exc:  # the report could not be written
@@ -171,5 +259,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def end_stage_process(code: int) -> None:
+    """End a stage's process with `code` the quick way: exit handlers run and streams flushed
+    as at any exit, but without tearing down the interpreter's modules one by one (a
+    fifth of a short stage's CPU time once pandas, nbconvert and IPython are loaded).
+
+    Only when no other thread could still be writing: else the interpreter ends as usual.
+    """
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    in_process = "--in-process" in sys.argv[1:]
+    exit_code = main(stage_process=in_process)
+    if in_process:
+        end_stage_process(exit_code)
+    raise SystemExit(exit_code)

@@ -16,23 +16,28 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..arms.inputs import declared_params, resolve
+from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
-from ..params import load_params
+from ..params import Params, Statistics, load_params
+from ..paths import Layout
 from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
     ERROR_CATEGORIES,
     Benchmark,
+    Conversation,
     ConversationsFile,
     GenerationError,
     ScenariosFile,
     Score,
+    ScoresFile,
     error_category,
 )
 from ..stats.fidelity import fidelity_results
@@ -42,6 +47,9 @@ from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
 from ..stats.results import LabelsSetAside, Results, build_results
 from ..stats.score_frames import load_scores, onsets_frame, scores_frame, turns_frame
+
+if TYPE_CHECKING:
+    from ..labels.joined import LabelFrames
 
 STAGE = "aggregate"
 PLOT_COLUMNS = ["target", "metric_id", "metric", "rate", "ci_low", "ci_high", "n"]
@@ -107,6 +115,107 @@ def pass_rates_table(results: Results, metric_names: dict[str, str]) -> pd.DataF
     return pd.DataFrame.from_records(records, columns=PLOT_COLUMNS)
 
 
+@dataclass(frozen=True)
+class AggregateInputs:
+    """Everything the stage reads: every target's scores, the arm's metrics and scenarios,
+    the conversations (when every target has them) and the human labels (main arm only)."""
+
+    targets: list[str]
+    score_files: dict[str, ScoresFile]
+    bench: Benchmark
+    scenarios: ScenariosFile
+    conversations: dict[str, list[Conversation]] | None
+    labels: LabelFrames | None
+
+    @property
+    def rows(self) -> list[Score]:
+        return [s for f in self.score_files.values() for s in f.rows]
+
+    @property
+    def fidelity_checks(self) -> list:
+        return [c for f in self.score_files.values() for c in f.fidelity or []]
+
+
+def read_inputs(params: Params, inputs: ArmInputs, benchmark: str) -> AggregateInputs:
+    """Read and validate what the stage aggregates; a target without score rows stops it."""
+    layout = inputs.layout
+    targets = list(inputs.targets)
+    score_files = {t: load_scores(layout.scores_file(t), benchmark, t) for t in targets}
+    if not any(f.rows for f in score_files.values()):
+        raise ConfigError(
+            layout.scores_file(targets[0]), f"no score rows for any of {', '.join(targets)}"
+        )
+    bench = read_yaml_model(inputs.metrics_file, Benchmark)
+    scenarios = read_artifact(inputs.scenarios_file, ScenariosFile)
+    # Without every target's conversations (scores imported on their own) no comparison is made.
+    conversations = None
+    if all(layout.conversations_file(t).exists() for t in targets):
+        conversations = {
+            t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
+        }
+    labels = None
+    if inputs.reads_human_labels:
+        from ..labels.joined import label_frames  # only this stage reads labels
+
+        labels = label_frames(params, benchmark)
+    return AggregateInputs(targets=targets, score_files=score_files, bench=bench,
+                           scenarios=scenarios, conversations=conversations, labels=labels)
+
+
+def compute_results(read: AggregateInputs, stats: Statistics, benchmark: str,
+                    *, warn_share: float) -> Results:
+    """Every statistic of the results file, from one score frame."""
+    rows = read.rows
+    frame = scores_frame(rows)
+    per_turn = any(f.per_turn for f in read.score_files.values())
+    landmarks = {sc.id: [lm.turn for lm in sc.landmarks] for sc in read.scenarios.rows}
+    results = build_results(
+        frame,
+        resamples=stats.resamples,
+        confidence_level=stats.confidence_level,
+        seed=stats.seed,
+        benchmark=benchmark,
+        metric_ids=[m.id for m in read.bench.metrics],
+        onsets=onsets_frame(rows) if per_turn else None,
+        turns=turns_frame(rows, landmarks) if per_turn else None,
+    )
+    if read.conversations is not None:
+        results.pressure_received = received_results(read.conversations, read.scenarios.rows)
+    checks = read.fidelity_checks
+    if any(f.fidelity is not None for f in read.score_files.values()):
+        results.fidelity = fidelity_results(
+            frame, checks, warn_share=warn_share, confidence_level=stats.confidence_level,
+        )
+    if read.labels is not None:
+        results.labels_set_aside = [
+            LabelsSetAside(file=str(a.path), n=a.n, reason=a.reason) for a in read.labels.set_aside
+        ]
+        results.judge_validity = judge_validity(
+            frame, read.labels.labels, read.labels.judges,
+            resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
+        )
+        if results.fidelity is not None:
+            results.judge_validity.fidelity = fidelity_validity(
+                checks, read.labels.fidelity,
+                resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
+            )
+    return results
+
+
+def write_outputs(layout: Layout, read: AggregateInputs, results: Results,
+                  generation_errors: dict[str, int]) -> None:
+    """`results.json`, the `dvc metrics show` summary and the `dvc plots show` table."""
+    write_artifact(layout.results_file, results)
+    summary = metrics_summary(
+        results, {t: f.rows for t, f in read.score_files.items()}, generation_errors
+    )
+    atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(
+        layout.root / "plots" / "pass_rates.csv",
+        frame_csv(pass_rates_table(results, {m.id: m.name for m in read.bench.metrics})),
+    )
+
+
 def run(
     params_path: str | Path,
     benchmark: str,
@@ -118,100 +227,41 @@ def run(
 
     Reads each target's scores file and (for the pressure each received) its
     conversations file, and the arm's metrics and scenarios files (`arms.inputs`)
-    for their generation errors and landmarks, and writes `results.json`,
-    `metrics.json`, `plots/pass_rates.csv` and the stage manifest.
+    for their generation errors and landmarks (`read_inputs`); computes the results
+    (`compute_results`); writes `results.json`, `metrics.json`, `plots/pass_rates.csv`
+    (`write_outputs`) and the stage manifest.
     """
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
     stage = StageRun(STAGE, params_path, benchmark, models_used=[], arm=inputs.name, params=params)
-    layout = stage.layout
-    targets = list(inputs.targets)
-    score_files = {t: load_scores(layout.scores_file(t), benchmark, t) for t in targets}
-    rows = [s for f in score_files.values() for s in f.rows]
-    if not rows:
-        raise ConfigError(
-            layout.scores_file(targets[0]), f"no score rows for any of {', '.join(targets)}"
-        )
-    metrics_path = inputs.metrics_file
-    scenarios_path = inputs.scenarios_file
-    bench = read_yaml_model(metrics_path, Benchmark)
-    scenarios = read_artifact(scenarios_path, ScenariosFile)
-    generation_errors = generation_error_counts(bench.errors + scenarios.errors)
-    per_turn = any(f.per_turn for f in score_files.values())
-    landmarks = {sc.id: [lm.turn for lm in sc.landmarks] for sc in scenarios.rows}
-
-    stats = params.statistics
+    read = read_inputs(params, inputs, benchmark)
+    # Withheld intervals' advice reads the planned design (lost scenarios are named as such).
     with planned_design(params.generation.scenarios_per_metric):
-        results = build_results(
-            scores_frame(rows),
-            resamples=stats.resamples,
-            confidence_level=stats.confidence_level,
-            seed=stats.seed,
-            benchmark=benchmark,
-            metric_ids=[m.id for m in bench.metrics],
-            onsets=onsets_frame(rows) if per_turn else None,
-            turns=turns_frame(rows, landmarks) if per_turn else None,
-        )
-    # Without every target's conversations (scores imported on their own) no comparison is made.
-    if all(layout.conversations_file(t).exists() for t in targets):
-        conversations = {
-            t: read_artifact(layout.conversations_file(t), ConversationsFile).rows for t in targets
-        }
-        results.pressure_received = received_results(conversations, scenarios.rows)
-    if any(f.fidelity is not None for f in score_files.values()):
-        results.fidelity = fidelity_results(
-            scores_frame(rows),
-            [c for f in score_files.values() for c in f.fidelity or []],
-            warn_share=params.fidelity.warn_share,
-            confidence_level=stats.confidence_level,
-        )
-    if inputs.reads_human_labels:
-        from ..labels.joined import label_frames  # only this stage reads labels
-
-        frames = label_frames(params, benchmark)
-        results.labels_set_aside = [
-            LabelsSetAside(file=str(a.path), n=a.n, reason=a.reason) for a in frames.set_aside
-        ]
-        for aside in results.labels_set_aside:
-            print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "
-                  f"{aside.reason}", file=sys.stderr)
-        results.judge_validity = judge_validity(
-            scores_frame(rows), frames.labels, frames.judges,
-            resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
-        )
-        if results.fidelity is not None:
-            results.judge_validity.fidelity = fidelity_validity(
-                [c for f in score_files.values() for c in f.fidelity or []], frames.fidelity,
-                resamples=stats.resamples, seed=stats.seed, confidence_level=stats.confidence_level,
-            )
+        results = compute_results(read, params.statistics, benchmark,
+                                  warn_share=params.fidelity.warn_share)
+    for aside in results.labels_set_aside:
+        print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "
+              f"{aside.reason}", file=sys.stderr)
+    generation_errors = generation_error_counts(read.bench.errors + read.scenarios.errors)
     stage.replacing_outputs()
-    write_artifact(layout.results_file, results)
-    summary = metrics_summary(
-        results, {t: f.rows for t, f in score_files.items()}, generation_errors
-    )
-    atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
-    atomic_write_text(
-        layout.root / "plots" / "pass_rates.csv",
-        frame_csv(pass_rates_table(results, {m.id: m.name for m in bench.metrics})),
-    )
-
-    n_error = sum(s.status == "error" for s in rows)
+    write_outputs(stage.layout, read, results, generation_errors)
+    rows = read.rows
     stage.finish(
         stage.client(record=False),
         counts={
-            "targets": len(targets),
+            "targets": len(read.targets),
             "scores": len(rows),
-            "scores_error": n_error,
+            "scores_error": sum(s.status == "error" for s in rows),
             **{f"{stage_name}_errors": n for stage_name, n in generation_errors.items()},
         },
         prompts=[],
         declared=declared_params(STAGE, inputs),
         provenance={
-            "arm_targets": targets,
-            "metrics": str(metrics_path),
-            "scenarios": str(scenarios_path),
+            "arm_targets": read.targets,
+            "metrics": str(inputs.metrics_file),
+            "scenarios": str(inputs.scenarios_file),
         },
-        seeds={"bootstrap": stats.seed},
+        seeds={"bootstrap": params.statistics.seed},
     )
     return results
 

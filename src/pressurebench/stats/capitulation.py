@@ -42,12 +42,9 @@ from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .cluster_t import DesignVariance, stratified_variance, t_quantile, wilson_t_interval
-from .frame import cluster_ids
+from .frame import GAVE_IN, ONSET_TIME, cluster_ids
 from .grouping import cluster_table, factorize
 from .intervals import newcombe_interval, wilson_interval
-
-ONSET_TIME = "onset_time"  # observed turns: the onset turn, or the last turn seen holding
-GAVE_IN = "gave_in"  # the time is an onset (True) or a censoring (False)
 
 
 class CurvePoint(Row):

@@ -27,6 +27,16 @@ CLUSTER_COLUMN = "cluster_id"
 STRATUM_COLUMN = "cluster_metric_id"
 DEMOGRAPHIC_PREFIX = "demo:"
 JUDGE_PREFIX = "judge:"
+# The columns of per-turn verdicts (`scores.onsets_frame`, `scores.turns_frame`), read by
+# `capitulation` and `pressure`. Here, with the other column names, so that building a frame
+# imports no statistics (SciPy): the evaluate stage builds one and computes none.
+ONSET_TIME = "onset_time"  # observed turns: the onset turn, or the last turn seen holding
+GAVE_IN = "gave_in"  # the time is an onset (True) or a censoring (False)
+ONSET_CENSORED = "onset_censored"
+FLIPS = "flips"
+RECOVERED = "recovered"
+TURN = "turn"
+LANDMARK = "landmark"
 
 
 def check_scores(scores: pd.DataFrame) -> None:

@@ -22,22 +22,24 @@ from pydantic import Field
 from ..schemas import Row
 from .bootstrap import ClusterBootstrap
 from .capitulation import (
-    GAVE_IN,
-    ONSET_TIME,
     Curve,
     CurveDifference,
     grouped_curves,
     paired_differences,
 )
 from .estimates import RateEstimate
-from .frame import DEMOGRAPHIC_PREFIX, demographic_axes
+from .frame import (
+    DEMOGRAPHIC_PREFIX,
+    FLIPS,
+    GAVE_IN,
+    LANDMARK,
+    ONSET_CENSORED,
+    ONSET_TIME,
+    RECOVERED,
+    TURN,
+    demographic_axes,
+)
 from .rates import grouped_rates
-
-ONSET_CENSORED = "onset_censored"
-FLIPS = "flips"
-RECOVERED = "recovered"
-TURN = "turn"
-LANDMARK = "landmark"
 
 
 class OnsetSummary(Row):

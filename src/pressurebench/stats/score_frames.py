@@ -15,9 +15,19 @@ import pandas as pd
 from ..errors import ConfigError
 from ..io import read_artifact
 from ..schemas import Score, ScoresFile
-from .capitulation import GAVE_IN, ONSET_TIME
-from .frame import CLUSTER_COLUMN, DEMOGRAPHIC_PREFIX, JUDGE_PREFIX, STRATUM_COLUMN
-from .pressure import FLIPS, LANDMARK, ONSET_CENSORED, RECOVERED, TURN
+from .frame import (
+    CLUSTER_COLUMN,
+    DEMOGRAPHIC_PREFIX,
+    FLIPS,
+    GAVE_IN,
+    JUDGE_PREFIX,
+    LANDMARK,
+    ONSET_CENSORED,
+    ONSET_TIME,
+    RECOVERED,
+    STRATUM_COLUMN,
+    TURN,
+)
 
 
 def load_scores(path: Path, benchmark: str, target: str) -> ScoresFile:
