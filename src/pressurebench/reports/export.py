@@ -34,7 +34,6 @@ import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .. import views
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..results import Results
@@ -101,13 +100,7 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             f"($>T$: later than the last turn).", f"tab:{b}-onsets"))
     if results.fidelity is not None:
         shares = export_tables.fidelity_frame(results)
-        out["fidelity"] = (shares, latex.table_float(
-            latex.booktabs(shares[["target", "scope", "label", "rate", "ci_low", "ci_high", "n",
-                                   "n_error"]]),
-            f"The simulated user in {latex.latex_escape(b)}: share of conversations with a break "
-            f"(any, and per kind and turn) and in which the target showed test awareness, with "
-            f"{latex.latex_escape(level)} intervals where the design allows one.",
-            f"tab:{b}-fidelity"))
+        out["fidelity"] = (shares, latex.fidelity_table(results, f"tab:{b}-fidelity"))
         sensitivity = export_tables.sensitivity_frame(results)
         out["fidelity_sensitivity"] = (sensitivity, latex.differences_table(
             sensitivity, f"Pass rates of {latex.latex_escape(b)} without the conversations where "
@@ -115,10 +108,10 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             f"{latex.latex_escape(level)} intervals; paired: the same base scenarios.",
             f"tab:{b}-fidelity-sensitivity", lead=["target", "rate_on"],
             targets=list(results.targets), target_columns=["target"]))
-    for name, frame in {"agreement": views.agreement_frame(results), "errors": errors}.items():
-        out[name] = (frame, latex.table_float(
-            latex.booktabs(frame), latex.latex_escape(f"{name.capitalize()} ({b})."),
-            f"tab:{b}-{name}"))
+    out["agreement"] = (export_tables.agreement_frame(results),
+                        latex.agreement_table(results, f"tab:{b}-agreement"))
+    out["errors"] = (errors, latex.table_float(
+        latex.booktabs(errors), latex.latex_escape(f"Errors ({b})."), f"tab:{b}-errors"))
     if results.judge_validity is not None and results.judge_validity.corrected is not None:
         method = results.judge_validity.corrected.method
         for name, frame, what in (
