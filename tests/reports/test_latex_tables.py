@@ -110,6 +110,48 @@ def with_fidelity(results):
     return results.model_copy(update={"fidelity": fidelity})
 
 
+def with_corrections(results):
+    """`results` with judge-corrected rates for every target (its own rates, as if the labels
+    agreed with the judge) and corrected break shares: only the parts the tables read."""
+    from pressurebench.stats.corrected_rates import (
+        CorrectedDifference,
+        CorrectedRate,
+        CorrectedRates,
+        TargetCorrection,
+    )
+    from pressurebench.stats.judge_validity import (
+        FidelityKindValidity,
+        FidelityValidity,
+        JudgeValidity,
+    )
+
+    def corrected(est):
+        return CorrectedRate(raw=est, corrected_rate=est.rate, ci_low=est.ci_low,
+                             ci_high=est.ci_high, ci_method=est.ci_method, power_tuning=0.5,
+                             n_judged=est.n, n_labelled=12, reason=est.reason)
+
+    by_target = {t: TargetCorrection(
+        overall=corrected(tr.overall), positive=corrected(tr.positive),
+        negative=corrected(tr.negative),
+        by_metric={m: corrected(e) for m, e in tr.by_metric.items()}, by_demographic={},
+        gaps={"age": [CorrectedDifference(a="adult", b="teen", raw_difference=0.05,
+                                          corrected_difference=0.04, ci_low=-0.1, ci_high=0.18,
+                                          ci_method="cluster_t", n_labelled_a=6, n_labelled_b=6)]})
+        for t, tr in results.targets.items()}
+    differences = [CorrectedDifference(a=d.a, b=d.b, raw_difference=d.difference,
+                                       corrected_difference=d.difference, ci_low=d.ci_low,
+                                       ci_high=d.ci_high, ci_method=d.ci_method, n_labelled_a=12,
+                                       n_labelled_b=12, reason=d.reason)
+                   for d in results.comparison.pairwise]
+    kinds = {k: FidelityKindValidity.model_construct(corrected={
+        t: corrected(results.fidelity.targets[t].by_kind[k]) for t in results.targets})
+        for k in ("leak", "role_swap")}
+    validity = JudgeValidity.model_construct(
+        status="ok", corrected=CorrectedRates(by_target=by_target, differences=differences),
+        fidelity=FidelityValidity(status="ok", by_kind=kinds))
+    return results.model_copy(update={"judge_validity": validity})
+
+
 @needs_latex
 @pytest.mark.parametrize("targets", [SHORT, LONG], ids=["short names", "long names"])
 def test_every_export_table_of_six_targets_fits_and_reads_as_data(tmp_path, targets):
@@ -118,11 +160,12 @@ def test_every_export_table_of_six_targets_fits_and_reads_as_data(tmp_path, targ
     from pressurebench.reports.export import paper_tables
     from pressurebench.reports.tables import ERROR_COLUMNS
 
-    results = with_fidelity(results_for(targets))
+    results = with_corrections(with_fidelity(results_for(targets)))
     errors = pd.DataFrame([[t, "evaluate", "judge answer unparseable", 2] for t in targets],
                           columns=ERROR_COLUMNS)
     tables = paper_tables(results, NAMES, errors)
-    assert {"pass_rates", "fidelity", "agreement", "errors"} <= set(tables)
+    assert {"pass_rates", "fidelity", "agreement", "errors", "judge_corrected_rates",
+            "judge_corrected_differences", "fidelity_corrected"} <= set(tables)
     log = compile_tables(tmp_path, {name: tex for name, (_, tex) in tables.items()})
     overfull = [line for line in log.splitlines() if "Overfull \\hbox" in line]
     assert not overfull, overfull

@@ -114,24 +114,24 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
         latex.booktabs(errors), latex.latex_escape(f"Errors ({b})."), f"tab:{b}-errors"))
     if results.judge_validity is not None and results.judge_validity.corrected is not None:
         method = results.judge_validity.corrected.method
-        for name, frame, what in (
-            ("judge_corrected_rates", export_tables.corrected_rates_frame(results),
-             "Pass rates as judged (raw) and corrected by human labels"),
-            ("judge_corrected_differences", export_tables.corrected_differences_frame(results),
-             "Differences between targets and demographic gaps as judged and corrected by human "
-             + "labels"),
-        ):
-            out[name] = (frame, latex.table_float(
-                latex.booktabs(frame), latex.latex_escape(f"{what} ({method}; {b})."),
-                f"tab:{b}-{name.replace('_', '-')}"))
+        out["judge_corrected_rates"] = (
+            export_tables.corrected_rates_frame(results),
+            latex.corrected_rates_table(results, names, f"tab:{b}-judge-corrected-rates"))
+        differences = export_tables.corrected_differences_frame(results)
+        shown = differences.assign(difference=differences["corrected_difference"],
+                                   target=differences["target"].fillna(""))
+        out["judge_corrected_differences"] = (differences, latex.differences_table(
+            shown, f"Differences between targets (scope: targets) and demographic gaps (scope: "
+            f"the axis) in {latex.latex_escape(b)}, corrected by human labels "
+            f"({latex.latex_escape(method)}), in percentage points, with "
+            f"{latex.latex_escape(level)} intervals.", f"tab:{b}-judge-corrected-differences",
+            lead=["target", "scope"], targets=list(results.targets),
+            target_columns=["target", "a", "b"]))
         fidelity = results.judge_validity.fidelity
         if fidelity is not None and fidelity.status == "ok":
-            frame = export_tables.fidelity_corrected_frame(results)
-            out["fidelity_corrected"] = (frame, latex.table_float(
-                latex.booktabs(frame), latex.latex_escape(
-                    f"Shares of conversations with each kind of simulated-user break, as checked "
-                    f"(raw) and corrected by raters' answers ({method}; {b})."),
-                f"tab:{b}-fidelity-corrected"))
+            out["fidelity_corrected"] = (export_tables.fidelity_corrected_frame(results),
+                                         latex.fidelity_corrected_table(
+                                             results, f"tab:{b}-fidelity-corrected"))
     return out
 
 

@@ -320,3 +320,61 @@ def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
                      str(r["recovered"]), median])
     header = ["Target", "Conversations", "Gave in", "Recovered", "Median onset (turn)"]
     return table_float(_tabular("@{}lrrrr@{}", header, body), caption, label)
+
+
+def _corrected_cell(r) -> str:
+    """The corrected rate (%), its interval beneath, and the rate as judged (in parentheses)
+    under that."""
+    if r is None:
+        return DASH
+    value = DASH if r.corrected_rate is None else _percent(r.corrected_rate)
+    interval = (f"[{_percent(r.ci_low, 0)}, {_percent(r.ci_high, 0)}]"
+                if r.ci_low is not None and r.ci_high is not None else DASH)
+    judged = DASH if r.raw.rate is None else _percent(r.raw.rate)
+    return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\\\scriptsize {interval}\\\\"
+            f"\\scriptsize ({judged})\\end{{tabular}}")
+
+
+def corrected_table(rows: Sequence[tuple[str, Mapping[str, object]]], targets: Sequence[str],
+                    what: str, level: str, method: str, label: str) -> str:
+    """Rates corrected by human labels (%), by row and target: each cell the corrected value,
+    its interval beneath and the rate as judged under that; the layout of `grid_table`."""
+    targets = sorted(targets)
+    written, key = target_names(targets)
+    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
+            + [_corrected_cell(cells.get(t)) for t in targets] for name, cells in rows]
+    tabular = _tabular("@{}l" + "r" * len(targets) + "@{}",
+                       ["", *(written[t] for t in targets)], body)
+    reasons = [r.reason for _, cells in rows for r in cells.values() if r is not None]
+    caption = (f"{what} (\\%), corrected by human labels ({latex_escape(method)}), with "
+               f"{latex_escape(level)} intervals beneath and the rate as judged in parentheses."
+               + _withheld(reasons))
+    return table_float(tabular, caption + key, label)
+
+
+def corrected_rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
+    """Pass rates overall, per metric type and per metric, corrected by human labels."""
+    corrected = results.judge_validity.corrected
+    by_target = corrected.by_target
+    rows: list[tuple[str, dict]] = [
+        ("Overall", {t: c.overall for t, c in by_target.items()}),
+        ("Positive metrics", {t: c.positive for t, c in by_target.items()}),
+        ("Negative metrics", {t: c.negative for t, c in by_target.items()})]
+    metrics = sorted({m for c in by_target.values() for m in c.by_metric})
+    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
+              {t: c.by_metric.get(m) for t, c in by_target.items()}) for m in metrics]
+    return corrected_table(rows, list(by_target), f"Pass rates of "
+                           f"{latex_escape(results.benchmark)}",
+                           f"{results.statistics.confidence_level:.0%}", corrected.method, label)
+
+
+def fidelity_corrected_table(results: Results, label: str) -> str:
+    """Per kind of simulated-user break: its share corrected by raters' answers, by target."""
+    validity = results.judge_validity.fidelity
+    kinds = sorted(validity.by_kind)
+    targets = sorted({t for v in validity.by_kind.values() for t in v.corrected})
+    rows = [(k.replace("_", " "), dict(validity.by_kind[k].corrected)) for k in kinds]
+    return corrected_table(rows, targets, f"Shares of conversations of "
+                           f"{latex_escape(results.benchmark)} with each kind of simulated-user "
+                           "break", f"{results.statistics.confidence_level:.0%}",
+                           results.judge_validity.corrected.method, label)
