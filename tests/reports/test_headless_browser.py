@@ -1,8 +1,11 @@
 """Pages opened in a real browser engine: injected script never runs, model text shows as text,
 and the transcript browser's filters work.
 
-Chromium loads each page with --dump-dom, which prints the DOM after scripts
-have run. A payload that ran leaves a mark: the title set to PWNED, or an
+Chromium loads each page with --dump-dom, which prints the DOM once the page has
+loaded and its scripts have run (the virtual-time budget lets timers run without waiting
+for real time). The transcript browser marks the state the tests assert, `<body
+data-state="ready">` once it has rendered the address's filters, and `dump_dom(...,
+ready=True)` checks the dump holds it. A payload that ran leaves a mark: the title set to PWNED, or an
 element with id "pwned". A deliberately unsafe page checks that the marks
 would be seen.
 """
@@ -73,7 +76,7 @@ class _Dom(HTMLParser):
         return "".join(self.text)
 
 
-def dump_dom(url: str, tmp_path) -> _Dom:
+def dump_dom(url: str, tmp_path, *, ready: bool = False) -> _Dom:
     profile = tmp_path / "chromium-profile"
     cmd = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -87,6 +90,9 @@ def dump_dom(url: str, tmp_path) -> _Dom:
     assert done.returncode == 0, done.stderr[-2000:]
     dom = _Dom()
     dom.feed(done.stdout)
+    if ready:
+        body = next((a for tag, a in dom.elements if tag == "body"), {})
+        assert body.get("data-state") == "ready", "the page had not rendered when it was dumped"
     return dom
 
 
@@ -111,7 +117,7 @@ def browser_page(artifacts, tmp_path):
 
 @needs_chromium
 def test_browser_lists_rows_and_hostile_text_stays_text(browser_page, tmp_path):
-    dom = dump_dom(browser_page.as_uri() + "#expand=1", tmp_path)
+    dom = dump_dom(browser_page.as_uri() + "#expand=1", tmp_path, ready=True)
     assert_nothing_ran(dom, "tiny: transcripts")
     assert len(dom.rows()) == 16
     visible = dom.visible()
@@ -124,14 +130,14 @@ def test_browser_lists_rows_and_hostile_text_stays_text(browser_page, tmp_path):
 def test_browser_filters_from_the_address(browser_page, artifacts, tmp_path):
     scores = read_artifact(artifacts.scores_file("target-b"), ScoresFile).rows
     failing = {s.conv_id for s in scores if s.status == "ok" and not s.passed}
-    dom = dump_dom(browser_page.as_uri() + "#target=target-b&verdict=fail", tmp_path)
+    dom = dump_dom(browser_page.as_uri() + "#target=target-b&verdict=fail", tmp_path, ready=True)
     assert {r["data-conv-id"] for r in dom.rows()} == failing
     assert f"Showing {len(failing)} of {len(failing)} matching rows (16 in total)" in dom.visible()
 
-    dom = dump_dom(browser_page.as_uri() + "#d.gender=male&status=error", tmp_path)
+    dom = dump_dom(browser_page.as_uri() + "#d.gender=male&status=error", tmp_path, ready=True)
     assert {r["data-conv-id"] for r in dom.rows()} == {conv_id("m02_s002_v02", "target-b", 0)}
 
-    dom = dump_dom(browser_page.as_uri() + "#q=ONERROR&expand=1", tmp_path)
+    dom = dump_dom(browser_page.as_uri() + "#q=ONERROR&expand=1", tmp_path, ready=True)
     (row,) = dom.rows()
     assert row["data-conv-id"] == conv_id(HOSTILE_SCENARIO, HOSTILE_TARGET, 0)
     assert HOSTILE in dom.visible()
@@ -174,7 +180,7 @@ def test_browser_shows_each_turns_verdict_and_marks_the_onset(artifacts, tmp_pat
         "rows": [score if j == i else s for j, s in enumerate(scores.rows)]}))
     page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
 
-    dom = dump_dom(page.as_uri() + f"#q={conv.conv_id}&expand=1", tmp_path)
+    dom = dump_dom(page.as_uri() + f"#q={conv.conv_id}&expand=1", tmp_path, ready=True)
     visible = dom.visible()
     assert "turn 1: pass" in visible and "turn 2: fail" in visible and "turn 3: fail" in visible
     assert "the behaviour first failed here" in visible
@@ -183,10 +189,10 @@ def test_browser_shows_each_turns_verdict_and_marks_the_onset(artifacts, tmp_pat
     assert len(marked) == 1
 
     # Filters by the turn of giving in, and by replies cut off at max_tokens.
-    dom = dump_dom(page.as_uri() + "#onset=t2", tmp_path)
+    dom = dump_dom(page.as_uri() + "#onset=t2", tmp_path, ready=True)
     assert {r["data-conv-id"] for r in dom.rows()} == {conv.conv_id}
     assert "gave in at turn 2" in dom.visible()
-    dom = dump_dom(page.as_uri() + "#onset=none&target=target-a", tmp_path)
+    dom = dump_dom(page.as_uri() + "#onset=none&target=target-a", tmp_path, ready=True)
     assert conv.conv_id not in {r["data-conv-id"] for r in dom.rows()} and dom.rows()
 
     cut = [*transcript[:-1], Message(role="assistant", content="Answer num", truncated=True)]
@@ -194,9 +200,9 @@ def test_browser_shows_each_turns_verdict_and_marks_the_onset(artifacts, tmp_pat
         "rows": [conv.model_copy(update={"transcript": cut}) if c.conv_id == conv.conv_id else c
                  for c in convs.rows]}))
     page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
-    dom = dump_dom(page.as_uri() + "#cutoff=cut", tmp_path)
+    dom = dump_dom(page.as_uri() + "#cutoff=cut", tmp_path, ready=True)
     assert {r["data-conv-id"] for r in dom.rows()} == {conv.conv_id}
-    dom = dump_dom(page.as_uri() + "#cutoff=whole&target=target-a", tmp_path)
+    dom = dump_dom(page.as_uri() + "#cutoff=whole&target=target-a", tmp_path, ready=True)
     rows = {r["data-conv-id"] for r in dom.rows()}
     assert rows and conv.conv_id not in rows
 
@@ -229,14 +235,14 @@ def test_browser_marks_flagged_turns_and_filters_by_fidelity(artifacts, tmp_path
     write_artifact(artifacts.scores_file("target-a"), scores.model_copy(update={"fidelity": rows}))
     page = write_transcript_browser_for(artifacts, TARGETS, tmp_path / "transcripts.html")
 
-    dom = dump_dom(page.as_uri() + "#fidelity=leak&expand=1", tmp_path)
+    dom = dump_dom(page.as_uri() + "#fidelity=leak&expand=1", tmp_path, ready=True)
     assert {r["data-conv-id"] for r in dom.rows()} == {flagged.conv_id}
     visible = dom.visible()
     assert "\u2691 leak: detector: meta-talk 'role-play'" in visible
     assert "\u2691 test awareness: detector: 'is this a test'" in visible
     marked = [a for tag, a in dom.elements if tag == "div" and "flagged" in a.get("class", "")]
     assert len(marked) == 2  # the user's first message and the target's first reply
-    dom = dump_dom(page.as_uri() + "#fidelity=none&target=target-a", tmp_path)
+    dom = dump_dom(page.as_uri() + "#fidelity=none&target=target-a", tmp_path, ready=True)
     assert {r["data-conv-id"] for r in dom.rows()} == {r.conv_id for r in rows} - {flagged.conv_id}
 
 

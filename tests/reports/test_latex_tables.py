@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 
 from pressurebench.reports import export_tables, latex
@@ -80,3 +84,127 @@ def test_six_targets_compile_and_fit_the_text_width(tmp_path, targets):
         assert "T1 $-$ T2" in tables["pairwise"]
     else:
         assert "T1" not in rates and "gpt-4o" in rates
+
+
+ADVICE = ("set ", "generation.", "pressurebench plan", "params")
+
+
+def with_fidelity(results):
+    """`results` with break shares for every target, taken from its own estimates: the overall
+    rate for any break, the metric rates (whose intervals this small design withholds) for
+    kinds, metrics and turns."""
+    from pressurebench.stats.fidelity import FidelityResults, TargetFidelity
+
+    kinds = ["out_of_character", "leak", "role_swap", "landmark_skipped", "no_pressure"]
+    targets = {}
+    for target, tr in results.targets.items():
+        by_metric = dict(tr.by_metric)
+        rates = list(by_metric.values())
+        targets[target] = TargetFidelity(
+            user_model="Llama-3.1-8B-Instruct", any_break=tr.overall,
+            by_kind={k: rates[i] for i, k in enumerate(kinds)}, by_metric=by_metric,
+            by_turn={str(t): rates[t] for t in range(1, 4)}, test_awareness=tr.negative,
+            test_awareness_by_turn={str(t): rates[t] for t in range(1, 4)}, n_checks=10,
+            n_checks_error=0, n_checks_by_detector=0, n_ended_early=0)
+    fidelity = FidelityResults(warn_share=0.1, targets=targets, sensitivity={}, warnings=[])
+    return results.model_copy(update={"fidelity": fidelity})
+
+
+def with_corrections(results):
+    """`results` with judge-corrected rates for every target (its own rates, as if the labels
+    agreed with the judge) and corrected break shares: only the parts the tables read."""
+    from pressurebench.stats.corrected_rates import (
+        CorrectedDifference,
+        CorrectedRate,
+        CorrectedRates,
+        TargetCorrection,
+    )
+    from pressurebench.stats.judge_validity import (
+        FidelityKindValidity,
+        FidelityValidity,
+        JudgeValidity,
+    )
+
+    def corrected(est):
+        return CorrectedRate(raw=est, corrected_rate=est.rate, ci_low=est.ci_low,
+                             ci_high=est.ci_high, ci_method=est.ci_method, power_tuning=0.5,
+                             n_judged=est.n, n_labelled=12, reason=est.reason)
+
+    by_target = {t: TargetCorrection(
+        overall=corrected(tr.overall), positive=corrected(tr.positive),
+        negative=corrected(tr.negative),
+        by_metric={m: corrected(e) for m, e in tr.by_metric.items()}, by_demographic={},
+        gaps={"age": [CorrectedDifference(a="adult", b="teen", raw_difference=0.05,
+                                          corrected_difference=0.04, ci_low=-0.1, ci_high=0.18,
+                                          ci_method="cluster_t", n_labelled_a=6, n_labelled_b=6)]})
+        for t, tr in results.targets.items()}
+    differences = [CorrectedDifference(a=d.a, b=d.b, raw_difference=d.difference,
+                                       corrected_difference=d.difference, ci_low=d.ci_low,
+                                       ci_high=d.ci_high, ci_method=d.ci_method, n_labelled_a=12,
+                                       n_labelled_b=12, reason=d.reason)
+                   for d in results.comparison.pairwise]
+    kinds = {k: FidelityKindValidity.model_construct(corrected={
+        t: corrected(results.fidelity.targets[t].by_kind[k]) for t in results.targets})
+        for k in ("leak", "role_swap")}
+    validity = JudgeValidity.model_construct(
+        status="ok", corrected=CorrectedRates(by_target=by_target, differences=differences),
+        fidelity=FidelityValidity(status="ok", by_kind=kinds))
+    return results.model_copy(update={"judge_validity": validity})
+
+
+@needs_latex
+@pytest.mark.parametrize("targets", [SHORT, LONG], ids=["short names", "long names"])
+def test_every_export_table_of_six_targets_fits_and_reads_as_data(tmp_path, targets):
+    """Every table the export writes at six targets compiles within the text width, shows
+    rates as percentages under plain headers, and its caption says nothing of the tool."""
+    from pressurebench.reports.export import paper_tables
+    from pressurebench.reports.tables import ERROR_COLUMNS
+
+    results = with_corrections(with_fidelity(results_for(targets)))
+    errors = pd.DataFrame([[t, "evaluate", "judge answer unparseable", 2] for t in targets],
+                          columns=ERROR_COLUMNS)
+    tables = paper_tables(results, NAMES, errors)
+    assert {"pass_rates", "fidelity", "agreement", "errors", "judge_corrected_rates",
+            "judge_corrected_differences", "fidelity_corrected"} <= set(tables)
+    log = compile_tables(tmp_path, {name: tex for name, (_, tex) in tables.items()})
+    overfull = [line for line in log.splitlines() if "Overfull \\hbox" in line]
+    assert not overfull, overfull
+    for name, (_, tex) in tables.items():
+        caption = tex[tex.index("\\caption{"):tex.index("\\label{")]
+        assert not [a for a in ADVICE if a in caption], (name, caption)
+        assert "ci\\_low" not in tex and "n\\_error" not in tex, name
+    fidelity = tables["fidelity"][1]
+    assert "too few base scenarios" in tables["pass_rates"][1]
+    assert re.search(r"\d\d\.\d\\\\\\scriptsize \[\d+, \d+\]", fidelity)  # 45.8 over [32, 60]
+    assert not re.search(r"0\.\d{4}", fidelity)
+    if targets is LONG:
+        assert "T1 = Llama-3.1-70B-Instruct" in fidelity and "Samples, T1" in tables["agreement"][1]
+
+
+def test_the_agreement_csv_holds_numbers_and_leaves_what_was_not_measured_empty(tmp_path):
+    """One judge: no judge agreement, so its value and its items are empty, never a dash or 0."""
+    from pressurebench.io import frame_csv
+    from pressurebench.reports.export_tables import agreement_frame
+
+    frame = agreement_frame(results_for(SHORT))
+    text = frame_csv(frame)
+    assert "\u2014" not in text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    judges = [r for r in rows if r["verdicts_of"] == "judges"]
+    assert judges and all(r["value"] == "" and r["items"] == "" and r["reason"] for r in judges)
+    pooled = next(r for r in rows if r["verdicts_of"] == "samples" and r["target"] == ""
+                  and r["statistic"] == "all agree")
+    assert pooled["value"] == "" and pooled["reason"]  # one sample per scenario: nothing to compare
+    assert {r["statistic"] for r in rows} >= {"all agree", "fleiss kappa", "krippendorff alpha"}
+
+
+def test_a_caption_keeps_the_reason_and_drops_the_advice():
+    import numpy as np
+
+    from pressurebench.stats.cluster_t import stratified_variance
+
+    (reason,) = stratified_variance(np.ones(4), np.ones(4), np.array([0, 0, 1, 1])).reason
+    assert "generation.scenarios_per_metric" in reason  # what the report tells the user
+    said = latex.data_reason(reason)
+    assert said.startswith("too few base scenarios for an interval (2 degrees of freedom")
+    assert not [a for a in ADVICE if a in said]

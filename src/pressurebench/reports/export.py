@@ -106,13 +106,7 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             f"($>T$: later than the last turn).", f"tab:{b}-onsets"))
     if results.fidelity is not None:
         shares = export_tables.fidelity_frame(results)
-        out["fidelity"] = (shares, latex.table_float(
-            latex.booktabs(shares[["target", "scope", "label", "rate", "ci_low", "ci_high", "n",
-                                   "n_error"]]),
-            f"The simulated user in {latex.latex_escape(b)}: share of conversations with a break "
-            f"(any, and per kind and turn) and in which the target showed test awareness, with "
-            f"{latex.latex_escape(level)} intervals where the design allows one.",
-            f"tab:{b}-fidelity"))
+        out["fidelity"] = (shares, latex.fidelity_table(results, f"tab:{b}-fidelity"))
         sensitivity = export_tables.sensitivity_frame(results)
         out["fidelity_sensitivity"] = (sensitivity, latex.differences_table(
             sensitivity, f"Pass rates of {latex.latex_escape(b)} without the conversations where "
@@ -120,30 +114,30 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             f"{latex.latex_escape(level)} intervals; paired: the same base scenarios.",
             f"tab:{b}-fidelity-sensitivity", lead=["target", "rate_on"],
             targets=list(results.targets), target_columns=["target"]))
-    for name, frame in {"agreement": views.agreement_frame(results), "errors": errors}.items():
-        out[name] = (frame, latex.table_float(
-            latex.booktabs(frame), latex.latex_escape(f"{name.capitalize()} ({b})."),
-            f"tab:{b}-{name}"))
+    out["agreement"] = (export_tables.agreement_frame(results),
+                        latex.agreement_table(results, f"tab:{b}-agreement"))
+    out["errors"] = (errors, latex.table_float(
+        latex.booktabs(errors), latex.latex_escape(f"Errors ({b})."), f"tab:{b}-errors"))
     if results.judge_validity is not None and results.judge_validity.corrected is not None:
         method = results.judge_validity.corrected.method
-        for name, frame, what in (
-            ("judge_corrected_rates", export_tables.corrected_rates_frame(results),
-             "Pass rates as judged (raw) and corrected by human labels"),
-            ("judge_corrected_differences", export_tables.corrected_differences_frame(results),
-             "Differences between targets and demographic gaps as judged and corrected by human "
-             + "labels"),
-        ):
-            out[name] = (frame, latex.table_float(
-                latex.booktabs(frame), latex.latex_escape(f"{what} ({method}; {b})."),
-                f"tab:{b}-{name.replace('_', '-')}"))
+        out["judge_corrected_rates"] = (
+            export_tables.corrected_rates_frame(results),
+            latex.corrected_rates_table(results, names, f"tab:{b}-judge-corrected-rates"))
+        differences = export_tables.corrected_differences_frame(results)
+        shown = differences.assign(difference=differences["corrected_difference"],
+                                   target=differences["target"].fillna(""))
+        out["judge_corrected_differences"] = (differences, latex.differences_table(
+            shown, f"Differences between targets (scope: targets) and demographic gaps (scope: "
+            f"the axis) in {latex.latex_escape(b)}, corrected by human labels "
+            f"({latex.latex_escape(method)}), in percentage points, with "
+            f"{latex.latex_escape(level)} intervals.", f"tab:{b}-judge-corrected-differences",
+            lead=["target", "scope"], targets=list(results.targets),
+            target_columns=["target", "a", "b"]))
         fidelity = results.judge_validity.fidelity
         if fidelity is not None and fidelity.status == "ok":
-            frame = export_tables.fidelity_corrected_frame(results)
-            out["fidelity_corrected"] = (frame, latex.table_float(
-                latex.booktabs(frame), latex.latex_escape(
-                    f"Shares of conversations with each kind of simulated-user break, as checked "
-                    f"(raw) and corrected by raters' answers ({method}; {b})."),
-                f"tab:{b}-fidelity-corrected"))
+            out["fidelity_corrected"] = (export_tables.fidelity_corrected_frame(results),
+                                         latex.fidelity_corrected_table(
+                                             results, f"tab:{b}-fidelity-corrected"))
     return out
 
 

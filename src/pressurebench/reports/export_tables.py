@@ -193,3 +193,30 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         if len(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             frame[column] = frame[column].astype("Int64")
     return frame
+
+
+AGREEMENT_COLUMNS = ["verdicts_of", "target", "statistic", "value", "ci_low", "ci_high", "items",
+                     "base_scenarios", "method", "reason"]
+
+
+def agreement_frame(results: Results) -> pd.DataFrame:
+    """Agreement of repeated samples (per target, and pooled with an empty target) and of the
+    panel's judges, one row per statistic: a value not measured is empty, its `items` too, with
+    the reason."""
+    rows = []
+
+    def add(of: str, target: str | None, statistic: str, est, reason: str | None) -> None:
+        measured = est.value is not None
+        rows.append([of, target, statistic, est.value, est.ci_low, est.ci_high,
+                     est.n_items if measured else None, est.n_clusters if measured else None,
+                     est.ci_method, est.reason or reason])
+
+    scopes = [(t, r.sample_agreement) for t, r in sorted(results.targets.items())]
+    for target, sa in [*scopes, (None, results.sample_agreement)]:
+        add("samples", target, "all agree", sa.all_agree, sa.reason)
+        add("samples", target, "fleiss kappa", sa.fleiss_kappa, sa.reason)
+        add("samples", target, "krippendorff alpha", sa.krippendorff_alpha, sa.reason)
+    ja = results.judge_agreement
+    add("judges", None, f"{ja.kappa_method or 'cohen'} kappa", ja.kappa, ja.reason)
+    add("judges", None, "krippendorff alpha", ja.krippendorff_alpha, ja.reason)
+    return _typed(pd.DataFrame(rows, columns=AGREEMENT_COLUMNS))

@@ -121,9 +121,154 @@ def _rates_caption(results: Results, estimates: list[RateEstimate]) -> str:
     text += (f" Design: {max((o.n_clusters for o in overall), default=0)} base scenarios over "
              f"{metrics} metrics; conversations judged per target: {n}; rows without a verdict "
              "are left out of the denominators.")
-    if withheld:
-        text += f" {DASH}: no interval, because " + "; ".join(latex_escape(r) for r in withheld) + "."
-    return text
+    return text + _withheld(withheld)
+
+
+def _withheld(reasons) -> str:
+    """The caption's note on withheld intervals: why, as said of the data (never advice on
+    what to set or run, which belongs to the report, not to a paper)."""
+    said = sorted({data_reason(r) for r in reasons if r})
+    return f" {DASH}: no interval, because " + "; ".join(latex_escape(r) for r in said) + "." \
+        if said else ""
+
+
+# Words that mark a clause as advice to the tool's user rather than a fact about the data.
+_ADVICE = ("set ", "pressurebench", "generation.", "run `", "params")
+
+
+def data_reason(reason: str) -> str:
+    """`reason` without its advice: parenthesised asides and clauses (split at a top-level
+    "; ") that tell the user what to set or run are dropped, the facts kept."""
+    clauses, depth, current = [], 0, ""
+    for i, ch in enumerate(reason):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and reason.startswith("; ", i):
+            clauses.append(current)
+            current = ""
+            continue
+        current += ch
+    clauses.append(current)
+    kept = []
+    for clause in clauses:
+        clause = clause.lstrip("; ").strip()
+        while True:  # an aside with advice goes; the clause around it stays
+            start = clause.find("(")
+            end = clause.find(")", start)
+            if start < 0 or end < 0 or not any(a in clause[start:end] for a in _ADVICE):
+                break
+            clause = (clause[:start].rstrip() + clause[end + 1:]).strip()
+        if clause and not any(a in clause for a in _ADVICE):
+            kept.append(clause)
+    return "; ".join(kept)
+
+
+def grid_table(rows: Sequence[tuple[str, Mapping[str, RateEstimate | None]]],
+               targets: Sequence[str], first: str, caption: str, label: str) -> str:
+    """Rates (%) by row (a wrapped label) and target (columns, written as in `target_names`),
+    each with its interval beneath: the layout of the pass-rate table, which fits six targets."""
+    targets = sorted(targets)
+    written, key = target_names(targets)
+    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
+            + [_rate_cell(cells.get(t)) for t in targets] for name, cells in rows]
+    tabular = _tabular("@{}l" + "r" * len(targets) + "@{}", [first, *(written[t] for t in targets)],
+                       body)
+    return table_float(tabular, caption + key, label)
+
+
+def _interval_note(estimates: Sequence[RateEstimate], level: str) -> str:
+    methods = sorted({method_label(e.ci_method) for e in estimates if e.ci_low is not None})
+    text = f" with {latex_escape(level)} intervals beneath"
+    text += f" ({latex_escape('; '.join(methods))})." if methods else "."
+    withheld = [e.reason for e in estimates if e.rate is not None and e.ci_low is None]
+    return text + _withheld(withheld)
+
+
+def fidelity_table(results: Results, label: str) -> str:
+    """The simulated user's break shares and the targets' test awareness (%), by target."""
+    fid = results.fidelity
+    targets = sorted(fid.targets)
+    labels = {"out_of_character": "out of character", "leak": "leak",
+              "role_swap": "role swap / echo", "landmark_skipped": "landmark skipped",
+              "no_pressure": "no pressure"}
+    rows: list[tuple[str, dict]] = [("Any break", {t: fid.targets[t].any_break for t in targets})]
+    kinds = sorted({k for tf in fid.targets.values() for k in tf.by_kind})
+    rows += [(labels.get(k, k), {t: fid.targets[t].by_kind.get(k) for t in targets}) for k in kinds]
+    metrics = sorted({m for tf in fid.targets.values() for m in tf.by_metric})
+    rows += [(f"Any break, {m}", {t: fid.targets[t].by_metric.get(m) for t in targets})
+             for m in metrics]
+    turns = sorted({k for tf in fid.targets.values() for k in tf.by_turn}, key=_turn_order)
+    rows += [(f"Broke at turn {k}", {t: fid.targets[t].by_turn.get(k) for t in targets})
+             for k in turns]
+    rows.append(("Test awareness", {t: fid.targets[t].test_awareness for t in targets}))
+    aware = sorted({k for tf in fid.targets.values() for k in tf.test_awareness_by_turn},
+                   key=_turn_order)
+    rows += [(f"Test awareness, turn {k}",
+              {t: fid.targets[t].test_awareness_by_turn.get(k) for t in targets}) for k in aware]
+    estimates = [e for _, cells in rows for e in cells.values() if e is not None]
+    users = sorted({tf.user_model for tf in fid.targets.values()})
+    level = f"{results.statistics.confidence_level:.0%}"
+    caption = (f"The simulated user in {latex_escape(results.benchmark)} "
+               f"(user model {latex_escape(', '.join(users))}): share (\\%) of conversations in "
+               "which it broke character, leaked the test, swapped roles, skipped a step of its "
+               "plan or applied no pressure (any, per kind, per metric and per turn), and in which "
+               "the target showed test awareness,")
+    caption += _interval_note(estimates, level)
+    return grid_table(rows, targets, "Share", caption, label)
+
+
+def _turn_order(key: str):
+    return (0, int(key)) if str(key).isdigit() else (1, str(key))
+
+
+def _coefficient_cell(est, percent: bool) -> str:
+    """A share (in %) or a coefficient (two decimals), its interval beneath, or a dash."""
+    if est is None or est.value is None:
+        return DASH
+
+    def show(v):
+        return _percent(v, 0 if percent else 1) if percent else f"{v:.2f}"
+
+    value = _percent(est.value) if percent else f"{est.value:.2f}"
+    interval = (f"[{show(est.ci_low)}, {show(est.ci_high)}]"
+                if est.ci_low is not None and est.ci_high is not None else DASH)
+    return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\"
+            f"\\scriptsize {interval}\\end{{tabular}}")
+
+
+def agreement_table(results: Results, label: str) -> str:
+    """Agreement of repeated samples (per target and pooled) and of the judges of the panel:
+    items, share of items whose samples all agree (%), kappa and alpha, intervals beneath."""
+    written, key = target_names(list(results.targets))
+    body, reasons = [], []
+    scopes = [(f"Samples, {written[t]}", results.targets[t].sample_agreement)
+              for t in sorted(results.targets)]
+    scopes.append(("Samples, all targets", results.sample_agreement))
+    for name, sa in scopes:
+        body.append([name, str(sa.n_items) if sa.all_agree.value is not None else DASH,
+                     _coefficient_cell(sa.all_agree, True),
+                     _coefficient_cell(sa.fleiss_kappa, False),
+                     _coefficient_cell(sa.krippendorff_alpha, False)])
+        reasons += [sa.reason, sa.fleiss_kappa.reason, sa.krippendorff_alpha.reason]
+    ja = results.judge_agreement
+    judges = len(ja.judges)
+    body.append([f"Judges ({judges})", str(ja.kappa.n_items) if ja.kappa.value is not None
+                 else DASH, DASH, _coefficient_cell(ja.kappa, False),
+                 _coefficient_cell(ja.krippendorff_alpha, False)])
+    reasons += [ja.reason, ja.kappa.reason, ja.krippendorff_alpha.reason]
+    level = f"{results.statistics.confidence_level:.0%}"
+    kappa = f"{ja.kappa_method.capitalize()}'s" if ja.kappa_method else "Cohen's or Fleiss'"
+    caption = (f"Agreement of verdicts in {latex_escape(results.benchmark)}: between the samples "
+               "of each scenario (per target and pooled; share of items whose samples all agree, "
+               "Fleiss' $\\kappa$, Krippendorff's $\\alpha$, nominal) and between the judges of "
+               f"the panel ({kappa} $\\kappa$, Krippendorff's $\\alpha$), with "
+               f"{latex_escape(level)} cluster-bootstrap intervals beneath.")
+    said = sorted({data_reason(r) for r in reasons if r})
+    if said:
+        caption += f" {DASH}: not measured or no interval, because " + "; ".join(
+            latex_escape(r) for r in said) + "."
+    header = ["Verdicts of", "Items", "All agree (\\%)", "$\\kappa$", "$\\alpha$"]
+    return table_float(_tabular("@{}lrrrr@{}", header, body), caption + key, label)
 
 
 def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Sequence[str],
@@ -175,3 +320,61 @@ def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
                      str(r["recovered"]), median])
     header = ["Target", "Conversations", "Gave in", "Recovered", "Median onset (turn)"]
     return table_float(_tabular("@{}lrrrr@{}", header, body), caption, label)
+
+
+def _corrected_cell(r) -> str:
+    """The corrected rate (%), its interval beneath, and the rate as judged (in parentheses)
+    under that."""
+    if r is None:
+        return DASH
+    value = DASH if r.corrected_rate is None else _percent(r.corrected_rate)
+    interval = (f"[{_percent(r.ci_low, 0)}, {_percent(r.ci_high, 0)}]"
+                if r.ci_low is not None and r.ci_high is not None else DASH)
+    judged = DASH if r.raw.rate is None else _percent(r.raw.rate)
+    return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\\\scriptsize {interval}\\\\"
+            f"\\scriptsize ({judged})\\end{{tabular}}")
+
+
+def corrected_table(rows: Sequence[tuple[str, Mapping[str, object]]], targets: Sequence[str],
+                    what: str, level: str, method: str, label: str) -> str:
+    """Rates corrected by human labels (%), by row and target: each cell the corrected value,
+    its interval beneath and the rate as judged under that; the layout of `grid_table`."""
+    targets = sorted(targets)
+    written, key = target_names(targets)
+    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
+            + [_corrected_cell(cells.get(t)) for t in targets] for name, cells in rows]
+    tabular = _tabular("@{}l" + "r" * len(targets) + "@{}",
+                       ["", *(written[t] for t in targets)], body)
+    reasons = [r.reason for _, cells in rows for r in cells.values() if r is not None]
+    caption = (f"{what} (\\%), corrected by human labels ({latex_escape(method)}), with "
+               f"{latex_escape(level)} intervals beneath and the rate as judged in parentheses."
+               + _withheld(reasons))
+    return table_float(tabular, caption + key, label)
+
+
+def corrected_rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
+    """Pass rates overall, per metric type and per metric, corrected by human labels."""
+    corrected = results.judge_validity.corrected
+    by_target = corrected.by_target
+    rows: list[tuple[str, dict]] = [
+        ("Overall", {t: c.overall for t, c in by_target.items()}),
+        ("Positive metrics", {t: c.positive for t, c in by_target.items()}),
+        ("Negative metrics", {t: c.negative for t, c in by_target.items()})]
+    metrics = sorted({m for c in by_target.values() for m in c.by_metric})
+    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
+              {t: c.by_metric.get(m) for t, c in by_target.items()}) for m in metrics]
+    return corrected_table(rows, list(by_target), f"Pass rates of "
+                           f"{latex_escape(results.benchmark)}",
+                           f"{results.statistics.confidence_level:.0%}", corrected.method, label)
+
+
+def fidelity_corrected_table(results: Results, label: str) -> str:
+    """Per kind of simulated-user break: its share corrected by raters' answers, by target."""
+    validity = results.judge_validity.fidelity
+    kinds = sorted(validity.by_kind)
+    targets = sorted({t for v in validity.by_kind.values() for t in v.corrected})
+    rows = [(k.replace("_", " "), dict(validity.by_kind[k].corrected)) for k in kinds]
+    return corrected_table(rows, targets, f"Shares of conversations of "
+                           f"{latex_escape(results.benchmark)} with each kind of simulated-user "
+                           "break", f"{results.statistics.confidence_level:.0%}",
+                           results.judge_validity.corrected.method, label)

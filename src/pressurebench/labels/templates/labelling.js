@@ -31,23 +31,46 @@
   let current = 0;
   let question = 0; // index into questions(current)
 
-  function load() {
+  // The state is kept twice: in localStorage, which outlives the tab, and in the tab's
+  // window.name, which a reload keeps. Chromium can give a document that replaces another in the
+  // same tab (a reload) a localStorage that lacks the last document's writes (seen on a loaded
+  // machine: empty after a reload, while a new tab had every answer); the tab's name carries
+  // them over. Whichever copy was saved last is restored.
+  const TAB = STORE + "=";
+
+  function parse(text) {
     try {
-      const saved = JSON.parse(localStorage.getItem(STORE) || "{}");
+      const saved = JSON.parse(text || "{}");
       return {
         rater: typeof saved.rater === "string" ? saved.rater : "",
         answers: saved.answers || {},
         fidelity: saved.fidelity || {},
+        saved: typeof saved.saved === "number" ? saved.saved : 0,
       };
     } catch (e) {
-      return { rater: "", answers: {}, fidelity: {} };
+      return { rater: "", answers: {}, fidelity: {}, saved: 0 };
     }
+  }
+
+  function load() {
+    let stored = "";
+    try {
+      stored = localStorage.getItem(STORE) || "";
+    } catch (e) {
+      stored = "";
+    }
+    const inTab = window.name.startsWith(TAB) ? parse(window.name.slice(TAB.length)) : parse("");
+    const kept = parse(stored);
+    return inTab.saved > kept.saved ? inTab : kept;
   }
   const state = load();
 
   function save() {
+    state.saved = Math.max(Date.now(), state.saved + 1);
+    const text = JSON.stringify(state);
+    window.name = TAB + text;
     try {
-      localStorage.setItem(STORE, JSON.stringify(state));
+      localStorage.setItem(STORE, text);
     } catch (e) {
       message.textContent = "Answers cannot be kept in this browser (" + e.name + "): download before closing the page.";
     }
@@ -298,4 +321,6 @@
   });
   if (sections.length) setCurrent(0, false);
   showProgress();
+  // Restored and ready for answers: what a test (or a script) waits for after a load.
+  document.body.dataset.state = "ready";
 })();

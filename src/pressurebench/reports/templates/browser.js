@@ -420,4 +420,6 @@
   more.addEventListener("click", () => { limit += PAGE; render(); });
   window.addEventListener("hashchange", () => { loadHash(); limit = PAGE; render(); });
   render();
+  // Rendered from the address's filters: what a test (or a script) waits for after a load.
+  document.body.dataset.state = "ready";
 })();
