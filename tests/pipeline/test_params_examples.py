@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from mock_providers import default_responder
 from pipeline_support import run
 
 from pressurebench.io import read_artifact
@@ -28,6 +29,18 @@ pytestmark = pytest.mark.slow
 EXAMPLES = sorted((REPO / "params" / "examples").glob("*.yaml"))
 
 
+def planning_responder(req):
+    """The mock's schema instances, with a scenario's landmarks on distinct turns, one after
+    another, as a model asked for a turn-by-turn plan writes them. Random integers repeat a
+    turn in most drafts, and the stage rightly rejects those; this test is about the params."""
+    reply = default_responder(req)
+    if isinstance(reply, dict) and isinstance(reply.get("landmarks"), list):
+        for turn, landmark in enumerate(reply["landmarks"], start=1):
+            if isinstance(landmark, dict) and "turn" in landmark:
+                landmark["turn"] = turn
+    return reply
+
+
 def test_there_are_examples_to_run():
     assert EXAMPLES
 
@@ -39,6 +52,7 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
     shipped = yaml.safe_load(example.read_text())
     served = pipeline_server.models
     pipeline_server.models = tuple(spec["model"] for spec in shipped["models"].values())
+    pipeline_server.responder = planning_responder
     try:
         shutil.copy(example, root / "params" / "pipeline.yaml")
         for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
@@ -54,6 +68,7 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
         run(["dvc", "repro"], root, env=env, timeout=1500)
     finally:
         pipeline_server.models = served
+        pipeline_server.responder = default_responder
 
     params = load_params(root / "params" / "pipeline.yaml")
     for benchmark in params.benchmarks:
