@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from mock_providers import default_responder
 from pipeline_support import run
 
+from mock_providers import default_responder
 from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
