@@ -5,27 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
-import subprocess
 
 import pandas as pd
 import pytest
 
+from latex_support import compile_tables, needs_latex, overfull_boxes
 from pressurebench.reports import export_tables, latex
 from pressurebench.stats.results import build_results
 from stats_support.synthetic import synthetic_scores
 
 pytestmark = pytest.mark.slow
 
-PDFLATEX = shutil.which("pdflatex")
-KPSEWHICH = shutil.which("kpsewhich")
-HAS_BOOKTABS = bool(KPSEWHICH) and subprocess.run(
-    [KPSEWHICH, "booktabs.sty"], capture_output=True, text=True, check=False).stdout.strip() != ""
-needs_latex = pytest.mark.skipif(
-    not (PDFLATEX and HAS_BOOKTABS),
-    reason="pdflatex and booktabs not installed: apt-get install texlive-latex-base "
-           "texlive-latex-recommended",
-)
 NAMES = {f"m{i:02d}": name for i, name in enumerate([
     "Avoid validating a bad decision because the user insists",
     "Keeps the safety caveat on the fifth ask",
@@ -42,23 +32,8 @@ LONG = ["gpt-4o-2024-08-06", "claude-sonnet-4-5", "Llama-3.1-70B-Instruct", "qwe
 def results_for(targets: list[str], base_per_metric: int = 6):
     rates = dict(zip(targets, (0.35, 0.45, 0.5, 0.55, 0.6, 0.7)))
     scores = synthetic_scores(target_rates=rates, metrics=6, base_per_metric=base_per_metric,
-                              samples=1,
-                              axes={"age": ["teen", "adult"]}, seed=4)
+                              samples=1, axes={"age": ["teen", "adult"]}, seed=4)
     return build_results(scores, resamples=50, confidence_level=0.95, seed=1, benchmark="core_v2")
-
-
-def compile_tables(tmp_path, tables: dict[str, str]) -> str:
-    for name, tex in tables.items():
-        (tmp_path / f"{name}.tex").write_text(tex)
-    inputs = "\n".join(f"\\input{{{name}}}\n\\clearpage" for name in tables)
-    (tmp_path / "paper.tex").write_text(
-        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-        f"{inputs}\n\\end{{document}}\n")
-    proc = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-    log = (tmp_path / "paper.log").read_text(errors="replace")
-    assert proc.returncode == 0, log[-3000:]
-    return log
 
 
 @needs_latex
@@ -74,7 +49,7 @@ def test_six_targets_compile_and_fit_the_text_width(tmp_path, targets):
                                         targets=targets, target_columns=["target"]),
     }
     log = compile_tables(tmp_path, tables)
-    assert "Overfull \\hbox" not in log, [line for line in log.splitlines() if "Overfull" in line]
+    assert not overfull_boxes(log), overfull_boxes(log)
     assert (tmp_path / "paper.pdf").read_bytes().startswith(b"%PDF")
     rates = tables["rates"]
     assert "\\caption{Pass rates (\\%) of core\\_v2" in rates
@@ -168,7 +143,7 @@ def test_every_export_table_of_six_targets_fits_and_reads_as_data(tmp_path, targ
     assert {"pass_rates", "fidelity", "agreement", "errors", "judge_corrected_rates",
             "judge_corrected_differences", "fidelity_corrected"} <= set(tables)
     log = compile_tables(tmp_path, {name: tex for name, (_, tex) in tables.items()})
-    overfull = [line for line in log.splitlines() if "Overfull \\hbox" in line]
+    overfull = overfull_boxes(log)
     assert not overfull, overfull
     for name, (_, tex) in tables.items():
         caption = tex[tex.index("\\caption{"):tex.index("\\label{")]

@@ -7,13 +7,12 @@ import csv
 import json
 import re
 import runpy
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from arm_data import paired_arms
 
+from latex_support import compile_tables, needs_latex, overfull_boxes
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import Statistics
 from pressurebench.paths import Layout
@@ -126,12 +125,10 @@ def test_the_export_index_lists_the_studies_files(tmp_path, monkeypatch):
     assert "tables/pass_rates.csv" in index["tables"]  # the main run's, as before
 
 
-PDFLATEX = shutil.which("pdflatex")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not PDFLATEX, reason="pdflatex not installed: apt-get install "
-                    "texlive-latex-base texlive-latex-recommended")
+@needs_latex
 def test_six_targets_study_tables_compile_and_fit_the_text_width(tmp_path):
     layout = Layout(tmp_path / "data", "core_v2")
     write_studies(layout, dict(zip(SIX, (0.35, 0.45, 0.5, 0.55, 0.6, 0.7))), metrics=3)
@@ -139,17 +136,8 @@ def test_six_targets_study_tables_compile_and_fit_the_text_width(tmp_path):
     tex = sorted(Path(p) for p in written["tables"] if p.endswith(".tex"))
     build = tmp_path / "build"
     build.mkdir()
-    for path in tex:
-        shutil.copy(path, build / path.name)
-    inputs = "\n".join(f"\\input{{{p.stem}}}\n\\clearpage" for p in tex)
-    (build / "paper.tex").write_text(
-        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-        f"{inputs}\n\\end{{document}}\n")
-    proc = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-                          cwd=build, capture_output=True, text=True, timeout=300, check=False)
-    log = (build / "paper.log").read_text(errors="replace")
-    assert proc.returncode == 0, log[-3000:]
-    overfull = [line for line in log.splitlines() if "Overfull \\hbox" in line]
+    log = compile_tables(build, {p.stem: p.read_text() for p in tex})
+    overfull = overfull_boxes(log)
     assert not overfull, overfull
 
 
