@@ -41,7 +41,7 @@ from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..schemas import Benchmark
 from ..stats.results import Results
-from . import export_tables, figures, latex, pressure, tables, views
+from . import export_tables, figures, latex, pressure, tables
 from .export_studies import export_studies
 
 FIGURE_FORMATS = ("svg", "pdf")
