@@ -23,7 +23,7 @@ import typing
 
 import pytest
 
-from mock_providers.prompt_caching import PromptCaches
+from mock_providers.prompt_caching import Prompt, PromptCaches, least_input_bill
 from pressurebench.llm import ModelClient
 from pressurebench.llm.providers.registry import api_for
 from pressurebench.llm.spending import call_cost_bound
@@ -233,6 +233,43 @@ def test_the_mock_refuses_a_prompt_cache_key_that_is_not_a_string(mock_server):
                        json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
                              "prompt_cache_key": 7}, headers={"Authorization": "Bearer test-key"})
     assert reply.status_code == 400 and "prompt_cache_key" in reply.text
+
+
+# --- the least bill any layout could reach (perf/prompt_caching.py's bound) ------------
+
+
+def test_the_least_bill_reads_the_most_a_prompt_shares_with_one_earlier_one_from_the_minimum_on():
+    """A prefix read comes from one earlier request, from the provider's minimum on (1024
+    tokens; OpenAI then in 128-token steps), and on Anthropic what is read was written once
+    at 1.25x: first (A 1000, B 100), then (A, B, C 200) reads 1100, then (D 50, A) shares
+    only A's 1000 tokens, under the minimum, with either."""
+    blocks = {"A": 1000, "B": 100, "C": 200, "D": 50}
+
+    def prompts(provider: str, model: str) -> list[Prompt]:
+        return [Prompt(provider, model, tuple((b, blocks[b]) for b in names))
+                for names in ("AB", "ABC", "DA")]
+
+    claude = least_input_bill(prompts("anthropic", SONNET), read_factor=0.1, write_factor=1.25)
+    assert (claude.prompt, claude.read, claude.written) == (3450, 1100, 1100)
+    assert claude.cost == pytest.approx(3450 - 1100 + 0.1 * 1100 + 0.25 * 1100)
+    gpt = least_input_bill(prompts("openai", "gpt-5-mini"), read_factor=0.1, write_factor=1.0)
+    assert (gpt.read, gpt.written) == (1024, 0)
+    assert gpt.cost == pytest.approx(3450 - 1024 + 0.1 * 1024)
+    haiku = least_input_bill(prompts("anthropic", "claude-haiku-4-5"), read_factor=0.1, write_factor=1.25)
+    assert haiku.cost == 3450  # Claude Haiku 4.5 caches from 4096 tokens on
+
+
+@pytest.mark.parametrize(("provider", "model"), [("anthropic", SONNET), ("openai", "gpt-5-mini")])
+def test_no_bill_of_a_growing_conversation_is_below_the_least_bill(mock_server, monkeypatch, tmp_path,
+                                                                    provider, model):
+    calls(mock_server, monkeypatch, tmp_path, spec(mock_server, provider, model), conversation(5),
+          cache_group="target:c")
+    b = mock_server.prompt_caches.billed[(provider, model)]
+    write = 1.25 if provider == "anthropic" else 1.0
+    least = least_input_bill(mock_server.prompt_caches.prompts, read_factor=0.1, write_factor=write)
+    assert least.prompt == b.prompt
+    assert b.prompt > least.cost
+    assert b.uncached + 0.1 * b.cached + 1.25 * b.written_5m >= least.cost
 
 
 # --- prices ---------------------------------------------------------------------------

@@ -23,7 +23,9 @@ with one key on one cache; usage reports the prompt in `prompt_tokens`, of which
 A cached prefix is there for later requests once its request was answered, and
 stays for its TTL from its last use (OpenAI: 5 minutes here). Every answered
 request's usage is added up in `PromptCaches.billed`, per provider and model,
-so a test can price the bill the providers would send.
+so a test can price the bill the providers would send, and its prompt is kept as
+blocks in `PromptCaches.prompts`, from which `least_input_bill` computes the
+least input bill any layout of the same blocks could reach under these rules.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import json
 import math
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,17 +86,88 @@ class Usage:
         return self.uncached + self.cached + self.written_5m + self.written_1h
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """One answered request's prompt as the cache sees it: (identity, tokens) of each block
+    (Anthropic: each tool, system block and content block; OpenAI: each message, its
+    identity including the tools and response format, which must match for a hit)."""
+
+    provider: str
+    model: str
+    blocks: tuple[tuple[str, int], ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(n for _, n in self.blocks)
+
+
+@dataclass(frozen=True)
+class LeastBill:
+    """The least input bill of one model's prompts under its provider's rules, in tokens at
+    the input price (`least_input_bill`), beside the tokens it reads from a cache."""
+
+    prompt: int
+    read: int
+    written: int
+    cost: float  # uncached + read x read factor + written x write factor, in input-price tokens
+
+
+def least_input_bill(prompts: list[Prompt], read_factor: float, write_factor: float) -> LeastBill:
+    """A lower bound on the input bill of `prompts` (one model's, in the order sent), over every
+    layout that sends the same blocks in any order and marks any breakpoints.
+
+    A request can read from a cache only a prefix that an earlier request sent, so at most
+    the blocks it shares with one earlier request (the most it shares with any), and only
+    from the provider's minimum on (OpenAI: 1024 tokens, then 128-token steps; Anthropic:
+    the model's minimum); every other token is paid at the input price. Anthropic bills
+    the write of a prefix before anyone reads it: every block some request reads was
+    written once, at `write_factor` instead of 1 (OpenAI: no premium, `write_factor` 1).
+    Cache lifetimes are ignored (every entry lives forever), which can only lower the
+    bound. So no layout of these prompts is billed less than this."""
+    seen: list[Counter] = []
+    read_blocks: dict[str, int] = {}
+    total = read = 0
+    for p in prompts:
+        mine = Counter(identity for identity, _ in p.blocks)
+        size = dict(p.blocks)
+        best, best_shared = 0, Counter()
+        for earlier in seen:
+            shared = mine & earlier
+            n = sum(size[i] * k for i, k in shared.items())
+            if n > best:
+                best, best_shared = n, shared
+        usable = _cacheable(p.provider, p.model, best)
+        if usable:
+            read_blocks.update({i: size[i] for i in best_shared})
+        total += p.tokens
+        read += usable
+        seen.append(mine)
+    written = sum(read_blocks.values()) if write_factor > 1 else 0
+    cost = (total - read) + read * read_factor + written * (write_factor - 1)
+    return LeastBill(prompt=total, read=read, written=written, cost=cost)
+
+
+def _cacheable(provider: str, model: str, shared: int) -> int:
+    """The tokens of a shared prefix of `shared` tokens that a provider reads from its cache."""
+    if provider == "openai":
+        return 0 if shared < OPENAI_MIN else shared - (shared - OPENAI_MIN) % OPENAI_STEP
+    return shared if shared >= anthropic_min_tokens(model) else 0
+
+
 @dataclass
 class PromptCaches:
     """The caches of one mock server: prefix digest -> expiry, per provider and model."""
 
     entries: dict[tuple[str, str, str], float] = field(default_factory=dict)
     billed: dict[tuple[str, str], Usage] = field(default_factory=lambda: defaultdict(Usage))
+    prompts: list[Prompt] = field(default_factory=list)
+    """Every answered request's prompt, in the order they were answered."""
     clock: Any = time.monotonic
 
     def reset(self) -> None:
         self.entries.clear()
         self.billed.clear()
+        self.prompts.clear()
 
     def _alive(self, key: tuple[str, str, str]) -> bool:
         expiry = self.entries.get(key)
@@ -136,6 +209,7 @@ class PromptCaches:
             key = ("anthropic", model, digests[index])
             self.entries[key] = max(self.entries.get(key, 0.0), now + TTL_S[ttl])
         creation = written["5m"] + written["1h"]
+        self.prompts.append(Prompt("anthropic", model, tuple((b["identity"], b["tokens"]) for b in blocks)))
         usage = self.billed[("anthropic", model)]
         usage.requests += 1
         usage.uncached += total - read - creation
@@ -161,9 +235,11 @@ class PromptCaches:
         head = json.dumps([body.get("tools"), body.get("response_format")], sort_keys=True)
         digest = hashlib.sha256(f"{model}\n{head}".encode())
         stream: list[str] = []
+        blocks = []
         for m in messages:
-            stream += [f"<{m['role']}>"] * OPENAI_ROLE_TOKENS
-            stream += [m["content"][i:i + 4] for i in range(0, len(m["content"]), 4)]
+            pieces = [m["content"][i:i + 4] for i in range(0, len(m["content"]), 4)]
+            stream += [f"<{m['role']}>"] * OPENAI_ROLE_TOKENS + pieces
+            blocks.append((f"{head}\0{m['role']}\0{m['content']}", OPENAI_ROLE_TOKENS + len(pieces)))
         boundaries = []
         for n, piece in enumerate(stream, start=1):
             digest.update(piece.encode() + b"\0")
@@ -176,6 +252,7 @@ class PromptCaches:
         expiry = self.clock() + OPENAI_TTL_S
         for _, prefix in boundaries:
             self.entries[("openai", model, prefix)] = expiry
+        self.prompts.append(Prompt("openai", model, tuple(blocks)))
         usage = self.billed[("openai", model)]
         usage.requests += 1
         usage.uncached += len(stream) - cached
