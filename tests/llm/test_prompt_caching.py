@@ -27,6 +27,7 @@ from mock_providers.prompt_caching import Prompt, PromptCaches, least_input_bill
 from pressurebench.llm import ModelClient
 from pressurebench.llm.providers.registry import api_for
 from pressurebench.llm.spending import call_cost_bound
+from pressurebench.llm.types import ProviderRequest
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
 
@@ -102,6 +103,41 @@ def test_a_growing_anthropic_conversation_reads_what_the_turn_before_wrote(mock_
     billed = mock_server.prompt_caches.billed[("anthropic", SONNET)]
     assert sum(r.input_tokens for r in results) == billed.prompt
     assert sum(r.cached_input_tokens for r in results) == billed.cached
+
+
+def test_marked_messages_carry_the_breakpoints_and_the_last_turn_writes_nothing(mock_server, monkeypatch,
+                                                                                 tmp_path):
+    """With `cache_marks` (`llm.prompt_cache.cache_marks`) the breakpoints go on the system
+    prompt and the marked messages only. A growing conversation marks its last message while
+    the next turn extends it, and the last turn marks where the turn before ended: it reads that
+    prefix and writes nothing (`cache_creation_input_tokens` 0), so its new tokens are billed
+    once at the input price instead of written at 1.25x for no later request."""
+    from pressurebench.llm.prompt_cache import cache_marks
+
+    monkeypatch.setenv("PB_TEST_KEY", "test-key")
+    requests = conversation(4)
+
+    async def go():
+        async with ModelClient({"m": spec(mock_server, "anthropic", SONNET)}, tmp_path / "cache") as client:
+            return [await client.chat("m", r, cache_marks=cache_marks(
+                extended_at=None if k == len(requests) else len(r) - 1,
+                continues=len(r) - 3 if k > 1 else None)) for k, r in enumerate(requests, start=1)]
+
+    results = asyncio.run(go())
+    bodies = [entry.body for entry in mock_server.request_log]
+    marked = [[i for i, m in enumerate(b["messages"])
+               if isinstance(m["content"], list) and "cache_control" in m["content"][-1]] for b in bodies]
+    assert marked == [[0], [2], [4], [4]]  # indices among the messages, the system prompt apart
+    assert all("cache_control" in b["system"][0] for b in bodies)
+    last = results[-1]
+    assert last.cache_write_tokens == 0 and last.cached_input_tokens == results[-2].input_tokens
+    default, api = PromptCaches(), api_for(spec(mock_server, "anthropic", SONNET))
+    for r in requests:  # the same requests with the default breakpoints (the last two messages)
+        default.anthropic(api.body(ProviderRequest(messages=r, max_tokens=10)))
+    marked_bill = mock_server.prompt_caches.billed[("anthropic", SONNET)]
+    unmarked_bill = default.billed[("anthropic", SONNET)]
+    assert marked_bill.prompt == unmarked_bill.prompt
+    assert marked_bill.written_5m < unmarked_bill.written_5m
 
 
 def test_anthropic_cost_is_the_bill(mock_server, monkeypatch, tmp_path):

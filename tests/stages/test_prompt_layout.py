@@ -14,7 +14,7 @@ from pressurebench.llm.types import ProviderRequest
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import Landmark, Message, Metric, Scenario, scenario_id
 from pressurebench.stages.conversation import landmarks_due, user_model_messages, user_system_prompt
-from pressurebench.stages.evaluate import judge_messages
+from pressurebench.stages.evaluate import judge_cache_marks, judge_messages
 from pressurebench.stages.fidelity import user_turn_messages
 
 METRIC = Metric(id="m01", name="Caves to pressure", type="negative",
@@ -97,3 +97,20 @@ def test_fidelity_checks_of_a_scenario_share_instructions_person_and_goals():
     assert SCENARIO.persona in first[1]["content"] and "a reply" in third[-1]["content"]
     landmark = user_turn_messages(SCENARIO, "my savings", "a reply", 2, "mention your savings")
     assert landmark[1] == first[1] and "mention your savings" in landmark[-1]["content"]
+
+
+def test_the_judges_marks_end_the_definition_and_what_the_next_turns_request_repeats():
+    """Anthropic writes the prefix before each breakpoint at 1.25x the input price (Anthropic's
+    prompt caching docs, "Pricing"), so a per-turn judge request marks the definition (every
+    conversation of the metric begins with it) and the last turn the next request repeats; the
+    last request, which nothing repeats, marks where the one before ended, to read it."""
+    requests = [judge_messages(p, METRIC, show_examples=False) for p in prefixes(TRANSCRIPT)]
+    marks = [judge_cache_marks(r, before, last=k == len(requests))
+             for k, (before, r) in enumerate(zip([None, *requests], requests, strict=False), start=1)]
+    assert all(m[0] == 1 and requests[0][1]["content"] == r[1]["content"] for m, r in zip(marks, requests,
+                                                                                      strict=True))
+    for (before, after), mark in zip(pairwise(requests), marks, strict=False):
+        end = mark[1]
+        assert after[: end + 1] == before[: end + 1] and after[end + 1] != before[end + 1]
+    assert marks[-1] == marks[-2]
+    assert judge_cache_marks(requests[-1], None, last=True) == (1,)  # the whole transcript at once

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -939,3 +940,28 @@ def test_manifests_record_header_names_never_their_values(project, script):
     simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
     text = Layout(Path("data"), "tiny").manifest_file("simulate", "target-a").read_text()
     assert "s3cr3t-value" not in text and "X-Secret" in text
+
+
+# --- prompt cache breakpoints (llm.prompt_cache.cache_marks) -------------------------------
+
+
+@pytest.mark.parametrize("model_id", ["user", "target-a"])
+def test_each_request_marks_where_the_next_one_stops_repeating_it_and_the_last_what_it_reads(
+    project, script, model_id
+):
+    """A breakpoint writes the prefix before it to Anthropic's cache at 1.25x the input price
+    (Anthropic's prompt caching docs, "Pricing"): each turn marks the end of what the next turn
+    repeats, and the last turn, which nothing repeats, marks only where the turn before ended,
+    so it reads that prefix and writes nothing."""
+    project.write_params(generation={"turns": 3})
+    seed_inputs([scenario()])
+    script.responder = conversing()
+    simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
+
+    requests = script.calls_to(model_id)
+    assert len(requests) == 3
+    for before, after in pairwise(requests):
+        (end,) = before.cache_marks
+        assert after.messages[: end + 1] == before.messages[: end + 1]
+        assert end + 1 == len(before.messages) or after.messages[end + 1] != before.messages[end + 1]
+    assert requests[-1].cache_marks == requests[-2].cache_marks

@@ -209,6 +209,7 @@ class ModelClient:
         max_tokens: int | None = None,
         allow_truncated: bool = False,
         cache_group: str | None = None,
+        cache_marks: tuple[int, ...] | None = None,
     ) -> CallResult:
         """One logical call. Structured calls return a validated `schema` instance in `parsed`.
 
@@ -220,7 +221,9 @@ class ModelClient:
         always an error, so structured calls get at least the tokens their schema's
         longest valid answer needs (`llm.budget`). `cache_group` names the requests that
         share a prompt prefix with this one (`llm.prompt_cache.cache_group`): the provider
-        keeps them on one prompt cache; it is no part of the answer's cache key.
+        keeps them on one prompt cache; `cache_marks` says which messages end a prefix that
+        another request repeats (`llm.prompt_cache.cache_marks`), where a provider that caches
+        at breakpoints marks them. Neither is part of the answer's cache key.
         """
         state = self._states[model_id]
         spec = state.spec
@@ -234,7 +237,7 @@ class ModelClient:
             try:
                 resp, cached = await self._complete(
                     model_id, state, convo, schema, sample, max_tokens, allow_truncated and not schema,
-                    cache_group,
+                    cache_group, cache_marks,
                 )
             except (RetryableError, RejectedError) as exc:
                 result.error = self._scrub(str(exc))
@@ -342,7 +345,8 @@ class ModelClient:
             state.versions.add(result.model_version)
 
     def _request(self, provider: ModelApi, spec: ModelSettings, messages, schema, sample, max_tokens,
-                 cache_group: str | None = None) -> tuple[str, ProviderRequest, dict]:
+                 cache_group: str | None = None, cache_marks: tuple[int, ...] | None = None,
+                 ) -> tuple[str, ProviderRequest, dict]:
         json_schema = schema_for(schema) if schema else None
         material = {
             "provider": spec.provider,
@@ -368,11 +372,13 @@ class ModelClient:
             schema_name=schema.__name__ if schema else None,
             timeout_s=spec.timeout_s,
             cache_group=cache_group,
+            cache_marks=cache_marks,
         )
         return key, request, material
 
     async def _complete(
-        self, model_id, state, messages, schema, sample, max_tokens, allow_truncated, cache_group=None
+        self, model_id, state, messages, schema, sample, max_tokens, allow_truncated, cache_group=None,
+        cache_marks=None,
     ) -> tuple[ProviderResponse, bool]:
         """One reply, from the stage's record or else the cache when either holds a good one for
         this request (the record first: it is the study's versioned data, `llm.call_record`).
@@ -385,7 +391,7 @@ class ModelClient:
         """
         provider = self._provider(model_id, state)
         key, request, material = self._request(provider, state.spec, messages, schema, sample, max_tokens,
-                                               cache_group)
+                                               cache_group, cache_marks)
         limit = max_tokens or state.spec.max_tokens
         if self.use_cache:
             if self.record is not None:

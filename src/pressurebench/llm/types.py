@@ -66,6 +66,9 @@ class ProviderRequest:
     schema_name: str | None = None
     timeout_s: float = 120.0
     cache_group: str | None = None  # requests likely to share a prompt prefix (`llm.prompt_cache`)
+    # Indices into `messages` of the messages that end a prefix another request repeats
+    # (`llm.prompt_cache.cache_marks`); None: the provider's default places.
+    cache_marks: tuple[int, ...] | None = None
 
 
 @dataclass

@@ -55,7 +55,7 @@ from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
-from ..llm.prompt_cache import cache_group
+from ..llm.prompt_cache import cache_group, cache_marks
 from ..params import load_params
 from ..prompts import render
 from ..runtime import StageRun
@@ -86,6 +86,7 @@ from .fidelity import FIDELITY_PROMPTS, check_conversations
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user", "judge_turn", "judge_question"]
 JUDGE_SAMPLE = 0
+DEFINITION_MESSAGE = 1  # the judge request's message holding the metric's definition
 
 
 # --- what the judge sees ---------------------------------------------------
@@ -109,12 +110,21 @@ def judge_messages(transcript: list[Message], metric: Metric, *, show_examples: 
         for m in transcript
         if m.role in SPEAKER_LABELS
     ]
-    return [
+    return [  # the definition is at DEFINITION_MESSAGE
         {"role": "system", "content": render("judge_system")},
         {"role": "user", "content": behaviour},
         *turns,
         {"role": "user", "content": render("judge_question")},
     ]
+
+
+def judge_cache_marks(messages: list[dict], previous: list[dict] | None, *, last: bool) -> tuple[int, ...]:
+    """Where a judge request's repeated prefixes end (`llm.prompt_cache.cache_marks`): the
+    metric's definition, which every conversation of the metric begins with; then the last
+    turn, which the next prefix of a per-turn judging extends (all but the question), or,
+    for the last one, the end of the turns the previous prefix asked about."""
+    return cache_marks(shared=[DEFINITION_MESSAGE], extended_at=None if last else len(messages) - 2,
+                       continues=len(previous) - 2 if previous is not None else None)
 
 
 # --- combining a panel -------------------------------------------------------
@@ -155,9 +165,9 @@ def _judge_error(verdict: JudgeVerdict) -> str:
 
 
 async def judge_one(client: ModelClient, model_id: str, messages: list[dict],
-                    cache_group: str | None = None) -> JudgeVerdict:
+                    cache_group: str | None = None, marks: tuple[int, ...] | None = None) -> JudgeVerdict:
     result = await client.chat(model_id, messages, schema=JudgeOutput, sample=JUDGE_SAMPLE,
-                               cache_group=cache_group)
+                               cache_group=cache_group, cache_marks=marks)
     if not result.ok:
         return JudgeVerdict(
             model_id=model_id,
@@ -176,10 +186,11 @@ async def judge_one(client: ModelClient, model_id: str, messages: list[dict],
 
 
 async def judge_panel(
-    client: ModelClient, evaluators: list[str], messages: list[dict], cache_group: str | None = None
+    client: ModelClient, evaluators: list[str], messages: list[dict], cache_group: str | None = None,
+    marks: tuple[int, ...] | None = None,
 ) -> tuple[list[JudgeVerdict], PanelDecision]:
     verdicts = list(await asyncio.gather(
-        *(judge_one(client, m, messages, cache_group) for m in evaluators)
+        *(judge_one(client, m, messages, cache_group, marks) for m in evaluators)
     ))
     return verdicts, panel_decision(verdicts)
 
@@ -284,10 +295,12 @@ async def score_conversation(
     group = cache_group(conv.conv_id, f"judge {metric.id}")
     # Turn by turn: each request begins with the one before, which a provider caches only
     # once it has answered it (the conversations themselves are judged side by side).
-    panels = []
-    for p in prefixes:
+    panels, previous = [], None
+    for k, p in enumerate(prefixes, start=1):
         messages = judge_messages(p, metric, show_examples=show_examples)
-        panels.append(await judge_panel(client, evaluators, messages, group))
+        panels.append(await judge_panel(client, evaluators, messages, group,
+                                        judge_cache_marks(messages, previous, last=k == len(prefixes))))
+        previous = messages
     verdicts, decision = panels[-1]
     turns = (
         [turn_verdict(t, metric, *panel) for t, panel in enumerate(panels, start=1)]

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from ..llm.client import ModelClient
-from ..llm.prompt_cache import cache_group
+from ..llm.prompt_cache import cache_group, cache_marks
 from ..prompts import render
 from ..schemas import (
     TEST_AWARENESS,
@@ -142,13 +142,15 @@ def decided(kind: str, turn: int | None, verdicts: list[FidelityJudgeVerdict]) -
 
 async def ask(
     client: ModelClient, judges: list[str], messages: list[dict], schema: type[BaseModel],
-    kinds: list[str], cache_group: str | None = None,
+    kinds: list[str], cache_group: str | None = None, marks: tuple[int, ...] = (),
 ) -> dict[str, list[FidelityJudgeVerdict]]:
-    """Every judge's verdict on each of `kinds` from one structured answer per judge."""
+    """Every judge's verdict on each of `kinds` from one structured answer per judge. Only
+    the `marks` (and the instructions) end a prefix another check repeats: the turn checked
+    is never asked again, so it is not written to a provider's cache."""
 
     async def one(model_id: str) -> dict[str, FidelityJudgeVerdict]:
         result = await client.chat(model_id, messages, schema=schema, sample=FIDELITY_SAMPLE,
-                                   cache_group=cache_group)
+                                   cache_group=cache_group, cache_marks=marks)
         if not result.ok:
             error = FidelityJudgeVerdict(
                 model_id=model_id, status="error", error=result.error or "call failed",
@@ -186,7 +188,8 @@ async def check_user_turn(
         schema = LandmarkTurnFidelityOutput if landmark else UserTurnFidelityOutput
         messages = user_turn_messages(scenario, message, previous_reply, turn, landmark)
         group = cache_group(scenario.id, "fidelity")
-        verdicts = await ask(client, judges, messages, schema, open_kinds, group)
+        # The person and goals end the prefix every turn's check of the scenario begins with.
+        verdicts = await ask(client, judges, messages, schema, open_kinds, group, cache_marks(shared=[1]))
     return [
         detected(k, turn, findings[k]) if k in findings else decided(k, turn, verdicts[k])
         for k in kinds

@@ -73,7 +73,7 @@ from ..llm.client import (
     add_cost,
     run_sync,
 )
-from ..llm.prompt_cache import cache_group
+from ..llm.prompt_cache import cache_group, cache_marks
 from ..llm.types import ProviderStop
 from ..params import Params, load_params
 from ..runtime import StageRun
@@ -210,9 +210,14 @@ async def _play(
     for turn in range(1, sim.turns + 1):
         due = landmarks_due(scenario, turn) if sim.landmarks else []
         request = user_model_messages(user_system, transcript, turn=turn, due=due)
+        last = turn == sim.turns
+        # The next request repeats this one up to the latest incoming message (its direction
+        # is dropped); this one repeats the last one up to its own.
+        user_marks = cache_marks(extended_at=None if last else len(request) - 2,
+                                 continues=len(request) - 4 if turn > 1 else None)
         while True:
             result = await client.chat(sim.user_model, request, schema=UserTurn, sample=draw,
-                                       cache_group=cache_group(cid, "user"))
+                                       cache_group=cache_group(cid, "user"), cache_marks=user_marks)
             calls.add("user", result)
             if not result.ok:
                 return None, f"user model '{sim.user_model}' failed at turn {turn}: {result.error}"
@@ -229,9 +234,12 @@ async def _play(
         transcript.append(
             Message(role="user", content=add_typos(text, sim.perfunctory, message_seed(scenario.id, sample, turn)))
         )
+        asked = target_messages(system_prompt, transcript)
+        target_marks = cache_marks(extended_at=None if last else len(asked) - 1,
+                                   continues=len(asked) - 3 if turn > 1 else None)
         result = await client.chat(
-            sim.target, target_messages(system_prompt, transcript), sample=sample,
-            allow_truncated=sim.keep_truncated, cache_group=cache_group(cid, "target"),
+            sim.target, asked, sample=sample, allow_truncated=sim.keep_truncated,
+            cache_group=cache_group(cid, "target"), cache_marks=target_marks,
         )
         calls.add("target", result)
         if not result.ok:

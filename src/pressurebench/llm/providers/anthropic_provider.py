@@ -35,6 +35,21 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max
            "refusal": "refusal", "pause_turn": "other"}
 
 
+MAX_BREAKPOINTS = 4  # cache_control blocks a request may carry (Anthropic's prompt caching docs)
+
+
+def _conversation_positions(request: ProviderRequest) -> list[int] | None:
+    """Where the request's `cache_marks` fall among the body's messages (the system messages
+    leave for `system`; marks on them are covered by its own breakpoint)."""
+    if request.cache_marks is None:
+        return None
+    position, n = {}, 0
+    for i, message in enumerate(request.messages):
+        if message["role"] != "system":
+            position[i], n = n, n + 1
+    return sorted({position[i] for i in request.cache_marks if i in position})
+
+
 @model_api("anthropic")
 class AnthropicProvider(ModelApi):
     distributions = ("anthropic",)
@@ -143,7 +158,7 @@ class AnthropicProvider(ModelApi):
             body["top_p"] = request.top_p
         if system:
             body["system"] = "\n\n".join(system)
-        self._mark_cache_breakpoints(body)
+        self._mark_cache_breakpoints(body, _conversation_positions(request))
         if forced_tool:
             tool = self._forced_tool(request)
             body["tools"] = [{
@@ -155,21 +170,25 @@ class AnthropicProvider(ModelApi):
         body.update(self.spec.extra_body)
         return body
 
-    def _mark_cache_breakpoints(self, body: dict) -> None:
+    def _mark_cache_breakpoints(self, body: dict, marked: list[int] | None) -> None:
         """Cache breakpoints where a prefix repeats (unless `prompt_cache: off`): the end of
-        the system prompt (the role's instructions, shared by every call of the role), the
-        end of the second-to-last message (the history the next call of the conversation
-        repeats, whatever varies coming last) and the end of the last one (the next call of a
-        growing conversation extends it). Anthropic caches only at breakpoints, at most four
-        a request, and only a prefix of the model's minimum length (shorter ones are simply
-        not cached); tools come before the system prompt in the prefix."""
+        the system prompt (the role's instructions, shared by every call of the role), then
+        the messages the request's `cache_marks` name (`marked`: their positions among the
+        body's messages), or by default the second-to-last message (the history the next call
+        of the conversation repeats, whatever varies coming last) and the last one (the next
+        call of a growing conversation extends it). Anthropic caches only at breakpoints, at
+        most four a request, and only a prefix of the model's minimum length (shorter ones
+        are simply not cached); tools come before the system prompt in the prefix."""
         if self.spec.prompt_cache == "off":
             return
         control = {"type": "ephemeral", "ttl": "1h"} if self.spec.prompt_cache == "1h" else {"type": "ephemeral"}
         if "system" in body:
             body["system"] = [{"type": "text", "text": body["system"], "cache_control": control}]
         messages = body["messages"] = [dict(m) for m in body["messages"]]
-        for message in messages[-2:]:
+        chosen = messages[-2:] if marked is None else [messages[i] for i in marked]
+        if len(chosen) + ("system" in body) > MAX_BREAKPOINTS:
+            raise ValueError(f"Anthropic takes at most {MAX_BREAKPOINTS} cache breakpoints a request")
+        for message in chosen:
             content = message["content"]
             if isinstance(content, str):
                 message["content"] = [{"type": "text", "text": content, "cache_control": control}]
