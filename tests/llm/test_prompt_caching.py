@@ -262,6 +262,35 @@ def test_openai_prompts_under_1024_tokens_are_not_cached():
     assert caches.openai({**body, "messages": long}, long) == (1053, 1024)
 
 
+def test_a_prompt_cache_key_per_conversation_keeps_each_growing_prompt_on_its_machine():
+    """OpenAI routes by "a hash of the initial prefix of the prompt" (about the first 256 tokens)
+    combined with the `prompt_cache_key`, and past about 15 requests a minute for one prefix and
+    key "some may overflow and get routed to additional machines" (OpenAI's prompt caching guide,
+    "Cache routing"). 20 conversations opening with the same 300 tokens of instructions, asked
+    turn by turn within a minute: with one key for all (or none) their requests overflow and a
+    turn rarely finds the machine its previous turn was cached on; with a key per conversation
+    (`llm.prompt_cache.cache_group`) every turn from the third reads the one before."""
+    from pressurebench.llm.prompt_cache import prompt_cache_key
+
+    def turn(conv: int, k: int) -> list[dict]:
+        return [{"role": "system", "content": "i" * 1200},
+                *({"role": "user", "content": f"conv {conv} turn {t} " + "w" * 2400} for t in range(1, k + 1))]
+
+    def cached(key_of) -> list[int]:
+        caches = PromptCaches(clock=lambda: 0.0)
+        out = []
+        for k in range(1, 5):
+            for conv in range(20):
+                body = {"model": "gpt-5-mini", "messages": turn(conv, k), "prompt_cache_key": key_of(conv)}
+                out.append(caches.openai(body, body["messages"])[1])
+        return out
+
+    per_conversation = cached(lambda conv: prompt_cache_key(f"judge:c{conv}"))
+    assert all(n == 0 for n in per_conversation[:40]) and all(n >= 1024 for n in per_conversation[40:])
+    shared = cached(lambda conv: prompt_cache_key("judge m01"))
+    assert sum(shared) < sum(per_conversation) / 2
+
+
 def test_the_mock_refuses_a_prompt_cache_key_that_is_not_a_string(mock_server):
     import httpx
 

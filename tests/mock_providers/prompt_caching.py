@@ -16,9 +16,16 @@ last breakpoint: the prompt is the sum of the three.
 
 OpenAI (https://developers.openai.com/api/docs/guides/prompt-caching): every
 prompt of 1024 tokens or more is cached by itself, as an exact prefix, in steps
-of 128 tokens after the first 1024; `prompt_cache_key` (a string) keeps requests
-with one key on one cache; usage reports the prompt in `prompt_tokens`, of which
-`prompt_tokens_details.cached_tokens` were read from the cache.
+of 128 tokens after the first 1024, on the machine the request was routed to:
+"Requests are routed to a machine based on a hash of the initial prefix of the
+prompt. The hash typically uses the first 256 tokens"; a `prompt_cache_key` (a
+string) "is combined with the prefix hash"; "If requests for the same prefix and
+prompt_cache_key combination exceed a certain rate (approximately 15 requests per
+minute), some may overflow and get routed to additional machines". The mock routes
+by the first 256 tokens and the key, and sends a combination's 16th to 30th
+request of the last minute to a second machine, and so on. Usage reports the
+prompt in `prompt_tokens`, of which `prompt_tokens_details.cached_tokens` were read
+from the cache.
 
 A cached prefix is there for later requests once its request was answered, and
 stays for its TTL from its last use (OpenAI: 5 minutes here). Every answered
@@ -35,7 +42,7 @@ import json
 import math
 import re
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +58,8 @@ ANTHROPIC_DEFAULT_MIN = 1024
 OPENAI_MIN = 1024
 OPENAI_STEP = 128
 OPENAI_TTL_S = 300.0
+OPENAI_ROUTE_TOKENS = 256
+OPENAI_ROUTE_PER_MINUTE = 15
 OPENAI_ROLE_TOKENS = 3  # what the mock's `prompt_tokens` adds per message
 
 
@@ -162,12 +171,15 @@ class PromptCaches:
     billed: dict[tuple[str, str], Usage] = field(default_factory=lambda: defaultdict(Usage))
     prompts: list[Prompt] = field(default_factory=list)
     """Every answered request's prompt, in the order they were answered."""
+    routes: dict[str, deque] = field(default_factory=lambda: defaultdict(deque))
+    """OpenAI: when each prefix-and-key combination's requests of the last minute came."""
     clock: Any = time.monotonic
 
     def reset(self) -> None:
         self.entries.clear()
         self.billed.clear()
         self.prompts.clear()
+        self.routes.clear()
 
     def _alive(self, key: tuple[str, str, str]) -> bool:
         expiry = self.entries.get(key)
@@ -226,6 +238,19 @@ class PromptCaches:
 
     # -- OpenAI -----------------------------------------------------------------------
 
+    def _openai_machine(self, model: str, head: str, key: str | None, stream: list[str]) -> str:
+        """The machine (and so the cache) a request is routed to: its first 256 tokens and
+        its `prompt_cache_key`, then one more machine per 15 requests of that combination in
+        the last minute."""
+        route = _route_digest(model, head, key, stream[:OPENAI_ROUTE_TOKENS])
+        now = self.clock()
+        recent = self.routes[route]
+        while recent and recent[0] <= now - 60.0:
+            recent.popleft()
+        machine = f"{route}#{len(recent) // OPENAI_ROUTE_PER_MINUTE}"
+        recent.append(now)
+        return machine
+
     def openai(self, body: Mapping[str, Any], messages: list[dict[str, str]]) -> tuple[int, int]:
         """(prompt_tokens, cached_tokens) of an answered chat completion; reads and writes."""
         check_openai(body)
@@ -245,19 +270,24 @@ class PromptCaches:
             digest.update(piece.encode() + b"\0")
             if n >= OPENAI_MIN and (n - OPENAI_MIN) % OPENAI_STEP == 0:
                 boundaries.append((n, digest.hexdigest()))
+        machine = self._openai_machine(model, head, body.get("prompt_cache_key"), stream)
         cached = 0
         for n, prefix in boundaries:
-            if self._alive(("openai", model, prefix)):
+            if self._alive(("openai", machine, prefix)):
                 cached = n
         expiry = self.clock() + OPENAI_TTL_S
         for _, prefix in boundaries:
-            self.entries[("openai", model, prefix)] = expiry
+            self.entries[("openai", machine, prefix)] = expiry
         self.prompts.append(Prompt("openai", model, tuple(blocks)))
         usage = self.billed[("openai", model)]
         usage.requests += 1
         usage.uncached += len(stream) - cached
         usage.cached += cached
         return len(stream), cached
+
+
+def _route_digest(model: str, head: str, key: str | None, opening: list[str]) -> str:
+    return hashlib.sha256(json.dumps([model, head, key, opening]).encode()).hexdigest()
 
 
 def anthropic_breakpoints(body: Mapping[str, Any]) -> tuple[list[dict], list[tuple[int, dict]]]:
