@@ -32,7 +32,7 @@ def test_per_turn_judging_adds_the_earlier_turns_to_the_estimate(project):
     assert own.input_tokens / own.calls > each.input_tokens / each.calls
 
 
-def paper_size(project, provider: str, model: str, **prices) -> list:
+def paper_size(project, provider: str, model: str, per_turn: bool = True, **prices) -> list:
     """Six turns judged turn by turn, every model at one provider's model and prices."""
     from support import tiny_params
 
@@ -40,7 +40,7 @@ def paper_size(project, provider: str, model: str, **prices) -> list:
     for spec in data["models"].values():
         spec.update(provider=provider, model=model, price_per_mtok_in=3.0, price_per_mtok_out=15.0,
                     max_tokens=700, **prices)
-    project.write_params(models=data["models"], evaluation={"per_turn": True},
+    project.write_params(models=data["models"], evaluation={"per_turn": per_turn},
                          generation={"turns": 6, "scenario_turns": 6})
     return estimate(load_params(project.params_path))
 
@@ -64,6 +64,17 @@ def test_the_estimate_predicts_the_cached_share_and_prices_it_as_billed(project,
     assert cached_share(claude) > 0.3 and sum(x.cache_write_tokens for x in claude) > 0
     off = paper_size(project, "anthropic", "claude-sonnet-4-5", prompt_cache="off")
     assert cached_share(off) == 0 and totals(off)[3] > totals(claude)[3]
+
+
+def test_the_estimate_writes_nothing_for_a_request_no_later_one_extends(project):
+    """Anthropic bills a write at 1.25x the input price (its prompt caching docs, "Pricing"), and
+    a request no later one extends marks only what it reads (`llm.prompt_cache.cache_marks`):
+    judged whole, each transcript is one request of well over 1024 tokens that writes nothing."""
+    lines = paper_size(project, "anthropic", "claude-sonnet-4-5", per_turn=False, price_per_mtok_cached_in=0.3)
+    judge = [x for x in lines if x.stage == "evaluate" and x.role == "evaluator"]
+    assert judge and all(x.input_tokens / x.calls > 2048 and x.cache_write_tokens == 0 for x in judge)
+    target = [x for x in lines if x.role == "target"]
+    assert all(0 < x.cache_write_tokens < x.input_tokens - x.cached_input_tokens for x in target)
 
 
 def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(project, capsys):

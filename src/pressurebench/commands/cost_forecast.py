@@ -50,22 +50,28 @@ def _reply_tokens(spec: ModelSpec) -> int:
     return max(1, int(spec.max_tokens * 0.6)) + hidden
 
 
-def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call) -> Line:
-    """Calls that share no prefix with an earlier call (beyond what no provider would cache)."""
-    return _growing_line(params, stage, arm, role, model_id, calls, [tin_per_call], [0], tout_per_call)
+def _line(params: Params, stage, arm, role, model_id, calls, tin_per_call, tout_per_call,
+          writes: bool = True) -> Line:
+    """Calls that share no prefix with an earlier call (beyond what no provider would cache);
+    `writes`: whether their breakpoints (the provider's default places) write the prompt."""
+    return _growing_line(params, stage, arm, role, model_id, calls, [tin_per_call], [0], tout_per_call,
+                         last_writes=writes)
 
 
 def _growing_line(params: Params, stage, arm, role, model_id, groups: int, prompts: list[int],
-                  shared: list[int], tout_per_call: int) -> Line:
+                  shared: list[int], tout_per_call: int, last_writes: bool = False) -> Line:
     """`groups` times the calls of one conversation and role: call i sends `prompts[i]` tokens,
-    of which `shared[i]` repeat a prefix the call before it sent (and its provider may cache)."""
+    of which `shared[i]` repeat a prefix the call before it sent (and its provider may cache).
+    The last call, which no later call extends, writes nothing unless `last_writes`
+    (`llm.prompt_cache.cache_marks`)."""
     api = api_for(params.models[model_id])
     calls = groups * len(prompts)
     tin, tout = groups * sum(prompts), calls * tout_per_call
     cached = groups * sum(api.cached_prefix(s) for s in shared)
     written = 0
     if api.writes_cache:  # a breakpoint near the end writes what was not read, when long enough
-        written = groups * sum(p - api.cached_prefix(s) for p, s in zip(prompts, shared, strict=True)
+        writing = prompts if last_writes else prompts[:-1]
+        written = groups * sum(p - api.cached_prefix(s) for p, s in zip(writing, shared, strict=False)
                                if api.cached_prefix(p) > 0)
     return Line(stage, arm, role, model_id, calls, tin, tout, api.price(tin, tout, cached, written),
                 cached, written, api.price(tin, tout))
@@ -153,13 +159,13 @@ def fidelity_lines(params: Params, label: str, convs: int, reply: int) -> list[L
     turns = params.generation.turns
     lines = []
     for judge in params.roles.fidelity_judges:
-        lines += [
+        lines += [  # their breakpoints end the instructions and persona only: nothing is written
             _line(params, "evaluate", label, "fidelity (user messages)", judge, convs * turns,
-                  SYSTEM_TOKENS["fidelity"] + USER_MESSAGE_TOKENS + reply, 80),
+                  SYSTEM_TOKENS["fidelity"] + USER_MESSAGE_TOKENS + reply, 80, writes=False),
             _line(params, "evaluate", label, "fidelity (pressure)", judge, convs,
-                  SYSTEM_TOKENS["fidelity"] + USER_MESSAGE_TOKENS * turns, 60),
+                  SYSTEM_TOKENS["fidelity"] + USER_MESSAGE_TOKENS * turns, 60, writes=False),
             _line(params, "evaluate", label, "fidelity (test awareness)", judge, convs * turns,
-                  SYSTEM_TOKENS["awareness"] + USER_MESSAGE_TOKENS + reply, 60),
+                  SYSTEM_TOKENS["awareness"] + USER_MESSAGE_TOKENS + reply, 60, writes=False),
         ]
     return lines
 
