@@ -160,6 +160,28 @@ def test_the_one_hour_cache_is_asked_for_and_priced_at_twice_the_input(mock_serv
     assert sum(r.cost_usd for r in results) == pytest.approx(bill, rel=1e-12)
 
 
+def test_turns_more_than_5_minutes_apart_are_cheaper_with_the_1_hour_cache():
+    """A 5-minute entry is gone when a turn comes 10 minutes after the one before (as in batches
+    that take that long): every write at 1.25x finds no read, dearer than no caching; the
+    1-hour cache writes at 2x and the next turns read at 0.1x (Anthropic's prompt caching docs,
+    "Pricing" and "1-hour cache duration"). Seconds apart, as in a direct run, the 5-minute
+    cache (`auto`) is the cheaper one. The bills, in tokens at the input price, are quoted in
+    docs/prompt-caching.md."""
+
+    def bill(prompt_cache: str, gap_s: float) -> float:
+        now = [0.0]
+        caches = PromptCaches(clock=lambda: now[0])
+        api = api_for(ModelSpec(provider="anthropic", model=SONNET, prompt_cache=prompt_cache))
+        for r in conversation(4):
+            caches.anthropic(api.body(ProviderRequest(messages=r, max_tokens=10)))
+            now[0] += gap_s
+        b = caches.billed[("anthropic", SONNET)]
+        return round(b.uncached + 0.1 * b.cached + 1.25 * b.written_5m + 2.0 * b.written_1h)
+
+    assert (bill("auto", 10), bill("1h", 10), bill("off", 10)) == (4859, 7277, 11510)
+    assert (bill("auto", 600), bill("1h", 600), bill("off", 600)) == (14388, 7277, 11510)
+
+
 def test_prompt_cache_off_sends_no_breakpoint(mock_server, monkeypatch, tmp_path):
     calls(mock_server, monkeypatch, tmp_path, spec(mock_server, "anthropic", SONNET, prompt_cache="off"),
           conversation(2))
