@@ -181,6 +181,24 @@ def cmd_export_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    from ..interop import write_release
+
+    params = load_params(args.params)
+    benchmark = benchmark_of(args, params)
+    release = write_release(args.params, params, benchmark, args.out,
+                            include_raters=args.include_raters, license_=args.license)
+    for table, rows in release.rows.items():
+        print(f"wrote {release.folder}/data/{table}.parquet: {rows} rows")
+    print(f"wrote {release.folder}/README.md (the dataset card) and "
+          f"{release.folder}/croissant.json")
+    for reason in release.skipped:
+        print(f"skipped {reason}")
+    print(f"push it with `huggingface-cli upload <user>/<dataset> {release.folder} "
+          "--repo-type dataset`")
+    return 0
+
+
 def cmd_scenarios_export(args: argparse.Namespace) -> int:
     from ..params import load_params
     from ..paths import Layout
@@ -391,6 +409,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="inspect only: the folder of the logs (default: "
                    "reports/<b>/inspect/)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "release", help="write a finished study as a dataset for the Hugging Face Hub: Parquet "
+        "tables, a dataset card and Croissant metadata (needs the `release` extra)",
+    )
+    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    p.add_argument("--out", required=True,
+                   help="the release folder: new, empty, or one an earlier release wrote")
+    p.add_argument("--include-raters", action="store_true",
+                   help="add the human labels, each rater under a pseudonym")
+    p.add_argument("--license", default="other",
+                   help="the dataset's license as the Hub names it, e.g. cc-by-4.0 (default: "
+                   "other); check the terms of the models whose replies it holds")
+    p.set_defaults(func=cmd_release)
 
     p = sub.add_parser(
         "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",

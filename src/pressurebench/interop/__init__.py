@@ -4,8 +4,8 @@
   conversations, scores and the pass rates of each target);
 - `inspect_export`: `pressurebench export inspect`, one Inspect eval log per arm and target,
   written through inspect_ai's own log API (the `inspect` extra);
-- `release`, `dataset_card`, `croissant`: `pressurebench release`, Parquet tables, a Hugging
-  Face dataset card and Croissant metadata (the `release` extra).
+- `release`, `release_tables`, `dataset_card`, `croissant`: `pressurebench release`, Parquet
+  tables, a Hugging Face dataset card and Croissant metadata (the `release` extra).
 
 The extras are imported inside the functions that need them: the pipeline never loads them.
 """
@@ -14,5 +14,6 @@ from .. import lazy_face
 
 FACE = {
     "export_inspect": "inspect_export",
+    "write_release": "release",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)
