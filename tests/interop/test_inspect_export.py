@@ -8,6 +8,8 @@ frame researchers analyse logs with (https://inspect.aisi.org.uk/dataframe.html)
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -150,3 +152,20 @@ def test_a_missing_results_file_withholds_the_rates_with_the_reason(run_dir):
 def test_paper_export_options_are_refused_where_they_do_not_belong(run_dir, capsys):
     assert main(["export", "--benchmark", "tiny", "--out", "x"]) == 2
     assert "belong to `export inspect`" in capsys.readouterr().err
+
+
+def test_without_the_extra_the_command_says_which_to_install(run_dir, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)  # what an absent package imports as
+    assert main(["export", "inspect", "--benchmark", "tiny"]) == 2
+    assert "needs the 'inspect' extra" in capsys.readouterr().err
+    assert not (run_dir / "reports" / "tiny" / "inspect").exists()
+
+
+def test_the_pipeline_and_the_command_line_load_no_extra():
+    """`make repro` runs without the extras: nothing but the commands themselves imports them."""
+    code = ("import sys, pressurebench.commands.cli as cli, pressurebench.interop.inspect_export, "
+            "pressurebench.interop.release, pressurebench.stages.aggregate; cli.build_parser(); "
+            "print(sorted({'inspect_ai', 'datasets', 'mlcroissant'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.strip() == "[]"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import pytest
 import yaml
@@ -157,3 +158,10 @@ def test_a_folder_that_holds_something_else_is_refused_and_kept(run_dir, capsys)
     assert not (run_dir / "release" / "data" / "stale.parquet").exists()
     assert sorted(p.name for p in (run_dir / "release").iterdir()) == [
         ".gitattributes", "README.md", "croissant.json", "data"]
+
+
+def test_without_the_extra_the_command_says_which_to_install(run_dir, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "mlcroissant", None)  # what an absent package imports as
+    assert main(["release", "--benchmark", "tiny", "--out", "release"]) == 2
+    assert "needs the 'release' extra" in capsys.readouterr().err
+    assert not (run_dir / "release").exists()

@@ -7,7 +7,8 @@
 - `release`, `release_tables`, `dataset_card`, `croissant`: `pressurebench release`, Parquet
   tables, a Hugging Face dataset card and Croissant metadata (the `release` extra).
 
-The extras are imported inside the functions that need them: the pipeline never loads them.
+The extras are imported inside the functions that need them (`extras` checks them first, with
+the extra to install): the pipeline never loads them.
 """
 
 from .. import lazy_face

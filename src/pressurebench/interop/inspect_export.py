@@ -34,6 +34,7 @@ from ..io import atomic_write_bytes, read_artifact
 from ..params import Params
 from ..schemas import Conversation, ConversationFidelity, Manifest, Metric, Score
 from ..stats.estimates import RateEstimate
+from .extras import require_extra
 from .finished_run import ArmRun, TargetRun, arm_names, read_arm
 
 SCORER = "pressurebench_judge"
@@ -53,6 +54,7 @@ def export_inspect(params_path: str | Path, params: Params, benchmark: str, arm:
                    out_dir: str | Path) -> tuple[list[WrittenLog], list[str]]:
     """One eval log per arm and target under `out_dir/<arm>/<target>.eval` (the main arm's
     under `main/`); what was written, and the arms and targets skipped with their reasons."""
+    require_extra("inspect", "inspect_ai")
     written, skipped = [], []
     for name in arm_names(params, arm):
         run = read_arm(params_path, params, benchmark, name)

@@ -27,6 +27,7 @@ from ..params import Params
 from . import release_tables as rt
 from .croissant import croissant_metadata
 from .dataset_card import card_text, rai_fields
+from .extras import require_extra
 from .finished_run import ArmRun, arm_names, read_arm
 
 
@@ -39,6 +40,7 @@ class Release:
 
 def write_release(params_path: str | Path, params: Params, benchmark: str, out: str | Path, *,
                   include_raters: bool = False, license_: str = "other") -> Release:
+    require_extra("release", "pyarrow", "mlcroissant")
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "croissant.json").is_file():
         raise ConfigError(out, "exists and holds no release (no croissant.json): give an empty "
