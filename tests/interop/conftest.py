@@ -10,20 +10,25 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "reliability"))
 
-from interop_support import plant_failures
+from interop_support import EVALUATOR_ARM, plant_failures
 from reliability_support import (
     BENCHMARK,
     KEY_ENV,
     MOCK_KEY,
     PARAMS,
+    TARGETS,
+    mock_model,
     mock_params,
     run_pipeline,
     write_project,
 )
 
 from mock_providers import MockLLMServer
+from pressurebench.arms.plan import write_plans
+from pressurebench.params import load_params
 from pressurebench.paths import Layout
-from pressurebench.stages import aggregate
+from pressurebench.stages import aggregate, evaluate
+from pressurebench.validation import evaluator_bias
 
 # Every part of a conversation the exports carry: demographic variants, two samples,
 # per-turn verdicts and the fidelity checks of the simulated user.
@@ -33,7 +38,9 @@ SETTINGS = {
                    "scenarios_per_metric": 5},
     "evaluation": {"per_turn": True},
     "fidelity": {"check": True},
+    "validation": {"evaluator_bias": ["judge2"], "fraction": 0.4},
 }
+
 
 
 @pytest.fixture(scope="session")
@@ -43,12 +50,17 @@ def finished_run(tmp_path_factory) -> Path:
     with MockLLMServer(api_key=MOCK_KEY) as server, pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         mp.setenv(KEY_ENV, MOCK_KEY)
-        params = mock_params(server, **SETTINGS)
+        params = mock_params(server, models={"judge2": mock_model(server, "judge2", "openai")},
+                             **SETTINGS)
         params["roles"]["fidelity"] = "judge"
         write_project(root, params)
         run_pipeline(aggregate=False)
         plant_failures(Layout(Path("data"), BENCHMARK))
         aggregate.run(PARAMS, BENCHMARK)
+        write_plans(load_params(PARAMS), BENCHMARK)
+        for target in TARGETS:
+            evaluate.run(PARAMS, BENCHMARK, target, arm=EVALUATOR_ARM)
+        evaluator_bias.run(PARAMS, BENCHMARK)
     return root
 
 

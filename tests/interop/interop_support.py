@@ -12,6 +12,8 @@ from pressurebench.schemas import (
     ScoresFile,
 )
 
+# A validation arm: another judge re-judges a seeded subset of the main arm's conversations.
+EVALUATOR_ARM = "evaluator/judge2"
 FAILED_CONVERSATION = "m01_s001_v01__target-a__s0"
 JUDGE_FAILED = "m01_s001_v01__target-a__s1"
 CUT_OFF = "m01_s001_v02__target-a__s0"

@@ -16,6 +16,7 @@ import pytest
 from interop_support import (
     CONVERSATION_ERROR,
     CUT_OFF,
+    EVALUATOR_ARM,
     FAILED_CONVERSATION,
     JUDGE_ERROR,
     JUDGE_FAILED,
@@ -137,6 +138,31 @@ def test_samples_df_gives_one_row_per_conversation_whose_scores_equal_scores_jso
                 assert value == ("C" if score.passed else "I"), score.conv_id
             else:
                 assert pd.isna(value), score.conv_id  # missing: no verdict
+
+
+def test_a_validation_arm_gets_its_own_logs_with_its_rates_from_the_study(run_dir, capsys):
+    from inspect_ai.log import read_eval_log
+
+    from pressurebench.validation import EvaluatorBiasStudy
+
+    assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
+    assert f"({EVALUATOR_ARM} arm)" in capsys.readouterr().out
+    study = read_artifact(run_dir / "data/tiny/evaluator_bias.json", EvaluatorBiasStudy)
+    (arm,) = study.arms
+    for target in TARGETS:
+        log = read_eval_log(str(run_dir / "reports/tiny/inspect" / EVALUATOR_ARM
+                                / f"{target}.eval"))
+        rows = read_artifact(run_dir / f"data/tiny/validation/{EVALUATOR_ARM}/runs/{target}/"
+                             "scores.json", ScoresFile).rows
+        assert sorted(s.metadata["conv_id"] for s in log.samples) == sorted(
+            r.conv_id for r in rows)  # the main arm's conversations it re-judged, no others
+        assert log.eval.metadata["evaluators"] == ["judge2"]
+        assert log.results.metadata["overall"]["pass_rate"] == pytest.approx(
+            arm.rates_arm[target].rate)
+        assert all("only its overall rate" in s.metadata["withheld"] for s in log.results.scores)
+    assert main(["export", "inspect", "--benchmark", "tiny", "--arm", EVALUATOR_ARM,
+                 "--out", "arm-only"]) == 0
+    assert [p.name for p in (run_dir / "arm-only").iterdir()] == ["evaluator"]
 
 
 def test_a_missing_results_file_withholds_the_rates_with_the_reason(run_dir):

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 import yaml
-from interop_support import FAILED_CONVERSATION, JUDGE_ERROR
+from interop_support import EVALUATOR_ARM, FAILED_CONVERSATION, JUDGE_ERROR
 
 from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
@@ -24,22 +24,25 @@ from pressurebench.stats.results import Results
 pytest.importorskip("datasets")
 pytest.importorskip("mlcroissant")
 
+TARGETS = ("target-a", "target-b")
 TABLES = ("metrics", "scenarios", "conversations", "scores", "results")
 PLANTED_KEY = "sk-planted-0123456789abcdefABCDEF"
 RATER = "Gwendolyn Planted-Ratername"
 
 
 def run_counts(root) -> dict[str, int]:
-    """Rows each table must hold, counted from the run's own artifacts."""
+    """Rows each table must hold, counted from the run's own artifacts: the main arm's, and
+    the evaluator arm's verdicts and overall rates (its conversations are the main arm's)."""
     convs = scores = 0
-    for target in ("target-a", "target-b"):
+    for target in TARGETS:
         convs += len(read_artifact(root / f"data/tiny/runs/{target}/conversations.json",
                                    ConversationsFile).rows)
-        scores += len(read_artifact(root / f"data/tiny/runs/{target}/scores.json",
-                                    ScoresFile).rows)
+        for folder in ("data/tiny", f"data/tiny/validation/{EVALUATOR_ARM}"):
+            scores += len(read_artifact(root / folder / f"runs/{target}/scores.json",
+                                        ScoresFile).rows)
     results = read_artifact(root / "data/tiny/results.json", Results)
     rates = sum(3 + len(t.by_metric) + sum(len(v) for v in t.by_demographic.values())
-                for t in results.targets.values())
+                for t in results.targets.values()) + len(TARGETS)
     return {"metrics": 2, "conversations": convs, "scores": scores, "results": rates,
             "scenarios": len(read_artifact(root / "data/tiny/scenarios.json",
                                            ScenariosFile).rows)}

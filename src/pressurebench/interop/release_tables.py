@@ -138,6 +138,8 @@ def conversations_table(params: Params, arms: list[ArmRun], axes: list[str]) -> 
         **_demo_columns(axes),
     })
     for run in arms:
+        if not run.inputs.simulates:
+            continue  # an evaluator arm's conversations are the main arm's, in this table once
         for t in run.targets:
             for c in t.conversations:
                 system = [{"role": "system", "content": c.system_prompt, "truncated": False}]
