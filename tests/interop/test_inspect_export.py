@@ -97,7 +97,7 @@ def test_failures_are_errors_and_unscored_scores_with_their_reasons(run_dir):
 
 
 def test_the_results_hold_the_runs_pass_rates_with_their_intervals(run_dir):
-    from inspect_ai.log import read_eval_log
+    from inspect_ai.log import headline_metric, read_eval_log
 
     assert main(["export", "inspect", "--benchmark", "tiny", "--out", "logs"]) == 0
     results = read_artifact(run_dir / "data/tiny/results.json", Results)
@@ -105,7 +105,10 @@ def test_the_results_hold_the_runs_pass_rates_with_their_intervals(run_dir):
         log = read_eval_log(str(run_dir / "logs" / "main" / f"{target}.eval"))
         expected = results.targets[target]
         by_name = {s.name: s for s in log.results.scores}
-        assert set(by_name) == set(expected.by_metric)
+        assert list(by_name) == ["overall", *expected.by_metric]
+        assert by_name["overall"].metrics["pass_rate"].value == pytest.approx(
+            expected.overall.rate)
+        assert headline_metric(log).metric.value == pytest.approx(expected.overall.rate)
         for metric_id, estimate in expected.by_metric.items():
             got = by_name[metric_id]
             assert got.metrics["pass_rate"].value == pytest.approx(estimate.rate)
@@ -159,7 +162,8 @@ def test_a_validation_arm_gets_its_own_logs_with_its_rates_from_the_study(run_di
         assert log.eval.metadata["evaluators"] == ["judge2"]
         assert log.results.metadata["overall"]["pass_rate"] == pytest.approx(
             arm.rates_arm[target].rate)
-        assert all("only its overall rate" in s.metadata["withheld"] for s in log.results.scores)
+        assert all("only its overall rate" in s.metadata["withheld"]
+                   for s in log.results.scores[1:])
     assert main(["export", "inspect", "--benchmark", "tiny", "--arm", EVALUATOR_ARM,
                  "--out", "arm-only"]) == 0
     assert [p.name for p in (run_dir / "arm-only").iterdir()] == ["evaluator"]

@@ -24,6 +24,7 @@ import pytest
 from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
 from pressurebench.schemas import ConversationsFile
+from pressurebench.stats.results import Results
 
 pytest.importorskip("inspect_ai")
 pytestmark = pytest.mark.slow
@@ -128,6 +129,9 @@ def test_the_viewer_lists_the_logs_and_shows_a_conversations_turns(run_dir, serv
         browser.open(served)
         listing = browser.text_once_it_shows(["pressurebench/tiny", "anthropic/target-b-model"])
         assert "openai/target-a-model" in listing and "anthropic/target-b-model" in listing
+        results = read_artifact(run_dir / "data/tiny/results.json", Results)
+        for target in results.targets.values():  # each log's headline: its overall pass rate
+            assert f"{round(target.overall.rate, 3):g}" in listing.split()
         browser.open(f"{served}#/logs/main/target-b.eval/samples/sample/{conv.scenario_id}/"
                      f"{conv.sample + 1}")
         turns = [m.content for m in conv.transcript]

@@ -18,7 +18,8 @@ validates every field as Inspect reads it back:
   as its reason: it leaves the denominator, as in the run's own rates;
 - a conversation that failed in simulation is a sample with `error` set to its reason;
 - the eval's model is the target's (`provider/model`), and its results hold the run's pass
-  rates with their intervals, or the reason an interval or a rate is withheld.
+  rates with their intervals, or the reason an interval or a rate is withheld: `overall`
+  first (the headline metric the viewer lists), then one per metric.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .extras import require_extra
 from .finished_run import ArmRun, TargetRun, arm_names, read_arm
 
 SCORER = "pressurebench_judge"
+OVERALL = "overall"  # the results' score of every judged metric together
 PASSED, FAILED = "C", "I"
 
 
@@ -203,12 +205,19 @@ def score(row: Score):
 
 
 def results(params: Params, run: ArmRun, target: TargetRun, samples: list):
-    """The run's pass rates per metric (one EvalScore each) and overall (in the metadata)."""
-    from inspect_ai.log import EvalResults, EvalScore
+    """The run's pass rates: overall first (the headline the viewer lists), then one EvalScore
+    per metric, named as the samples' scores; the overall rate is in the metadata too."""
+    from inspect_ai.log import EvalResults, EvalScore, HeadlineMetric
 
     rates = target.rates
     level = params.statistics.confidence_level
-    scores = []
+    scores = [EvalScore(
+        name=OVERALL, scorer=SCORER,
+        scored_samples=sum(s.status == "ok" for s in target.scores),
+        unscored_samples=sum(s.status != "ok" for s in target.scores),
+        metrics=_metrics(rates.overall),
+        metadata=_estimate_metadata(rates.overall, level, rates.withheld),
+    )]
     for metric in run.benchmark.metrics:
         rows = [s for s in target.scores if s.metric_id == metric.id]
         if not rows:
@@ -224,7 +233,9 @@ def results(params: Params, run: ArmRun, target: TargetRun, samples: list):
             metadata={"metric_name": metric.name, "metric_type": metric.type,
                       **_estimate_metadata(estimate, level, withheld)},
         ))
+    headline = HeadlineMetric(scorer=SCORER, score=OVERALL, metric="pass_rate")
     return EvalResults(
+        headline=headline if scores[0].metrics else None,
         total_samples=len(samples),
         completed_samples=sum(s.error is None for s in samples),
         scores=scores,
