@@ -168,3 +168,17 @@ def test_without_the_extra_the_command_says_which_to_install(run_dir, monkeypatc
     assert main(["release", "--benchmark", "tiny", "--out", "release"]) == 2
     assert "needs the 'release' extra" in capsys.readouterr().err
     assert not (run_dir / "release").exists()
+
+
+def test_the_embedded_models_caveat_is_in_the_card_and_the_limitations(run_dir):
+    """Where the 135M embedded model played a role, the card and Croissant's limitations say
+    its numbers are noise before anyone reads them as findings."""
+    params_file = run_dir / "params" / "pipeline.yaml"
+    params = yaml.safe_load(params_file.read_text())
+    params["models"]["user"] = {"provider": "local", "model": "smollm2-135m-instruct"}
+    params_file.write_text(yaml.safe_dump(params))
+    assert main(["release", "--benchmark", "tiny", "--out", "release"]) == 0
+    card = (run_dir / "release" / "README.md").read_text()
+    assert "> **Caveat.** The embedded SmolLM2-135M model produced some of these results" in card
+    meta = json.loads((run_dir / "release" / "croissant.json").read_text())
+    assert "SmolLM2-135M" in json.dumps(meta["rai:dataLimitations"])
