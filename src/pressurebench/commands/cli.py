@@ -167,8 +167,7 @@ def cmd_export_inspect(args: argparse.Namespace) -> int:
     params = load_params(args.params)
     benchmark = benchmark_of(args, params)
     out = Path(args.out) if args.out else inspect_logs_dir(params.reports_dir, benchmark)
-    written, skipped = export_inspect(args.params, params, benchmark, args.arm,
-                                      out)
+    written, skipped = export_inspect(args.params, params, benchmark, args.arm, out)
     for log in written:
         print(f"wrote {log.path}: {log.samples} conversations of {log.target} "
               f"({log.arm} arm), {log.errors} of them failed in simulation")
