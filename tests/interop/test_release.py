@@ -126,7 +126,9 @@ def test_no_key_cache_entry_or_rater_name_reaches_the_release(run_dir, monkeypat
     labels.parent.mkdir(parents=True)
     labels.write_text("".join(json.dumps({
         "item_key": i.item_key, "rater": RATER, "label": "present",
-        "transcript_sha256": i.transcript_sha256, "batch": i.batch}) + "\n" for i in items))
+        "transcript_sha256": i.transcript_sha256, "batch": i.batch,
+        "fidelity": {kind: "absent" for kind in (i.fidelity.kinds if i.fidelity else [])},
+    }) + "\n" for i in items))
 
     assert main(["release", "--benchmark", "tiny", "--out", "release",
                  "--include-raters"]) == 0
@@ -144,6 +146,14 @@ def test_no_key_cache_entry_or_rater_name_reaches_the_release(run_dir, monkeypat
             assert secret not in text and secret.encode() not in path.read_bytes(), (path, secret)
     rows = pq.read_table(release / "data" / "labels.parquet").to_pylist()
     assert len(rows) == 3 and {r["rater"] for r in rows} == {"rater-01"}
+    rows = pq.read_table(release / "data" / "fidelity_labels.parquet").to_pylist()
+    assert rows and {r["rater"] for r in rows} == {"rater-01"}
+
+
+def test_raters_asked_for_without_labels_leave_the_tables_out_and_say_so(run_dir, capsys):
+    assert main(["release", "--benchmark", "tiny", "--out", "release", "--include-raters"]) == 0
+    assert "skipped labels: no labels of this kind in labels/tiny/" in capsys.readouterr().out
+    assert not (run_dir / "release" / "data" / "labels.parquet").exists()
 
 
 def test_a_folder_that_holds_something_else_is_refused_and_kept(run_dir, capsys):

@@ -60,7 +60,7 @@ def write_release(params_path: str | Path, params: Params, benchmark: str, out: 
     if not arms or arms[0].name != "main":
         raise ConfigError(Path(params.data_dir) / benchmark, "the main arm has no finished "
                           "scores to release: run `dvc repro` first")
-    tables = build_tables(params, benchmark, arms, include_raters)
+    tables = build_tables(params, benchmark, arms, include_raters, skipped)
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".release."))
     try:
@@ -101,8 +101,9 @@ def finished_at(main: ArmRun) -> str:
     return read_artifact(path, Manifest).finished_at if path.is_file() else now_iso()
 
 
-def build_tables(params: Params, benchmark: str, arms: list[ArmRun],
-                 include_raters: bool) -> list[rt.Table]:
+def build_tables(params: Params, benchmark: str, arms: list[ArmRun], include_raters: bool,
+                 skipped: list[str]) -> list[rt.Table]:
+    """Every table of the release; a table left out is added to `skipped` with the reason."""
     from ..stats.results import Results
 
     axes = rt.demographic_axes(arms)
@@ -112,9 +113,15 @@ def build_tables(params: Params, benchmark: str, arms: list[ArmRun],
               rt.conversations_table(params, arms, axes), rt.scores_table(arms, axes),
               rt.results_table(params, arms, results)]
     if include_raters:
+        from ..labels import labels_folder
         from ..labels.joined import label_frames
 
-        tables += rt.labels_tables(label_frames(params, benchmark))
+        for table in rt.labels_tables(label_frames(params, benchmark)):
+            if table.rows:  # an empty Parquet file is not a dataset the Hub's loader reads
+                tables.append(table)
+            else:
+                skipped.append(f"{table.name}: no labels of this kind in "
+                               f"{labels_folder(params, benchmark)}/")
     return tables
 
 
