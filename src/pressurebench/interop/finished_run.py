@@ -34,7 +34,7 @@ MAIN = "main"
 
 
 @dataclass
-class TargetRates:
+class ReportedRates:
     """A target's pass rates as the run reported them, or why they are not there."""
 
     overall: RateEstimate | None = None
@@ -50,7 +50,7 @@ class TargetRun:
     scores: list[Score]
     fidelity: dict[str, ConversationFidelity]
     per_turn: bool
-    rates: TargetRates
+    rates: ReportedRates
     conversations_file: Path
     scores_file: Path
 
@@ -111,18 +111,18 @@ def _required(path: Path) -> Path:
     return path
 
 
-def _rates(params: Params, benchmark: str, inputs: ArmInputs, target: str) -> TargetRates:
+def _rates(params: Params, benchmark: str, inputs: ArmInputs, target: str) -> ReportedRates:
     from ..stats.results import Results
 
     if inputs.is_main:
         path = inputs.layout.results_file
         if not path.is_file():
-            return TargetRates(withheld=f"{path} not found: the aggregate stage has not run")
+            return ReportedRates(withheld=f"{path} not found: the aggregate stage has not run")
         results = read_artifact(path, Results)
         if target not in results.targets:
-            return TargetRates(withheld=f"{path} has no results for {target}")
+            return ReportedRates(withheld=f"{path} has no results for {target}")
         found = results.targets[target]
-        return TargetRates(found.overall, dict(found.by_metric), str(path))
+        return ReportedRates(found.overall, dict(found.by_metric), str(path))
     from ..validation.studies import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 
     stage = STUDY_STAGES[inputs.study]
@@ -130,9 +130,9 @@ def _rates(params: Params, benchmark: str, inputs: ArmInputs, target: str) -> Ta
              "evaluator_bias": EvaluatorBiasStudy}[stage]
     path = Layout(params.data_dir, benchmark).root / f"{stage}.json"
     if not path.is_file():
-        return TargetRates(withheld=f"{path} not found: the {stage} stage has not run")
+        return ReportedRates(withheld=f"{path} not found: the {stage} stage has not run")
     study = read_artifact(path, model)
     arm = next((a for a in study.arms if a.arm == inputs.name), None)
     if arm is None or target not in arm.rates_arm:
-        return TargetRates(withheld=f"{path} has no rates for {inputs.name} and {target}")
-    return TargetRates(arm.rates_arm[target], {}, str(path))
+        return ReportedRates(withheld=f"{path} has no rates for {inputs.name} and {target}")
+    return ReportedRates(arm.rates_arm[target], {}, str(path))
