@@ -199,3 +199,9 @@ def test_the_pipeline_and_the_command_line_load_no_extra():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=120)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_arm_the_params_do_not_list_is_refused(run_dir, capsys):
+    assert main(["export", "inspect", "--benchmark", "tiny", "--arm", "evaluator/nobody"]) == 2
+    assert "'nobody' is not listed" in capsys.readouterr().err
+    assert not (run_dir / "reports" / "tiny" / "inspect").exists()
