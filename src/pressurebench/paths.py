@@ -15,6 +15,11 @@ def benchmark_source(benchmark: str, root: str | Path = ".") -> Path:
     return Path(root) / "benchmarks" / benchmark / "benchmark.yaml"
 
 
+def inspect_logs_dir(reports_dir: str | Path, benchmark: str) -> Path:
+    """Where `pressurebench export inspect` writes a benchmark's Inspect eval logs by default."""
+    return Path(reports_dir) / benchmark / "inspect"
+
+
 @dataclass(frozen=True)
 class Layout:
     data_dir: Path

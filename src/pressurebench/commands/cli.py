@@ -150,9 +150,52 @@ def cmd_import_impactbench(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.kind == "inspect":
+        return cmd_export_inspect(args)
+    if args.arm or args.out:
+        print("pressurebench: --arm and --out belong to `export inspect`", file=sys.stderr)
+        return 2
     from ..reports import export
 
     return export.main(["--benchmark", args.benchmark, "--params", args.params])
+
+
+def cmd_export_inspect(args: argparse.Namespace) -> int:
+    from ..interop import export_inspect
+    from ..paths import inspect_logs_dir
+
+    params = load_params(args.params)
+    benchmark = benchmark_of(args, params)
+    out = Path(args.out) if args.out else inspect_logs_dir(params.reports_dir, benchmark)
+    written, skipped = export_inspect(args.params, params, benchmark, args.arm, out)
+    for log in written:
+        print(f"wrote {log.path}: {log.samples} conversations of {log.target} "
+              f"({log.arm} arm), {log.errors} of them failed in simulation")
+    for reason in skipped:
+        print(f"skipped {reason}")
+    if not written:
+        print("pressurebench: no finished scores to export", file=sys.stderr)
+        return 2
+    print(f"open them with `inspect view --log-dir {out}`")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from ..interop import write_release
+
+    params = load_params(args.params)
+    benchmark = benchmark_of(args, params)
+    release = write_release(args.params, params, benchmark, args.out,
+                            include_raters=args.include_raters, license_=args.license)
+    for table, rows in release.rows.items():
+        print(f"wrote {release.folder}/data/{table}.parquet: {rows} rows")
+    print(f"wrote {release.folder}/README.md (the dataset card) and "
+          f"{release.folder}/croissant.json")
+    for reason in release.skipped:
+        print(f"skipped {reason}")
+    print(f"push it with `huggingface-cli upload <user>/<dataset> {release.folder} "
+          "--repo-type dataset`")
+    return 0
 
 
 def cmd_scenarios_export(args: argparse.Namespace) -> int:
@@ -352,11 +395,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
-        "export", help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a paper",
+        "export", help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a "
+        "paper, or (`export inspect`) the run as Inspect eval logs",
     )
+    p.add_argument("kind", nargs="?", choices=("paper", "inspect"), default="paper",
+                   help="paper (default): figures and tables under reports/<b>/export/; "
+                   "inspect: one Inspect eval log per arm and target (needs the `inspect` extra)")
     p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    p.add_argument("--arm", help="inspect only: one arm, `main` or a validation arm such as "
+                   "evaluator/<model id> (default: the main arm and every configured arm)")
+    p.add_argument("--out", help="inspect only: the folder of the logs (default: "
+                   "reports/<b>/inspect/)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "release", help="write a finished study as a dataset for the Hugging Face Hub: Parquet "
+        "tables, a dataset card and Croissant metadata (needs the `release` extra)",
+    )
+    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    p.add_argument("--out", required=True,
+                   help="the release folder: new, empty, or one an earlier release wrote")
+    p.add_argument("--include-raters", action="store_true",
+                   help="add the human labels, each rater under a pseudonym")
+    p.add_argument("--license", default="other",
+                   help="the dataset's license as the Hub names it, e.g. cc-by-4.0 (default: "
+                   "other); check the terms of the models whose replies it holds")
+    p.set_defaults(func=cmd_release)
 
     p = sub.add_parser(
         "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",
