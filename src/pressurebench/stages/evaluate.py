@@ -53,6 +53,7 @@ from pathlib import Path
 
 from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
+from ..interop import is_imported
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..llm.prompt_cache import cache_group
@@ -437,7 +438,8 @@ def run(
         if fidelity_judges
         else {}
     )
-    for i, conv in enumerate(convs.rows if fidelity_judges else []):
+    # An imported target's conversations have no scenario: only its test awareness is checked.
+    for i, conv in enumerate(convs.rows if fidelity_judges and not is_imported(params, target) else []):
         if conv.scenario_id not in scenarios:
             raise ConfigError(
                 conv_path,
