@@ -9,7 +9,14 @@ from pathlib import Path
 def inspect_log(path: Path, samples: list[dict], model: str = "openai/gpt-x") -> Path:
     """An Inspect log written by `write_eval_log`: each sample {id, messages: [(role, text)],
     epoch?, metadata?}."""
-    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
     from inspect_ai.model import (
         ChatMessageAssistant,
         ChatMessageSystem,

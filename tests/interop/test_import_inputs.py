@@ -8,11 +8,15 @@ import os
 
 import pytest
 import yaml
-from interop_support import chat, inspect_log, jsonl
 
+from interop_support import chat, inspect_log, jsonl
 from pressurebench.commands.cli import main
 from pressurebench.errors import ConfigError
-from pressurebench.interop import import_conversations, imported_conversations
+from pressurebench.interop import (
+    import_conversations,
+    imported_conversations,
+    judged_on_every_metric,
+)
 from pressurebench.interop.importing import MAX_IMPORT_BYTES
 from pressurebench.params import load_params
 from pressurebench.paths import imported_file
@@ -52,13 +56,13 @@ def test_an_import_declares_the_target_and_keeps_a_normalized_copy(project, impo
     assert declared.sha256 == hashlib.sha256(copy.read_bytes()).hexdigest()
 
 
-def test_a_sample_without_a_metric_is_judged_on_every_metric_each_its_own_cluster(project, imported):
+def test_a_sample_without_a_metric_is_one_row_judged_on_every_metric_its_own_cluster(
+        project, imported):
     params = load_params(project.params_path)
     bench = Benchmark.model_validate(TINY_BENCHMARK)
     convs = imported_conversations(params, project.params_path, "tiny", "chats", bench)
-    assert len(convs) == 2 * len(bench.metrics)
-    assert {c.base_id for c in convs} == {"a", "b"}
-    assert {c.metric_id for c in convs} == {m.id for m in bench.metrics}
+    assert [c.base_id for c in convs] == ["a", "b"]
+    assert all(judged_on_every_metric(c) and c.metric_id == bench.metrics[0].id for c in convs)
     assert all(c.system_prompt == "You are helpful." and c.transcript[0].role == "user"
                for c in convs)
 
@@ -71,7 +75,8 @@ def test_a_named_metric_and_a_cluster_field_are_followed(project):
     convs = imported_conversations(params, project.params_path, "tiny", "chats",
                                    Benchmark.model_validate(TINY_BENCHMARK))
     assert [c.metric_id for c in convs] == [metric, metric]
-    assert {c.base_id for c in convs} == {"group=g1"}
+    assert not any(judged_on_every_metric(c) for c in convs)
+    assert {c.base_id for c in convs} == {f"{metric}/group=g1"}
 
 
 def test_not_a_log_is_refused(project, imported):

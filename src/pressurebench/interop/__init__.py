@@ -6,6 +6,10 @@ FACE = {
     "import_conversations": "importing",
     "imported_conversations": "conversion",
     "is_imported": "conversion",
+    "judged_on_every_metric": "conversion",
     "imported_notes": "conversion",
+    "import_provenance": "conversion",
+    "declaration": "conversion",
+    "PROVENANCE_KEY": "conversion",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

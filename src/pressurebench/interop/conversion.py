@@ -1,12 +1,17 @@
 """An imported target's conversations, as the simulate stage writes them for the rest of the
 pipeline (evaluate, aggregate, labels, compare read them unchanged).
 
-Each imported conversation becomes one row per metric it is judged on: the metric its sample
-names (metadata `metric`), else every metric of the benchmark. A row's `base_id` is its
-resampling cluster: the value of the declared `cluster_by` field, else the sample's own id
-(its epochs together), so the intervals never treat one conversation's verdicts on several
-metrics, or its repeats, as independent. There are no demographic variants, hence no gaps; and
-no scenario, hence no check of the simulated user (only the target's test awareness).
+One row per imported conversation. A sample that names its metric (metadata `metric`) is
+judged on that metric alone; one that names none is judged on every metric of the benchmark
+from its one row, as `evaluation.evaluate_all_metrics` judges a simulated conversation: its
+row's own metric (the stratum its cluster is resampled in) is the benchmark's first, and every
+judgement of it lies in one cluster, so intervals pooled over metrics count it once.
+
+A row's `base_id` is its resampling cluster: the value of the declared `cluster_by` field, else
+the sample's id (its epochs together). Clusters lie within one stratum, so the cluster of a
+sample that names its metric is prefixed with that metric. There are no demographic variants,
+hence no gaps; and no scenario, hence no check of the simulated user (only the target's test
+awareness).
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..io import read_artifact
 from ..params import ImportedConversations, Params
-from ..paths import imported_file
-from ..schemas import Benchmark, Conversation, conv_id
+from ..paths import Layout, imported_file
+from ..schemas import Benchmark, Conversation, Manifest, conv_id
 from ..stats.results import ImportedTarget
 from .records import ImportedConversation, ImportedFile
 
@@ -26,6 +31,9 @@ PROVIDER = "imported"
 USER_MODEL = "imported"
 CHECKS_SKIPPED = ["out_of_character", "leak", "role_swap", "landmark_skipped", "no_pressure"]
 NO_GAPS = "none: imported conversations carry no demographic variants"
+PROVENANCE_KEY = "imported"
+# The scenario id's prefix of a conversation judged on every metric (its sample named none).
+EVERY_METRIC = "all"
 
 
 def is_imported(params: Params, target: str) -> bool:
@@ -43,6 +51,11 @@ def declaration(params: Params, params_path: str | Path, benchmark: str,
             "FILE...`, or remove it from `targets`", f"models.{target}.imported",
         )
     return declared
+
+
+def judged_on_every_metric(conv: Conversation) -> bool:
+    """Whether `conv` is an imported conversation whose sample named no metric."""
+    return conv.scenario_id.startswith(f"{EVERY_METRIC}:")
 
 
 def cluster_of(row: ImportedConversation, cluster_by: str | None) -> str:
@@ -84,30 +97,41 @@ def imported_conversations(
                 path, f"sample '{row.key}' names metric '{row.metric}', which the benchmark does "
                 f"not define (known: {', '.join(known)})", f"rows[{i}].metric",
             )
-        for metric in [row.metric] if row.metric else known:
-            scenario = f"{metric}_{row.key}"
-            rows.append(Conversation(
-                conv_id=conv_id(scenario, target, row.sample), scenario_id=scenario,
-                base_id=cluster_of(row, imported.cluster_by), metric_id=metric, target=target,
-                sample=row.sample, user_model=USER_MODEL, system_prompt=row.system_prompt,
-                transcript=row.messages, status="ok",
-                turns=sum(m.role == "user" for m in row.messages),
-                model_versions={"target": row.model} if row.model else {},
-            ))
+        cluster = cluster_of(row, imported.cluster_by)
+        scenario = f"{row.metric or EVERY_METRIC}:{row.key}"
+        rows.append(Conversation(
+            conv_id=conv_id(scenario, target, row.sample), scenario_id=scenario,
+            # A cluster lies within one stratum (the row's metric): see the module's docstring.
+            base_id=f"{row.metric}/{cluster}" if row.metric else cluster,
+            metric_id=row.metric or known[0], target=target, sample=row.sample,
+            user_model=USER_MODEL, system_prompt=row.system_prompt, transcript=row.messages,
+            status="ok", turns=sum(m.role == "user" for m in row.messages),
+            model_versions={"target": row.model} if row.model else {},
+        ))
     return sorted(rows, key=lambda r: (r.scenario_id, r.sample))
 
 
-def imported_notes(params: Params, benchmark: str, targets: list[str]) -> dict[str, ImportedTarget]:
-    """What the results say of each imported target among `targets`."""
+def import_provenance(declared: ImportedConversations, benchmark: str, target: str) -> dict:
+    """What the simulate manifest of an imported target records of its import; the results
+    read it back (`imported_notes`), so aggregate needs no param beyond the ones it declares."""
+    return {"file": str(imported_file(benchmark, target)), **declared.model_dump(mode="json")}
+
+
+def imported_notes(layout: Layout, targets: list[str]) -> dict[str, ImportedTarget]:
+    """What the results say of each imported target among `targets`, read off the simulate
+    manifest that converted its conversations."""
     notes = {}
     for target in targets:
-        declared = (params.models[target].imported or {}).get(benchmark) if is_imported(
-            params, target) else None
-        if declared is None:
+        path = layout.manifest_file("simulate", target)
+        if not path.is_file():
             continue
+        declared = read_artifact(path, Manifest).params.get(PROVENANCE_KEY)
+        if not isinstance(declared, dict):
+            continue
+        cluster_by = declared.get("cluster_by")
         notes[target] = ImportedTarget(
-            sources=declared.sources, conversations=declared.conversations,
-            clustering=(f"clustered by `{declared.cluster_by}`" if declared.cluster_by
+            sources=declared["sources"], conversations=declared["conversations"],
+            clustering=(f"clustered by `{cluster_by}`" if cluster_by
                         else "each conversation is its own cluster"),
             demographic_gaps=NO_GAPS, checks_skipped=CHECKS_SKIPPED,
         )

@@ -240,7 +240,7 @@ def run(
     with planned_design(params.generation.scenarios_per_metric):
         results = compute_results(read, params.statistics, benchmark,
                                   warn_share=params.fidelity.warn_share)
-    results.imported = imported_notes(params, benchmark, read.targets)
+    results.imported = imported_notes(inputs.layout, read.targets)
     for aside in results.labels_set_aside:
         print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "
               f"{aside.reason}", file=sys.stderr)

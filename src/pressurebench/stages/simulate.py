@@ -65,7 +65,13 @@ from pathlib import Path
 
 from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
-from ..interop import imported_conversations, is_imported
+from ..interop import (
+    PROVENANCE_KEY,
+    declaration,
+    import_provenance,
+    imported_conversations,
+    is_imported,
+)
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import (
     CallResult,
@@ -77,7 +83,6 @@ from ..llm.client import (
 from ..llm.prompt_cache import cache_group
 from ..llm.types import ProviderStop
 from ..params import Params, load_params
-from ..paths import imported_file
 from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
@@ -404,6 +409,7 @@ def _run_imported(
     rows = imported_conversations(
         params, params_path, benchmark, target, read_yaml_model(bench_path, Benchmark)
     )
+    declared = declaration(params, params_path, benchmark, target)
     stage.replacing_outputs()
     write_artifact(
         stage.layout.conversations_file(target),
@@ -415,7 +421,7 @@ def _run_imported(
         prompts=[],
         declared=declared_params(STAGE, inputs, target),
         provenance={
-            "imported": str(imported_file(benchmark, target)),
+            PROVENANCE_KEY: import_provenance(declared, benchmark, target),
             "benchmark_file": str(bench_path),
         },
     )
