@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 
 import pytest
 import yaml
@@ -161,3 +162,35 @@ def test_the_command_says_what_it_imported_and_exits_2_on_bad_input(project, cap
                  "--params", str(project.params_path)]) == 2
     assert "sample 'x'" in capsys.readouterr().err
     assert os.path.getsize(imported_file("tiny", "chats")) > 0
+
+
+def test_check_names_the_imported_target_and_refuses_a_missing_copy(project, imported, capsys):
+    args = ["check", "--offline", "--params", str(project.params_path)]
+    assert main(args) == 0
+    assert "ok  imported target chats of tiny: 2 conversations from 1 file(s)" in capsys.readouterr().out
+    imported_file("tiny", "chats").unlink()
+    assert main(args) == 2
+    assert "chats.json: not found: run `pressurebench import` again" in capsys.readouterr().err
+
+
+def test_estimate_counts_only_the_judging_of_an_imported_target(project, imported):
+    from pressurebench.commands.cost_forecast import estimate
+
+    params = load_params(project.params_path)
+    lines = [line for line in estimate(params) if line.arm.endswith("/chats")]
+    assert lines and {line.stage for line in lines} == {"evaluate"}
+    judge = next(line for line in lines if line.role == "evaluator")
+    turns = params.generation.turns if params.evaluation.per_turn else 1
+    assert judge.calls == 2 * len(TINY_BENCHMARK["metrics"]) * turns
+
+
+def test_jsonl_needs_no_inspect_ai_and_a_log_without_it_says_what_to_install(
+        project, monkeypatch):
+    log = inspect_log(project.root / "task.eval", [{"id": "s1", "messages": chat()}])
+    for name in [m for m in sys.modules if m == "inspect_ai" or m.startswith("inspect_ai.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)  # as if not installed
+    import_conversations(project.params_path, "tiny", "chats",
+                         [jsonl(project.root / "c.jsonl", rows("a"))])
+    with pytest.raises(ConfigError, match=r"task\.eval: reading Inspect logs needs inspect-ai"):
+        import_conversations(project.params_path, "tiny", "chats", [log])

@@ -4,6 +4,7 @@ aggregate says how the intervals were clustered."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from interop_support import jsonl
 from pressurebench.interop import import_conversations
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, benchmark_source
+from pressurebench.reports.imported import imported_note
 from pressurebench.schemas import ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import aggregate, evaluate, simulate
 
@@ -91,3 +93,29 @@ def test_aggregate_says_which_clustering(project, script, cluster_by, said, clus
     assert note.clustering == said and note.conversations == 4
     assert "landmark_skipped" in note.checks_skipped and note.demographic_gaps.startswith("none")
     assert results.targets["chats"].overall.n_clusters == clusters
+    assert said in imported_note(results) and "c.jsonl`" in imported_note(results)
+
+
+def test_an_imported_target_is_never_called(project, script):
+    import asyncio
+
+    from pressurebench.llm.providers.registry import connect
+    from pressurebench.params import load_params
+
+    run_stages(project, script)
+    spec = load_params(project.params_path).models["chats"]
+    with pytest.raises(RuntimeError, match="imported target: its replies come from its files"):
+        asyncio.run(connect("chats", spec, None).complete(None))
+
+
+def test_labelling_pages_ask_the_behaviour_of_imported_conversations_and_no_fidelity(
+        project, script, capsys):
+    from pressurebench.commands.cli import main
+
+    run_stages(project, script)
+    params = yaml.safe_load(project.params_path.read_text())
+    project.params_path.write_text(yaml.safe_dump({**params, "targets": ["chats"]}))
+    assert main(["labels", "export", "--benchmark", "tiny",
+                 "--params", str(project.params_path)]) == 0, capsys.readouterr().err
+    items = json.loads((Path("reports/tiny/labelling/items.json")).read_text())
+    assert items["items"] and all(item["fidelity"] is None for item in items["items"])

@@ -48,6 +48,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
+    from ..interop import check_imports
+
+    for line in check_imports(params, args.params):
+        print(f"ok  {line}")
     if Path("dvc.yaml").is_file():
         from ..params_fill import fill_defaults, interpolates_from
 

@@ -21,16 +21,13 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io import read_artifact
+from ..llm.providers.registry import api_class
 from ..params import ImportedConversations, Params
-from ..paths import Layout, imported_file
-from ..schemas import Benchmark, Conversation, Manifest, conv_id
-from ..stats.results import ImportedTarget
+from ..paths import imported_file
+from ..schemas import Benchmark, Conversation, conv_id
 from .records import ImportedConversation, ImportedFile
 
-PROVIDER = "imported"
 USER_MODEL = "imported"
-CHECKS_SKIPPED = ["out_of_character", "leak", "role_swap", "landmark_skipped", "no_pressure"]
-NO_GAPS = "none: imported conversations carry no demographic variants"
 PROVENANCE_KEY = "imported"
 # The scenario id's prefix of a conversation judged on every metric (its sample named none).
 EVERY_METRIC = "all"
@@ -38,7 +35,7 @@ EVERY_METRIC = "all"
 
 def is_imported(params: Params, target: str) -> bool:
     spec = params.models.get(target)
-    return spec is not None and spec.provider == PROVIDER
+    return spec is not None and api_class(spec.provider).conversations_imported
 
 
 def declaration(params: Params, params_path: str | Path, benchmark: str,
@@ -117,22 +114,18 @@ def import_provenance(declared: ImportedConversations, benchmark: str, target: s
     return {"file": str(imported_file(benchmark, target)), **declared.model_dump(mode="json")}
 
 
-def imported_notes(layout: Layout, targets: list[str]) -> dict[str, ImportedTarget]:
-    """What the results say of each imported target among `targets`, read off the simulate
-    manifest that converted its conversations."""
-    notes = {}
-    for target in targets:
-        path = layout.manifest_file("simulate", target)
-        if not path.is_file():
+def check_imports(params: Params, params_path: str | Path) -> list[str]:
+    """`pressurebench check`: every imported target has, for each benchmark, the normalized
+    copy its entry declares (a missing or edited one is an error naming it); a line each."""
+    lines = []
+    for target in params.targets:
+        if not is_imported(params, target):
             continue
-        declared = read_artifact(path, Manifest).params.get(PROVENANCE_KEY)
-        if not isinstance(declared, dict):
-            continue
-        cluster_by = declared.get("cluster_by")
-        notes[target] = ImportedTarget(
-            sources=declared["sources"], conversations=declared["conversations"],
-            clustering=(f"clustered by `{cluster_by}`" if cluster_by
-                        else "each conversation is its own cluster"),
-            demographic_gaps=NO_GAPS, checks_skipped=CHECKS_SKIPPED,
-        )
-    return notes
+        for benchmark in params.benchmarks:
+            declared = declaration(params, params_path, benchmark, target)
+            read_imported(params, params_path, benchmark, target)
+            clustering = (f"clustered by `{declared.cluster_by}`" if declared.cluster_by
+                          else "each conversation its own cluster")
+            lines.append(f"imported target {target} of {benchmark}: {declared.conversations} "
+                         f"conversations from {len(declared.sources)} file(s), {clustering}")
+    return lines

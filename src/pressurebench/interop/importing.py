@@ -17,9 +17,10 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io import atomic_write_text, read_text, validate_as
+from ..llm.providers.registry import importing_provider
 from ..params import ModelSpec, Params, load_params
 from ..paths import imported_file
-from .conversion import PROVIDER, cluster_value
+from .conversion import cluster_value, is_imported
 from .inspect_import import read_inspect_log
 from .jsonl_import import read_jsonl
 from .records import ImportedConversation, ImportedFile, ImportedSource
@@ -93,7 +94,7 @@ def import_conversations(
         raise ConfigError(params_path, f"'{benchmark}' is not one of the benchmarks "
                                        f"({', '.join(params.benchmarks)})", "benchmarks")
     existing = params.models.get(target)
-    if existing is not None and existing.provider != PROVIDER:
+    if existing is not None and not is_imported(params, target):
         raise ConfigError(params_path, f"'{target}' is a {existing.provider} model: import "
                           "under a new target id", f"models.{target}")
     sources, rows = [], []
@@ -107,7 +108,7 @@ def import_conversations(
     payload = imported.model_dump_json(indent=1) + "\n"
     models = sorted({r.model for r in rows if r.model})
     entry = {
-        "provider": PROVIDER,
+        "provider": importing_provider(),
         "model": ", ".join(models) or (existing.model if existing else target),
         "imported": {
             **({b: d.model_dump(mode="json") for b, d in (existing.imported or {}).items()}

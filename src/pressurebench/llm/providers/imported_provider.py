@@ -15,6 +15,7 @@ from .registry import ModelApi, model_api
 @model_api("imported")
 class ImportedProvider(ModelApi):
     settings: ClassVar[tuple[str, ...]] = ("imported",)
+    conversations_imported: ClassVar[bool] = True
     unpriced_cost: ClassVar[float | None] = 0.0
 
     def check(self) -> None:
