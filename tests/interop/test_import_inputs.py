@@ -194,3 +194,18 @@ def test_jsonl_needs_no_inspect_ai_and_a_log_without_it_says_what_to_install(
                          [jsonl(project.root / "c.jsonl", rows("a"))])
     with pytest.raises(ConfigError, match=r"task\.eval: reading Inspect logs needs inspect-ai"):
         import_conversations(project.params_path, "tiny", "chats", [log])
+
+
+def test_the_epochs_of_an_inspect_sample_are_samples_of_one_scenario_in_one_cluster(project):
+    log = inspect_log(project.root / "epochs.eval", [
+        {"id": "s1", "messages": chat()},
+        {"id": "s1", "epoch": 2, "messages": chat(reply="Fine, you win.")},
+    ], model="anthropic/claude-x")
+    import_conversations(project.params_path, "tiny", "chats", [log])
+    params = load_params(project.params_path)
+    assert params.models["chats"].model == "anthropic/claude-x"
+    first, second = imported_conversations(params, project.params_path, "tiny", "chats",
+                                           Benchmark.model_validate(TINY_BENCHMARK))
+    assert first.scenario_id == second.scenario_id and first.base_id == second.base_id == "s1"
+    assert (first.sample, second.sample) == (0, 1) and first.conv_id != second.conv_id
+    assert first.model_versions == {"target": "anthropic/claude-x"}

@@ -87,6 +87,8 @@ def imported_conversations(
     imported = read_imported(params, params_path, benchmark, target)
     path = imported_file(benchmark, target)
     known = [m.id for m in bench.metrics]
+    if not known:
+        raise ConfigError(path, "the benchmark defines no metric to judge the conversations on")
     rows = []
     for i, row in enumerate(imported.rows):
         if row.metric is not None and row.metric not in known:
@@ -95,7 +97,8 @@ def imported_conversations(
                 f"not define (known: {', '.join(known)})", f"rows[{i}].metric",
             )
         cluster = cluster_of(row, imported.cluster_by)
-        scenario = f"{row.metric or EVERY_METRIC}:{row.key}"
+        # An Inspect sample's epochs are samples of one scenario, as simulated samples are.
+        scenario = f"{row.metric or EVERY_METRIC}:{row.id}"
         rows.append(Conversation(
             conv_id=conv_id(scenario, target, row.sample), scenario_id=scenario,
             # A cluster lies within one stratum (the row's metric): see the module's docstring.
