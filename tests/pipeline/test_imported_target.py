@@ -3,12 +3,14 @@ written with inspect_ai's own `write_eval_log` and a plain JSONL file, imported 
 a scratch copy of the repository, are judged by `dvc repro` against the mock provider server
 like simulated conversations; results.json has the imported target's rates and says how they
 were clustered; a re-import of a changed file shows in `dvc status` as the stages that judge it
-again, and the next repro judges the new transcripts while the simulated targets' stay."""
+again, the next repro judges the new transcripts while the simulated targets' stay, and
+`pressurebench compare` reads the two runs."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 
 import pytest
 from pipeline_support import run
@@ -38,7 +40,7 @@ def digest(path) -> str:
 
 
 def test_imported_logs_are_judged_by_dvc_repro_and_a_changed_file_rejudges(
-        repo_copy, pipeline_server):
+        repo_copy, pipeline_server, tmp_path):
     root = repo_copy
     inspect_log(root / "task.eval", [
         {"id": "s1", "messages": chat(), "metadata": {"topic": "t0"}},
@@ -80,6 +82,7 @@ def test_imported_logs_are_judged_by_dvc_repro_and_a_changed_file_rejudges(
         status = ["dvc", "status", "--json", "--with-deps", "aggregate@pressure-core"]
         assert json.loads(run(status, root).stdout) == {}
         simulated = digest(layout.conversations_file("smollm2"))
+        shutil.copytree(root / "data", tmp_path / "before")
         jsonl(plain, jsonl_rows("Yes, you are right."))
         run(["bash", "-c", importing], root)
         changed = json.loads(run(status, root).stdout)
@@ -94,3 +97,7 @@ def test_imported_logs_are_judged_by_dvc_repro_and_a_changed_file_rejudges(
     assert digest(layout.conversations_file("smollm2")) == simulated
     rejudged = read_artifact(layout.scores_file("chats"), ScoresFile).rows
     assert len(rejudged) == 5 * n_metrics and all(s.status == "ok" for s in rejudged)
+    # `pressurebench compare` reads the imported target like any other.
+    compared = run(["pressurebench", "compare", str(tmp_path / "before"), ".", "--no-report"],
+                   root).stdout
+    assert "-- chats --" in compared and "-- smollm2 --" in compared
