@@ -1,6 +1,12 @@
 """Inspect eval logs (`.eval`, `.json`): any task's samples with chat messages, read with
 inspect_ai's own reader (`inspect_ai.log.read_eval_log`), imported only when a log is read
-(the `inspect` extra)."""
+(the `inspect` extra).
+
+What is read follows inspect_ai's log API (inspect_ai/log/_file.py and log/_log.py, 0.3.285):
+`read_eval_log` picks the format from the extension and, with `resolve_attachments=True`,
+restores message text stored once as an attachment; an `EvalSample` has `id`, `epoch` (from 1),
+`messages` (each with `role` and `text`) and `metadata`; `EvalLog.eval.model` names the model.
+"""
 
 from __future__ import annotations
 
