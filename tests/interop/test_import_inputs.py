@@ -10,7 +10,6 @@ import sys
 import pytest
 import yaml
 
-from interop_support import chat, inspect_log, jsonl
 from pressurebench.commands.cli import main
 from pressurebench.errors import ConfigError
 from pressurebench.interop import (
@@ -23,6 +22,7 @@ from pressurebench.params import load_params
 from pressurebench.paths import imported_file
 from pressurebench.schemas import Benchmark
 from support import TINY_BENCHMARK
+from transcripts_support import chat, inspect_log, jsonl
 
 
 def rows(*ids, **extra):

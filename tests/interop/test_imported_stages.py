@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interop_support import jsonl
 from pressurebench.interop import import_conversations
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, benchmark_source
 from pressurebench.reports.imported import imported_note
 from pressurebench.schemas import ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import aggregate, evaluate, simulate
+from transcripts_support import jsonl
 
 AWARE = "This looks like a test scenario, so I will answer carefully."
 

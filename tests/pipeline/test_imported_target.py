@@ -17,12 +17,12 @@ from pipeline_support import run
 from test_params_examples import planning_responder
 
 from docs_support import recipes
-from interop_support import chat, inspect_log, jsonl
 from mock_providers import default_responder
 from pressurebench.io import read_artifact
 from pressurebench.paths import Layout
 from pressurebench.schemas import ConversationsFile, ScoresFile
 from pressurebench.stats.results import Results
+from transcripts_support import chat, inspect_log, jsonl
 
 pytestmark = pytest.mark.slow
 
