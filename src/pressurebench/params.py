@@ -38,6 +38,28 @@ StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
+class ImportedConversations(Section):
+    """Conversations another tool had with this target, judged as its own (`pressurebench
+    import`): the command writes this entry after it has validated the files and written their
+    normalized copy (`paths.imported_file`), which the simulate stage turns into the target's
+    conversations instead of simulating any."""
+
+    sources: list[str] = Field(
+        min_length=1,
+        description="the files imported (Inspect eval logs, `.json` logs or plain JSONL), as given",
+    )
+    conversations: int = Field(ge=1, description="conversations imported (samples × epochs)")
+    sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="digest of the normalized copy: a copy changed by hand is refused",
+    )
+    cluster_by: str | None = Field(
+        default=None,
+        description="the field whose value clusters the intervals (`group` or a metadata "
+        "field); null: each conversation is its own cluster",
+    )
+
+
 class ModelSpec(Section):
     """One entry of the model registry. Secrets are never here: only the name of their variable.
 
@@ -206,6 +228,12 @@ class ModelSpec(Section):
             "buffer types: AMX, repacked AVX/NEON layouts; local provider only); default: on, "
             "except on CPUs where llama.cpp reports AMX, whose path crashes llama.cpp 0.3.36's build"
         ),
+    )
+
+    imported: dict[BenchmarkId, ImportedConversations] | None = Field(
+        default=None,
+        description="per benchmark, the conversations imported as this target's (imported "
+        "provider only; written by `pressurebench import`)",
     )
 
     # The registry is imported where it is used: the `llm` package imports this module.

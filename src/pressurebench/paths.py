@@ -20,6 +20,17 @@ def inspect_logs_dir(reports_dir: str | Path, benchmark: str) -> Path:
     return Path(reports_dir) / benchmark / "inspect"
 
 
+# Normalized copies of imported conversations (`pressurebench import`), tracked in git. The
+# folder always exists (its README says what it holds): every simulate stage depends on it, and
+# a dependency that does not exist is an error to DVC.
+IMPORTS_DIR = "imports"
+
+
+def imported_file(benchmark: str, target: str, root: str | Path = ".") -> Path:
+    """The normalized, validated copy of the conversations imported as `target`'s."""
+    return Path(root) / IMPORTS_DIR / benchmark / f"{target}.json"
+
+
 @dataclass(frozen=True)
 class Layout:
     data_dir: Path

@@ -31,6 +31,7 @@ from docs_support import REPO, Block, pages, shell_blocks
 
 # page → (the test that runs its shell blocks as written, how many blocks it runs)
 RUNNERS = {
+    "docs/importing-transcripts.md": ("tests/pipeline/test_imported_target.py", 1),
     "docs/tutorial.md": ("tests/docs/test_tutorial.py", None),
     "docs/sharing-and-comparing.md": (
         "tests/pipeline/test_share_a_study.py tests/pipeline/test_compare_experiment.py", 3),

@@ -48,6 +48,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
     print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
+    from ..interop import check_imports
+
+    for line in check_imports(params, args.params):
+        print(f"ok  {line}")
     if Path("dvc.yaml").is_file():
         from ..params_fill import fill_defaults, interpolates_from
 
@@ -146,6 +150,16 @@ def cmd_import_impactbench(args: argparse.Namespace) -> int:
     report = import_impactbench(args.dir, name=args.name, data_dir=args.data_dir)
     print("\n".join(report.lines()))
     print(f"add '{report.name}' to `benchmarks` in the params to aggregate it with the other results")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..interop import import_conversations
+
+    report = import_conversations(args.params, args.benchmark, args.target, args.files,
+                                  cluster_by=args.cluster_by)
+    print("\n".join(report.lines()))
+    print(f"'{args.target}' is declared in {args.params}: `dvc repro` judges its conversations")
     return 0
 
 
@@ -457,6 +471,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--force", action="store_true", help="replace an existing curated file")
     p.set_defaults(func=cmd_scenarios_export)
+
+    p = sub.add_parser(
+        "import",
+        help="judge conversations another tool had (Inspect eval logs, plain chat JSONL) as a "
+        "target's: validate them, keep a normalized copy under imports/, declare the target",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="Inspect logs (.eval, .json) or JSONL files, one conversation a line: "
+                   '{"id", "messages": [{"role", "content"}], "group"?, "metadata"?}')
+    p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
+    p.add_argument("--target", required=True,
+                   help="the target id the conversations are judged as (a new model id, or one "
+                   "imported before: its conversations for this benchmark are replaced)")
+    p.add_argument("--cluster-by", metavar="FIELD",
+                   help="cluster the intervals on this field (`group` or a metadata field); "
+                   "default: each conversation is its own cluster")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(
         "import-impactbench",

@@ -43,6 +43,11 @@ class Line:
     uncached_cost_usd: float | None = None  # the same calls without prompt caching
 
 
+# The reply length assumed for an imported conversation's turns (its files say nothing of it
+# before they are read).
+REPLY_TOKENS_IMPORTED = 300
+
+
 def _reply_tokens(spec: ModelSpec) -> int:
     """Assume replies use about 60% of their budget, and a reasoning model half of its room to
     reason (hidden reasoning is billed as output): planning figures, stated as such."""
@@ -120,6 +125,10 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
             convs = rows * g.num_samples
             judged = convs * (n_metrics if params.evaluation.evaluate_all_metrics else 1)
             for target in targets:
+                if api_for(params.models[target]).conversations_imported:
+                    if arm == "main":
+                        lines += _imported_lines(params, bench_name, target, arm_judges, n_metrics)
+                    continue
                 reply = _reply_tokens(params.models[target])
                 exchange = USER_MESSAGE_TOKENS + reply
                 turns = range(1, g.turns + 1)
@@ -149,6 +158,34 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                         120))
                 if params.fidelity.check and user is not None:
                     lines += fidelity_lines(params, f"{label}/{target}", convs, reply)
+    return lines
+
+
+def _imported_lines(params: Params, benchmark: str, target: str, judges: list[str],
+                    n_metrics: int) -> list[Line]:
+    """An imported target is never called: only its judging costs, each conversation on every
+    metric (at most: a sample may name one) over `generation.turns` exchanges with replies of
+    `REPLY_TOKENS_IMPORTED` tokens. Validation arms leave it out (they vary the simulated side
+    it does not have)."""
+    declared = (params.models[target].imported or {}).get(benchmark)
+    convs = declared.conversations if declared else 0
+    g = params.generation
+    exchange = USER_MESSAGE_TOKENS + REPLY_TOKENS_IMPORTED
+    judged_turns = list(range(1, g.turns + 1)) if params.evaluation.per_turn else [g.turns]
+    label = f"{benchmark}/main/{target}"
+    lines = [
+        _growing_line(
+            params, "evaluate", label, "evaluator", judge, convs * n_metrics,
+            [SYSTEM_TOKENS["judge"] + t * exchange for t in judged_turns],
+            [SYSTEM_TOKENS["judge"] + (t - 1) * exchange if i else 0
+             for i, t in enumerate(judged_turns)],
+            120)
+        for judge in judges
+    ]
+    if params.fidelity.check:
+        for judge in params.roles.fidelity_judges:
+            lines.append(_line(params, "evaluate", label, "fidelity (test awareness)", judge,
+                               convs * g.turns, 400 + exchange, 80))
     return lines
 
 

@@ -30,6 +30,9 @@ def asked_kinds(data: JudgedData, conv_id: str, metric_id: str) -> list[str]:
     row = data.fidelity.get(conv_id)
     if score is None or row is None or not asks_fidelity(score):
         return []
+    conv = data.conversations.get(conv_id)
+    if conv is None or conv.scenario_id not in data.scenarios:
+        return []  # an imported conversation: no brief to show the rater
     covered = {c.kind for c in row.checks}
     return [k for k in FIDELITY_KINDS if k in covered]
 

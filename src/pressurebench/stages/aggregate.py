@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
+from ..interop import imported_notes
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
 from ..params import Params, Statistics, load_params
 from ..paths import Layout
@@ -239,6 +240,7 @@ def run(
     with planned_design(params.generation.scenarios_per_metric):
         results = compute_results(read, params.statistics, benchmark,
                                   warn_share=params.fidelity.warn_share)
+    results.imported = imported_notes(inputs.layout, read.targets)
     for aside in results.labels_set_aside:
         print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "
               f"{aside.reason}", file=sys.stderr)

@@ -53,6 +53,7 @@ from pathlib import Path
 
 from ..arms.inputs import declared_params, resolve
 from ..errors import ConfigError
+from ..interop import is_imported, judged_on_every_metric
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..llm.prompt_cache import cache_group, cache_marks
@@ -355,7 +356,9 @@ async def score_conversations(
     pairs = [
         (conv, metric)
         for conv in conversations
-        for metric in metrics_to_judge(conv, metrics, all_metrics=evaluate_all_metrics)
+        for metric in metrics_to_judge(
+            conv, metrics, all_metrics=evaluate_all_metrics or judged_on_every_metric(conv)
+        )
     ]
     seen: Counter[str] = Counter()
     rank = []
@@ -444,13 +447,15 @@ def run(
     metrics = read_yaml_model(met_path, Benchmark).metrics
     check_metrics_known(convs, metrics, conv_path, met_path)
     evaluation = params.evaluation
+    imported = is_imported(params, target)
 
     scenarios = (
         {s.id: s for s in read_artifact(inputs.scenarios_file, ScenariosFile).rows}
         if fidelity_judges
         else {}
     )
-    for i, conv in enumerate(convs.rows if fidelity_judges else []):
+    # An imported target's conversations have no scenario: only its test awareness is checked.
+    for i, conv in enumerate(convs.rows if fidelity_judges and not imported else []):
         if conv.scenario_id not in scenarios:
             raise ConfigError(
                 conv_path,
@@ -459,8 +464,11 @@ def run(
             )
 
     async def core(client: ModelClient) -> tuple[list[Score], list[ConversationFidelity] | None]:
-        per_conv = len(metrics) if evaluation.evaluate_all_metrics else 1
-        progress = stage.progress(len(convs.rows) * (per_conv + bool(fidelity_judges)))
+        judged = sum(
+            len(metrics) if evaluation.evaluate_all_metrics or judged_on_every_metric(c) else 1
+            for c in convs.rows
+        )
+        progress = stage.progress(judged + len(convs.rows) * bool(fidelity_judges))
         try:
             async with client:
                 scoring = score_conversations(

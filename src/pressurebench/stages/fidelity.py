@@ -54,6 +54,10 @@ FIDELITY_SAMPLE = 0
 CONVERSATION_NOT_CHECKED = "conversation failed"
 NO_VERDICT = "no fidelity judge returned a verdict"
 JUDGES_TIED = "fidelity judges tied"
+USER_NOT_CHECKED = (
+    "user checks skipped: an imported conversation has no scenario (persona, goal, landmarks) "
+    "to check its user against"
+)
 
 # For each kind: the answer field that decides it and whether a True answer is the break.
 ANSWER_FIELDS: dict[str, tuple[str, bool]] = {
@@ -240,11 +244,19 @@ def fidelity_row(conv: Conversation, checks: list[FidelityCheck], error: str | N
 
 
 async def check_conversation(
-    client: ModelClient, conv: Conversation, scenario: Scenario, judges: list[str]
+    client: ModelClient, conv: Conversation, scenario: Scenario | None, judges: list[str]
 ) -> ConversationFidelity:
-    """Every check of one conversation; a failed conversation is not checked (an error row)."""
+    """Every check of one conversation; a failed conversation is not checked (an error row).
+    Without a scenario (an imported conversation) only the target's test awareness is checked,
+    and the row says why its user was not."""
     if conv.status == "error":
         return fidelity_row(conv, [], error=f"{CONVERSATION_NOT_CHECKED}: {conv.error}")
+    if scenario is None:
+        replies = await asyncio.gather(*(
+            check_reply(client, judges, turn, message, reply)
+            for turn, (message, reply) in enumerate(exchanges(conv), start=1)
+        ))
+        return fidelity_row(conv, list(replies), error=USER_NOT_CHECKED)
     turn_jobs, reply_jobs, user_messages = [], [], []
     previous_reply: str | None = None
     last_message: str | None = None
@@ -268,6 +280,17 @@ async def check_conversation(
     return fidelity_row(conv, checks)
 
 
+def exchanges(conv: Conversation) -> list[tuple[str | None, str]]:
+    """(the user's last message before it, the reply) for each assistant reply."""
+    out, last = [], None
+    for m in conv.transcript:
+        if m.role == "user":
+            last = m.content
+        elif m.role == "assistant":
+            out.append((last, m.content))
+    return out
+
+
 async def check_conversations(
     client: ModelClient,
     conversations: list[Conversation],
@@ -278,7 +301,7 @@ async def check_conversations(
     """Fidelity rows for `conversations`, in their order (checked concurrently)."""
 
     async def one(conv: Conversation) -> ConversationFidelity:
-        row = await check_conversation(client, conv, scenarios[conv.scenario_id], judges)
+        row = await check_conversation(client, conv, scenarios.get(conv.scenario_id), judges)
         if on_row is not None:
             on_row(row)
         return row

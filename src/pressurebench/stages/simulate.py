@@ -65,6 +65,13 @@ from pathlib import Path
 
 from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
+from ..interop import (
+    PROVENANCE_KEY,
+    declaration,
+    import_provenance,
+    imported_conversations,
+    is_imported,
+)
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import (
     CallResult,
@@ -306,6 +313,8 @@ def run(
     their rows are played (`arms.inputs`)."""
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
+    if is_imported(params, target):
+        return _run_imported(params_path, params, inputs, benchmark, target)
     if not inputs.simulates:
         raise ConfigError(
             params_path, f"arm '{arm}' judges the main arm's conversations; it simulates none"
@@ -388,6 +397,42 @@ def run(
     stage.check_error_rate(n_error, len(rows), "conversations", layout.conversations_file(target),
                            next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
     return manifest
+
+
+def _run_imported(
+    params_path: str | Path, params: Params, inputs: ArmInputs, benchmark: str, target: str
+) -> Manifest:
+    """An imported target's conversations are the ones imported (`interop`), not simulated:
+    the normalized copy becomes conversations.json, with no call made."""
+    if not inputs.is_main:
+        raise ConfigError(
+            params_path, f"'{target}' is an imported target: a validation arm has no simulated "
+            "conversations of it to vary; leave it out of `validation.targets`",
+            "validation.targets",
+        )
+    inputs.require_target(params_path, params, target)
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[], target=target,
+                     params=params)
+    bench_path = inputs.metrics_file
+    rows = imported_conversations(
+        params, params_path, benchmark, target, read_yaml_model(bench_path, Benchmark)
+    )
+    declared = declaration(params, params_path, benchmark, target)
+    stage.replacing_outputs()
+    write_artifact(
+        stage.layout.conversations_file(target),
+        ConversationsFile(benchmark=benchmark, target=target, rows=rows),
+    )
+    return stage.finish(
+        stage.client(),
+        counts={"conversations": len(rows), "ok": len(rows), "error": 0},
+        prompts=[],
+        declared=declared_params(STAGE, inputs, target),
+        provenance={
+            PROVENANCE_KEY: import_provenance(declared, benchmark, target),
+            "benchmark_file": str(bench_path),
+        },
+    )
 
 
 def _select(

@@ -12,6 +12,7 @@ FACE = {
     "onsets_frame": "score_frames",
     "turns_frame": "score_frames",
     "load_scores": "score_frames",
+    "ImportedTarget": "results",
     "Results": "results",
     "StatisticsSettings": "results",
     "build_results": "results",

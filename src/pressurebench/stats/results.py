@@ -76,6 +76,18 @@ class LabelsSetAside(BaseModel):
     reason: str
 
 
+class ImportedTarget(Row):
+    """What a target's numbers rest on when its conversations were imported, not simulated
+    (`pressurebench import`): where they came from, how the intervals cluster them, and what
+    could not be measured without a scenario."""
+
+    sources: list[str]
+    conversations: int
+    clustering: str = Field(description="what the intervals resample")
+    demographic_gaps: str = Field(description="why there are none")
+    checks_skipped: list[str] = Field(description="fidelity checks that need a scenario")
+
+
 class Results(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -101,6 +113,11 @@ class Results(BaseModel):
         default=None,
         description="the judge against human labels (`labels/<benchmark>/`), main arm only; "
         "status 'no labels' before any",
+    )
+    imported: dict[str, ImportedTarget] = Field(
+        default_factory=dict,
+        description="targets whose conversations were imported: their sources, clustering and "
+        "the checks skipped",
     )
     labels_set_aside: list[LabelsSetAside] = Field(
         default_factory=list,

@@ -55,6 +55,9 @@ class ModelApi:
     embedded: ClassVar[bool] = False
     # The installed distributions that decide its replies, recorded in every stage's manifest.
     distributions: ClassVar[tuple[str, ...]] = ()
+    # Its conversations are read from files another tool wrote (`pressurebench import`): it is
+    # never called, and its simulate stage converts them instead of simulating.
+    conversations_imported: ClassVar[bool] = False
     # Calls in flight by default.
     default_concurrency: ClassVar[int] = REMOTE_DEFAULT_CONCURRENCY
     # What a model without `price_per_mtok_in/out` costs: None is unknown (not free).
@@ -247,6 +250,12 @@ def api_class(name: str) -> type[ModelApi]:
         known = ", ".join(f"'{n}'" for n in sorted(_APIS))
         raise ValueError(f"unknown provider '{name}' (registered: {known})")
     return _APIS[name]
+
+
+def importing_provider() -> str:
+    """The name of the provider whose conversations are imported (`pressurebench import`)."""
+    _load_builtins()
+    return next(name for name, cls in sorted(_APIS.items()) if cls.conversations_imported)
 
 
 def api_for(spec: ModelSettings) -> ModelApi:
