@@ -124,10 +124,21 @@ def _columns(x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[0], -1).T.astype(float)
 
 
-def _rate_coverage(strata_boot, successes, trials, truth, level):
-    estimates = estimate_rates(
-        strata_boot, successes, trials, np.zeros(successes.shape[1]), level
-    )
+def _rate_coverage(strata_boot, successes, trials, truth, level, pool=None):
+    """Coverage of each benchmark's rate; with `pool` (the benchmark's tables over all its
+    metrics) a metric's rate takes their design effect, as `target_rates` gives it."""
+    b = successes.shape[1]
+    if pool is None:
+        estimates = estimate_rates(strata_boot, successes, trials, np.zeros(b), level)
+    else:
+        estimates = estimate_rates(
+            strata_boot,
+            np.hstack([successes, pool[0]]),
+            np.hstack([trials, pool[1]]),
+            np.zeros(2 * b),
+            level,
+            pool=np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
+        )[:b]
     return _covered(estimates, truth, "rate")
 
 
@@ -217,7 +228,9 @@ def simulate_cell(
     per_metric, metric_differences, metric_gaps = [], [], []
     for m in _measured_metrics(n_metrics):
         mask = (codes == m)[:, None]
-        per_metric.append(_rate_coverage(design, s_a * mask, t * mask, means[m], level))
+        per_metric.append(
+            _rate_coverage(design, s_a * mask, t * mask, means[m], level, pool=(s_a, t))
+        )
         metric_differences.append(
             _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level)
         )

@@ -29,6 +29,7 @@ from ..stats.results import Results
 
 METHOD_LABELS = {
     methods.CLUSTER_T_WILSON: "cluster-t Wilson",
+    methods.CLUSTER_T_WILSON_POOLED: "cluster-t Wilson, design effect pooled over metrics",
     methods.CLUSTER_T: "cluster-t, paired",
     methods.CLUSTER_T_WELCH: "cluster-t, Welch df",
     methods.CLUSTER_T_MOVER: "cluster-t MOVER, paired",

@@ -138,6 +138,54 @@ def welch_df(var_a: np.ndarray, df_a: np.ndarray, var_b: np.ndarray, df_b: np.nd
         return np.where(terms > 0, (var_a + var_b) ** 2 / terms, np.minimum(df_a, df_b))
 
 
+def pooled_design_effects(
+    successes: np.ndarray, trials: np.ndarray, strata: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of (clusters, groups) pass tables: one design effect common to its metrics,
+    and the degrees of freedom it is estimated with.
+
+    Within metric h (k_h ≥ 2 base scenarios with rows), the clustered variance
+    of its passes is k_h / (k_h − 1) · Σ_c (x_c − p̂_h n_c)² and the binomial one
+    n_h p̂_h (1 − p̂_h); the pooled design effect is the ratio of their sums over
+    metrics, on Σ (k_h − 1) degrees of freedom. It is a generalized variance
+    function (Wolter 2007, ch. 7): a metric's rate is read with the design
+    effect of all metrics, which its own handful of base scenarios cannot
+    estimate (a metric whose rows all pass estimates none at all). NaN where no
+    metric varies.
+    """
+    indicator = strata_indicator(strata)
+    x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    on = (n > 0).astype(float)
+    k = indicator @ on
+    passes, rows = indicator @ x, indicator @ n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(rows > 0, passes / rows, 0.0)
+        squares = indicator @ (x * x) - 2 * p * (indicator @ (x * n)) + p**2 * (indicator @ (n * n))
+        clustered = np.where(k >= 2, k / (k - 1) * np.maximum(squares, 0.0), 0.0).sum(axis=0)
+        binomial = np.where(k >= 2, rows * p * (1 - p), 0.0).sum(axis=0)
+        deff = np.where(binomial > 0, clustered / binomial, np.nan)
+    df = np.where(k >= 2, k - 1, 0).sum(axis=0)
+    return deff, df
+
+
+def wilson_t_effective(
+    rate: np.ndarray, n_effective: np.ndarray, df: np.ndarray, confidence_level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval on `n_effective` rows with the t quantile on `df`, inside
+    [0, 1] (exactly 0 or 1 at a rate of 0 or 1); NaN where n_effective is not positive."""
+    p = np.asarray(rate, dtype=float)
+    q = t_quantile(df, confidence_level)
+    ok = np.isfinite(n_effective) & (n_effective > 0) & np.isfinite(q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.where(ok, n_effective, 1.0)
+        denom = 1 + q**2 / n
+        centre = (p + q**2 / (2 * n)) / denom
+        half = q * np.sqrt(p * (1 - p) / n + q**2 / (4 * n**2)) / denom
+        low = np.where(p <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+        high = np.where(p >= 1, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return np.where(ok, low, np.nan), np.where(ok, high, np.nan)
+
+
 def wilson_t_interval(
     rate: np.ndarray, variance: np.ndarray, df: np.ndarray, confidence_level: float
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,9 @@ which from a fallback, and why: the name says it.
 # with Welch's df.
 CLUSTER_T_WILSON = "cluster-t-wilson"
 CLUSTER_T = "cluster-t"
+# One metric's rate: Wilson on its rows over the design effect pooled over its target's
+# metrics, t on their degrees of freedom (`stats.rates.estimate_rates`).
+CLUSTER_T_WILSON_POOLED = "cluster-t-wilson-pooled-design-effect"
 CLUSTER_T_WELCH = "cluster-t-welch"
 # Differences of rates as MOVER intervals (Zou & Donner 2008) from the two rates' cluster-t
 # Wilson intervals and their correlation (`stats.differences`): paired, and independent on
