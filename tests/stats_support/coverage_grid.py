@@ -142,19 +142,32 @@ def _rate_coverage(strata_boot, successes, trials, truth, level, pool=None):
     return _covered(estimates, truth, "rate")
 
 
-def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method):
+def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled):
     estimates = estimate_differences(
-        labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level
+        labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level, **pooled
     )
     return _covered(estimates, truth, "difference")
 
 
-def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False):
+def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False, pool=None):
+    """Coverage of each benchmark's paired difference; with `pool` (both sides' tables over
+    all the benchmark's metrics) a metric's difference takes their design effects and
+    correlation, as the package gives it."""
     rule = interval_rules.GAP if gap else interval_rules.DIFFERENCE
     method = methods.CLUSTER_T if gap else methods.CLUSTER_T_MOVER
+    b = s_a.shape[1]
+    pooled = {}
+    if pool is not None:
+        s_a, t_a, s_b, t_b = (np.hstack([own, whole]) for own, whole in zip((s_a, t_a, s_b, t_b),
+                                                                            pool))
+        pooled = {"pool": np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
+                  "strata": strata}
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=rule)
     labels = [("a", "b")] * s_a.shape[1]
-    return _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method)
+    reported, covered = _difference_coverage(
+        labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled
+    )
+    return reported[:b], covered[:b]
 
 
 def _measured_metrics(n_metrics: int) -> list[int]:
@@ -232,7 +245,8 @@ def simulate_cell(
             _rate_coverage(design, s_a * mask, t * mask, means[m], level, pool=(s_a, t))
         )
         metric_differences.append(
-            _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level)
+            _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level,
+                    pool=(s_a, t, s_b, t))
         )
         metric_gaps.append(
             _paired(g_1 * mask, t_g * mask, g_2 * mask, t_g * mask, codes, 0.0, level, gap=True)

@@ -19,6 +19,9 @@ CLUSTER_T_WELCH = "cluster-t-welch"
 # Welch's df.
 CLUSTER_T_MOVER = "cluster-t-mover-wilson"
 CLUSTER_T_WELCH_MOVER = "cluster-t-welch-mover-wilson"
+# One metric's paired difference: MOVER from both rates' Wilson intervals on the design effects
+# and correlation pooled over the metrics (`stats.differences.pooled_mover_interval`).
+CLUSTER_T_MOVER_POOLED = "cluster-t-mover-wilson-pooled-design-effect"
 CLUSTER_BOOTSTRAP = "stratified-cluster-bootstrap-percentile"
 INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
 # The same bootstrap, its percentiles taken at the level whose normal quantile
