@@ -19,8 +19,8 @@ from .bootstrap import ClusterBootstrap, check_confidence_level
 from .cluster_t import (
     pooled_design_effects,
     rate_z,
-    stratified_variance,
     strata_indicator,
+    stratified_variance,
     wilson_t_effective,
     wilson_t_interval,
 )

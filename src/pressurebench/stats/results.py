@@ -23,6 +23,7 @@ from .bootstrap import ClusterBootstrap, check_confidence_level
 from .fidelity import FidelityResults
 from .frame import check_scores, valid_mask
 from .gaps import DemographicGap, demographic_gaps
+from .interval_coverage import IntervalCoverage, interval_coverages
 from .judge_validity import JudgeValidity
 from .pressure import PressureResults, pressure_results
 from .ranking import TargetComparison, compare_targets
@@ -102,6 +103,11 @@ class Results(BaseModel):
         description="the judge against human labels (`labels/<benchmark>/`), main arm only; "
         "status 'no labels' before any",
     )
+    intervals: list[IntervalCoverage] = Field(
+        default_factory=list,
+        description="per kind of interval: its method and the coverage the grid "
+        "(docs/interval_coverage.md) measured at the largest design not above the study's",
+    )
     labels_set_aside: list[LabelsSetAside] = Field(
         default_factory=list,
         description="stored labels that no longer match the data (a transcript changed since, say), "
@@ -175,6 +181,7 @@ def build_results(
         ),
         targets=targets,
         comparison=compare_targets(scores, bootstrap, confidence_level=confidence_level),
+        intervals=interval_coverages(bootstrap.strata_codes),
         sample_agreement=sample_agreement(scores, bootstrap, confidence_level=confidence_level),
         judge_agreement=judge_agreement(scores, bootstrap, confidence_level=confidence_level),
         pressure=(
