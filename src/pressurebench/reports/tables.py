@@ -148,6 +148,30 @@ def results_table(results: Results, metric_names: Mapping[str, str] | None = Non
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
 
 
+COVERAGE_COLUMNS = ["interval", "method", "study design", "grid design", "grid coverage"]
+
+
+def interval_coverage_table(results: Results) -> pd.DataFrame:
+    """One row per kind of interval: its method, the study's design, and the coverage the
+    grid (docs/interval_coverage.md) measured at the largest design not above it, or why
+    none is shown."""
+    rows = []
+    for shown in results.intervals:
+        design = f"{shown.metrics} metrics × {shown.base_scenarios_per_metric} base scenarios"
+        if shown.reason is not None:
+            rows.append([shown.interval, method_label(shown.method), design, MISSING,
+                         shown.reason])
+            continue
+        rows.append([
+            shown.interval,
+            method_label(shown.method),
+            design,
+            f"{shown.grid_metrics} metrics × {shown.grid_per_metric}",
+            f"{shown.coverage_low:.3f}–{shown.coverage_high:.3f}",
+        ])
+    return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
+
+
 def _generation_category(error: GenerationError) -> str:
     if error.stage == "gen_metrics":
         return "metric"
