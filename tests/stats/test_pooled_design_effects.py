@@ -82,3 +82,9 @@ def test_a_metrics_difference_covers_from_three_base_scenarios_per_metric():
                              rng=np.random.default_rng(5), metrics=20)
     assert cell.reported["metric difference (min)"] == 1
     assert cell.coverage["metric difference (min)"] >= LOW - 0.018, cell.coverage
+
+
+def test_the_rules_name_the_methods_one_metrics_intervals_get():
+    """What `pressurebench plan` and the results' coverage table print for one metric."""
+    assert RATE.method_on_one_metric == methods.CLUSTER_T_WILSON_POOLED
+    assert DIFFERENCE.method_on_one_metric == methods.CLUSTER_T_MOVER_POOLED

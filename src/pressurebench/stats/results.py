@@ -35,6 +35,8 @@ RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
     "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "
     "MOVER from the two rates' Wilson intervals for differences between targets and arms; "
+    "one metric's rate and paired difference with the design effects and correlation pooled "
+    "over its target's metrics; "
     "each statistic withheld below the design its coverage-grid rule needs "
     "(pressurebench.stats.interval_rules) or with a single-scenario metric; capitulation bands "
     "and curve differences on Greenwood's linearization, withheld below 20 degrees of freedom); "
