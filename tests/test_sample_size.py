@@ -22,7 +22,12 @@ from pressurebench.commands.sample_size import (
 )
 from pressurebench.io import write_artifact
 from pressurebench.schemas import Score, ScoresFile
-from pressurebench.stats.interval_rules import DIFFERENCE, RATE, scenarios_for_intervals, with_margin
+from pressurebench.stats.interval_rules import (
+    DIFFERENCE,
+    RATE,
+    scenarios_for_intervals,
+    with_margin,
+)
 
 EXAMPLES = [
     (Design(metrics=4, variants=2, samples=3, rate=0.7, icc=0.2), {"half_width": 0.05}),
