@@ -35,7 +35,7 @@ A rule is set where no cell covers less than 0.93 beyond Monte-Carlo error
 flagged in the tables.
 
 `cd tests && python -m stats_support.coverage_grid --out ../docs/interval_coverage.md
---coverage-json ../src/pressurebench/stats/interval_coverage.json` writes the tables and the
+--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json` writes the tables and the
 package's copy of the summary (`make coverage` does the same).
 """
 
@@ -394,7 +394,7 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
         (
             "Written by `make coverage` (`cd tests && python -m stats_support.coverage_grid "
             f"--benchmarks {benchmarks} --jobs 2 --out ../docs/interval_coverage.md "
-            "--coverage-json ../src/pressurebench/stats/interval_coverage.json`, which also "
+            "--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json`, which also "
             "writes the summary the package shows beside each interval), "
             f"in {seconds:.0f} s. Each cell simulates {benchmarks} benchmarks of "
             f"{' or '.join(map(str, metric_counts))} metrics, two demographic variants per base "
@@ -520,7 +520,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--coverage-json",
         help="also write the coverage per interval type and design here, the package's copy "
-        "(src/pressurebench/stats/interval_coverage.json) that results carry beside each interval",
+        "(src/pressurebench/stats/coverage/interval_coverage.json) that results carry beside each interval",
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -173,7 +173,7 @@ def remedy(metrics: int, rule: IntervalRule, clusters: int) -> str:
 
 # The coverage grid's summary (per interval type, number of metrics and base scenarios per
 # metric: lowest and highest coverage), written by `make coverage` with docs/interval_coverage.md.
-COVERAGE_FILE = "interval_coverage.json"
+COVERAGE_FILE = "coverage/interval_coverage.json"
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,9 @@ class GridCoverage:
 @functools.cache
 def coverage_table() -> dict:
     """The grid's summary as `make coverage` wrote it into the package."""
-    text = resources.files(__package__).joinpath(COVERAGE_FILE).read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath(*COVERAGE_FILE.split("/")).read_text(
+        encoding="utf-8"
+    )
     return json.loads(text)
 
 
