@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 from .interval_rules import DEGREES_OF_FREEDOM_RULE, IntervalRule, remedy
@@ -201,10 +202,18 @@ def pooled_correlation(
 
 
 def wilson_t_effective(
-    rate: np.ndarray, n_effective: np.ndarray, df: np.ndarray, confidence_level: float
+    rate: np.ndarray,
+    n_effective: np.ndarray,
+    df: np.ndarray,
+    confidence_level: float,
+    *,
+    modified: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wilson's score interval on `n_effective` rows with the t quantile on `df`, inside
-    [0, 1] (exactly 0 or 1 at a rate of 0 or 1); NaN where n_effective is not positive."""
+    [0, 1] (exactly 0 or 1 at a rate of 0 or 1); NaN where n_effective is not positive.
+    `modified`: with Brown, Cai & DasGupta's Poisson bounds near 0 and 1 (below); a MOVER
+    difference takes its sides without them, which would only widen it where it already
+    covers more than it claims."""
     p = np.asarray(rate, dtype=float)
     q = t_quantile(df, confidence_level)
     ok = np.isfinite(n_effective) & (n_effective > 0) & np.isfinite(q)
@@ -215,6 +224,16 @@ def wilson_t_effective(
         half = q * np.sqrt(p * (1 - p) / n + q**2 / (4 * n**2)) / denom
         low = np.where(p <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
         high = np.where(p >= 1, 1.0, np.clip(centre + half, 0.0, 1.0))
+        # Brown, Cai & DasGupta's (2001) modification: with one to x* passes (failures) the
+        # Wilson bound on that side is replaced by the Poisson one, where Wilson's coverage
+        # dips (0.92 at 10 rows and a rate of 0.95 in the coverage grid); the wider is kept.
+        alpha = 1 - confidence_level
+        few = np.where(n <= 50, 2.0, 3.0) if modified else np.zeros_like(n)
+        x, f = p * n, (1 - p) * n
+        poisson_low = chi2.ppf(alpha, 2 * np.maximum(x, 1e-9)) / (2 * n)
+        poisson_high = 1 - chi2.ppf(alpha, 2 * np.maximum(f, 1e-9)) / (2 * n)
+        low = np.where((x > 0) & (x <= few), np.minimum(low, poisson_low), low)
+        high = np.where((f > 0) & (f <= few), np.maximum(high, poisson_high), high)
     return np.where(ok, low, np.nan), np.where(ok, high, np.nan)
 
 

@@ -147,8 +147,8 @@ def pooled_mover_interval(
         e_a = np.where(usable, n_a / np.where(usable, deff_a[j], 1.0), np.nan)
         e_b = np.where(usable, n_b / np.where(usable, deff_b[j], 1.0), np.nan)
     df = np.minimum(df_a[j], df_b[j])
-    l_a, u_a = wilson_t_effective(p_a, e_a, df, confidence_level)
-    l_b, u_b = wilson_t_effective(p_b, e_b, df, confidence_level)
+    l_a, u_a = wilson_t_effective(p_a, e_a, df, confidence_level, modified=False)
+    l_b, u_b = wilson_t_effective(p_b, e_b, df, confidence_level, modified=False)
     return _mover(p_a, l_a, u_a, p_b, l_b, u_b, rho[j])
 
 
