@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pressurebench.running.code_deps import closure, commands, main
+from pressurebench.running.code_deps import closure, commands, main, with_data
 from support import REPO
 
 NOTEBOOK = {"cells": [{"cell_type": "markdown", "source": ["# A stage"], "metadata": {}},
@@ -114,3 +114,12 @@ def test_a_change_alters_exactly_the_files_of_the_commands_that_reach_it(tmp_pat
         after = digests(root)
         assert {name for name in after if after[name] != before[name]} == expected, rel
         before = after
+
+
+def test_the_results_depend_on_the_coverage_summary_they_show_beside_each_interval():
+    """results.json carries the grid's coverage read from the package's summary, so a new
+    `make coverage` re-runs the stages that compute statistics."""
+    src = REPO / "src"
+    found = {p.relative_to(src).as_posix()
+             for p in with_data(src, closure(src, {"pressurebench.stats.results"}))}
+    assert "pressurebench/stats/coverage/interval_coverage.json" in found

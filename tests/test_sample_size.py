@@ -22,7 +22,12 @@ from pressurebench.commands.sample_size import (
 )
 from pressurebench.io import write_artifact
 from pressurebench.schemas import Score, ScoresFile
-from pressurebench.stats.interval_rules import RATE, scenarios_for_intervals, with_margin
+from pressurebench.stats.interval_rules import (
+    DIFFERENCE,
+    RATE,
+    scenarios_for_intervals,
+    with_margin,
+)
 
 EXAMPLES = [
     (Design(metrics=4, variants=2, samples=3, rate=0.7, icc=0.2), {"half_width": 0.05}),
@@ -125,6 +130,8 @@ def test_the_plan_says_from_how_many_base_scenarios_intervals_are_reported(proje
     assert main(["plan", "--difference", "0.1"]) == 0
     out = capsys.readouterr().out
     assert f"  rate: {RATE.pooled} over all 2 metrics, {RATE.single} for a single metric" in out
+    assert f"one metric: {RATE.method_on_one_metric})" in out
+    assert f"  difference: {DIFFERENCE.pooled} over all 2 metrics, {DIFFERENCE.single} for" in out
     assert scenarios_for_intervals(4) == RATE.pooled
     for k, reported in ((RATE.pooled, True), (RATE.pooled - 1, False)):
         strata = np.repeat(np.arange(4), k)

@@ -187,3 +187,22 @@ def test_a_caption_keeps_the_reason_and_drops_the_advice():
     said = latex.data_reason(reason)
     assert said.startswith("too few base scenarios for an interval (2 degrees of freedom")
     assert not [a for a in ADVICE if a in said]
+
+
+def test_the_interval_coverage_csv_holds_numbers_and_the_reason_where_none_is_shown():
+    """6 metrics of 6 base scenarios: every kind of interval has a method and the grid's range
+    at 4 metrics × 5; at 4 base scenarios a metric's rate is withheld, its range empty."""
+    from pressurebench.io import frame_csv
+    from pressurebench.reports.export_tables import interval_coverage_frame
+    from pressurebench.stats.interval_rules import grid_coverage
+
+    rows = list(csv.DictReader(io.StringIO(frame_csv(interval_coverage_frame(results_for(SHORT))))))
+    overall = next(r for r in rows if r["interval"] == "overall rate")
+    found = grid_coverage("overall", 6, 6)
+    assert (overall["ci_method"], overall["grid_metrics"], overall["grid_per_metric"]) == (
+        "cluster-t-wilson", "4", "5")
+    assert (float(overall["coverage_low"]), float(overall["coverage_high"])) == (
+        found.low, found.high)
+    small = interval_coverage_frame(results_for(SHORT, base_per_metric=4))
+    metric = small[small["interval"] == "rate of a metric"].iloc[0]
+    assert pd.isna(metric["coverage_low"]) and "withheld" in metric["reason"]

@@ -6,6 +6,7 @@ from report_artifacts import METRICS, results_of, score_frame
 
 from pressurebench.io import read_artifact
 from pressurebench.reports.tables import (
+    COVERAGE_COLUMNS,
     GENERATION,
     MISSING,
     RESULTS_COLUMNS,
@@ -13,10 +14,13 @@ from pressurebench.reports.tables import (
     error_breakdown_for,
     format_difference,
     format_rate,
+    interval_coverage_table,
+    method_label,
     results_table,
 )
 from pressurebench.schemas import GenerationError, ScoresFile
-from pressurebench.stats.interval_rules import RATE
+from pressurebench.stats import methods
+from pressurebench.stats.interval_rules import RATE, grid_coverage
 from stats_support.synthetic import synthetic_scores
 
 
@@ -103,3 +107,23 @@ def test_error_breakdown_from_the_layout(artifacts):
         {"target": "target-a", "stage": "evaluate", "category": "no judge returned a verdict", "count": 1},
         {"target": "target-b", "stage": "simulate", "category": "conversation failed", "count": 2},
     ]
+
+
+def test_the_coverage_table_shows_each_interval_types_method_and_measured_coverage():
+    """4 metrics × RATE.single base scenarios: every kind of interval is made, with its method
+    and the grid's coverage range at that design; at RATE.pooled a metric's rate is withheld
+    and the row says so instead of showing a coverage."""
+    scores = synthetic_scores(target_rates={"a": 0.7, "b": 0.6}, metrics=4,
+                              base_per_metric=RATE.single, samples=1, seed=2)
+    table = interval_coverage_table(results_of(scores))
+    assert list(table.columns) == COVERAGE_COLUMNS
+    metric = table.set_index("interval").loc["rate of a metric"]
+    assert metric["method"] == method_label(methods.CLUSTER_T_WILSON_POOLED)
+    assert metric["study design"] == f"4 metrics × {RATE.single} base scenarios"
+    low = grid_coverage("metric (min)", 4, RATE.single).low
+    high = grid_coverage("metric (max)", 4, RATE.single).high
+    assert metric["grid coverage"] == f"{low:.3f}–{high:.3f}"
+    small = synthetic_scores(target_rates={"a": 0.7}, metrics=4, base_per_metric=RATE.pooled,
+                             samples=1, seed=2)
+    row = interval_coverage_table(results_of(small)).set_index("interval").loc["rate of a metric"]
+    assert row["grid design"] == MISSING and "withheld" in row["grid coverage"]

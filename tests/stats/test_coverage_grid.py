@@ -12,15 +12,17 @@ from stats_support.coverage_grid import (
     LOW,
     STATISTICS,
     coverage_grid,
+    monte_carlo_error,
     rule_of,
     simulate_cell,
 )
 
 # Over-covering at their rules where the grid says so (docs/interval_coverage.md): a metric's
-# own rate, differences and gaps (0.98-1.00 near a rate of 1: Wilson intervals on a handful of
-# base scenarios are conservative there), and at 3 base scenarios per metric of 4 metrics, ICC
-# 0.5, the pooled rates and the demographic gap (0.977-0.992). The rules guard the lower side;
-# every other interval must stay below HIGH too.
+# rate and difference near a rate of 1 (up to 0.98-0.99: 6-10 rows per metric cover in steps),
+# per-metric gaps (up to 1.00: with one or two discordant base scenarios the t statistic is at
+# most 1), and at 3 base scenarios per metric of 4 metrics, ICC 0.5, the pooled rates and the
+# demographic gap (0.977-0.992). The rules guard the lower side; every other interval must stay
+# below HIGH too.
 CONSERVATIVE = {
     "overall",
     "positive",
@@ -36,18 +38,23 @@ CONSERVATIVE = {
 
 def test_every_rule_covers_within_the_band_at_its_threshold():
     """4 metrics, 2 samples, ICC 0.1 and 0.5, rates 0.7 and 0.85, 600 benchmarks per cell, at
-    each rule's threshold: none short of LOW, and none over HIGH but the conservative ones."""
+    each rule's threshold: none short of LOW by more than two Monte-Carlo standard errors (the
+    tolerance of `measured_rules`: the lowest of four metrics' coverages at 600 benchmarks
+    falls that far below a true coverage near LOW by chance), and none over HIGH but the
+    conservative ones."""
     thresholds = tuple(sorted({rule_of(name) for name in STATISTICS}))
+    benchmarks = 600
     cells = coverage_grid(
-        benchmarks=600, metrics=(4,), base_per_metric=thresholds, samples=(2,), iccs=(0.1, 0.5),
-        seed=7,
+        benchmarks=benchmarks, metrics=(4,), base_per_metric=thresholds, samples=(2,),
+        iccs=(0.1, 0.5), seed=7,
     )
+    low = LOW - 2 * monte_carlo_error(benchmarks, 0.95)
     outside = [
         (name, c.base_per_metric, c.icc, c.rate, round(c.coverage[name], 3))
         for c in cells
         for name in STATISTICS
         if c.base_per_metric == rule_of(name)
-        and not (LOW <= c.coverage[name] and (name in CONSERVATIVE or c.coverage[name] <= HIGH))
+        and not (low <= c.coverage[name] and (name in CONSERVATIVE or c.coverage[name] <= HIGH))
     ]
     assert not outside, outside
 

@@ -109,10 +109,22 @@ def test_the_self_preference_contrast_follows_the_same_rule_as_a_difference():
 def test_the_sizing_recipe_in_the_docs_runs_and_prints_the_rules(capsys):
     """docs/intervals.md's example, run as written."""
     page = (Path(__file__).parents[2] / "docs" / "intervals.md").read_text(encoding="utf-8")
-    (code,) = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    code = next(block for block in re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+                if "scenarios_for_intervals" in block)
     exec(compile(code, "docs/intervals.md", "exec"), {})
     out = capsys.readouterr().out
     assert f"{RATE.pooled} base scenarios per metric; generate {with_margin(RATE.pooled)}" in out
     assert f"difference: {DIFFERENCE.pooled} pooled, {DIFFERENCE.single} on one metric" in out
     assert "with 20 metrics, 2 variants and 2 samples" in page.lower()
     assert f"{20 * with_margin(RATE.pooled) * 2 * 2} conversations" in page
+
+
+def test_the_coverage_recipe_in_the_docs_prints_the_grids_coverage_at_a_design(capsys):
+    """docs/intervals.md's reading of the grid's coverage at 10 metrics × 6 base scenarios:
+    the 4-metric design of 5 base scenarios, the largest not above it."""
+    page = (Path(__file__).parents[2] / "docs" / "intervals.md").read_text(encoding="utf-8")
+    code = next(block for block in re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+                if "grid_coverage" in block)
+    exec(compile(code, "docs/intervals.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.count("at 4 metrics x 5 base scenarios") == 4, out

@@ -34,14 +34,16 @@ A rule is set where no cell covers less than 0.93 beyond Monte-Carlo error
 (`measured_rules`); cells covering more than 0.975 are conservative and
 flagged in the tables.
 
-`cd tests && python -m stats_support.coverage_grid --out ../docs/interval_coverage.md`
-writes the table (`make coverage` does the same).
+`cd tests && python -m stats_support.coverage_grid --out ../docs/interval_coverage.md
+--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json` writes the tables and the
+package's copy of the summary (`make coverage` does the same).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -124,26 +126,50 @@ def _columns(x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[0], -1).T.astype(float)
 
 
-def _rate_coverage(strata_boot, successes, trials, truth, level):
-    estimates = estimate_rates(
-        strata_boot, successes, trials, np.zeros(successes.shape[1]), level
-    )
+def _rate_coverage(strata_boot, successes, trials, truth, level, pool=None):
+    """Coverage of each benchmark's rate; with `pool` (the benchmark's tables over all its
+    metrics) a metric's rate takes their design effect, as `target_rates` gives it."""
+    b = successes.shape[1]
+    if pool is None:
+        estimates = estimate_rates(strata_boot, successes, trials, np.zeros(b), level)
+    else:
+        estimates = estimate_rates(
+            strata_boot,
+            np.hstack([successes, pool[0]]),
+            np.hstack([trials, pool[1]]),
+            np.zeros(2 * b),
+            level,
+            pool=np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
+        )[:b]
     return _covered(estimates, truth, "rate")
 
 
-def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method):
+def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled):
     estimates = estimate_differences(
-        labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level
+        labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level, **pooled
     )
     return _covered(estimates, truth, "difference")
 
 
-def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False):
+def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False, pool=None):
+    """Coverage of each benchmark's paired difference; with `pool` (both sides' tables over
+    all the benchmark's metrics) a metric's difference takes their design effects and
+    correlation, as the package gives it."""
     rule = interval_rules.GAP if gap else interval_rules.DIFFERENCE
     method = methods.CLUSTER_T if gap else methods.CLUSTER_T_MOVER
+    b = s_a.shape[1]
+    pooled = {}
+    if pool is not None:
+        s_a, t_a, s_b, t_b = (np.hstack([own, whole]) for own, whole in zip((s_a, t_a, s_b, t_b),
+                                                                            pool))
+        pooled = {"pool": np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
+                  "strata": strata}
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=rule)
     labels = [("a", "b")] * s_a.shape[1]
-    return _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method)
+    reported, covered = _difference_coverage(
+        labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled
+    )
+    return reported[:b], covered[:b]
 
 
 def _measured_metrics(n_metrics: int) -> list[int]:
@@ -217,9 +243,12 @@ def simulate_cell(
     per_metric, metric_differences, metric_gaps = [], [], []
     for m in _measured_metrics(n_metrics):
         mask = (codes == m)[:, None]
-        per_metric.append(_rate_coverage(design, s_a * mask, t * mask, means[m], level))
+        per_metric.append(
+            _rate_coverage(design, s_a * mask, t * mask, means[m], level, pool=(s_a, t))
+        )
         metric_differences.append(
-            _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level)
+            _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level,
+                    pool=(s_a, t, s_b, t))
         )
         metric_gaps.append(
             _paired(g_1 * mask, t_g * mask, g_2 * mask, t_g * mask, codes, 0.0, level, gap=True)
@@ -364,7 +393,9 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
         "",
         (
             "Written by `make coverage` (`cd tests && python -m stats_support.coverage_grid "
-            f"--benchmarks {benchmarks} --jobs 2 --out ../docs/interval_coverage.md`), "
+            f"--benchmarks {benchmarks} --jobs 2 --out ../docs/interval_coverage.md "
+            "--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json`, which also "
+            "writes the summary the package shows beside each interval), "
             f"in {seconds:.0f} s. Each cell simulates {benchmarks} benchmarks of "
             f"{' or '.join(map(str, metric_counts))} metrics, two demographic variants per base "
             "scenario, and computes the intervals with the package's own functions, each with "
@@ -433,6 +464,50 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
     return "\n".join(lines) + "\n"
 
 
+def coverage_table(cells: list[Cell], *, benchmarks: int, confidence_level: float) -> dict:
+    """What `pressurebench.stats.interval_rules.grid_coverage` reads: per interval type, number
+    of metrics and base scenarios per metric, the lowest and highest coverage over samples ×
+    ICC × rate, as in the markdown's summary tables (rounded as they are shown)."""
+    coverage: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for name in STATISTICS:
+        per_metrics = coverage.setdefault(name, {})
+        for m in sorted({c.metrics for c in cells}):
+            for k in sorted({c.base_per_metric for c in cells}):
+                values = [c.coverage[name] for c in cells
+                          if c.metrics == m and c.base_per_metric == k
+                          and c.coverage[name] is not None]
+                if values:
+                    per_metrics.setdefault(str(m), {})[str(k)] = [
+                        round(min(values), 3), round(max(values), 3)
+                    ]
+    return {
+        "benchmarks": benchmarks,
+        "confidence_level": confidence_level,
+        "band": [LOW, HIGH],
+        "coverage": coverage,
+    }
+
+
+def summary_from_markdown(text: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """The `coverage` part of `coverage_table`, recomputed from the markdown's "Every cell"
+    table: how a test checks that the package's summary and the page come from one run."""
+    lines = text[text.index("## Every cell"):].splitlines()
+    header = next(line for line in lines if line.startswith("| metrics |"))
+    names = [cell.strip() for cell in header.strip("|").split("|")][5:]
+    ranges: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in names}
+    for line in lines[lines.index(header) + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        m, k, values = cells[0], cells[1], cells[5:]
+        for name, value in zip(names, values):
+            if value == "none":
+                continue
+            found = ranges[name].setdefault(m, {}).setdefault(k, [float(value), float(value)])
+            found[0], found[1] = min(found[0], float(value)), max(found[1], float(value))
+    return {name: by_m for name, by_m in ranges.items() if by_m}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", type=int, default=1000)
@@ -442,6 +517,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--confidence-level", type=float, default=0.95)
     parser.add_argument("--seed", type=int, default=2025)
     parser.add_argument("--out", help="write the markdown table here (default: print it)")
+    parser.add_argument(
+        "--coverage-json",
+        help="also write the coverage per interval type and design here, the package's copy "
+        "(src/pressurebench/stats/coverage/interval_coverage.json) that results carry beside each interval",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     cells = coverage_grid(
@@ -463,6 +543,13 @@ def main(argv: list[str] | None = None) -> None:
             handle.write(text)
     else:
         print(text)
+    if args.coverage_json:
+        table = coverage_table(
+            cells, benchmarks=args.benchmarks, confidence_level=args.confidence_level
+        )
+        with open(args.coverage_json, "w", encoding="utf-8") as handle:
+            json.dump(table, handle, indent=1, sort_keys=True)
+            handle.write("\n")
 
 
 if __name__ == "__main__":

@@ -287,7 +287,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
           "(pressurebench.stats.interval_rules, measured by the coverage grid):")
     for rule in RULES.values():
         print(f"  {rule.statistic}: {rule.per_metric(metrics)} over all {metrics} metrics, "
-              f"{rule.single} for a single metric ({rule.method})")
+              f"{rule.single} for a single metric ({rule.method}; one metric: "
+              f"{rule.method_on_one_metric})")
     print("below that the results withhold them, with the reason and the design that gives one.")
     return 0
 

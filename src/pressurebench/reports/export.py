@@ -10,7 +10,9 @@ results, the same figures the aggregate report shows:
   integers, a missing value empty), each with its interval's method and, where
   it is withheld, the reason: pass rates (overall, per metric type, metric and
   demographic value), pairwise differences, demographic gaps with Holm's
-  decisions, onsets of giving in, judge and inter-sample agreement, errors, and
+  decisions, onsets of giving in, judge and inter-sample agreement, each kind of
+  interval's method and the coverage the grid measured at the study's design
+  (`interval_coverage`), errors, and
   with fidelity checks the simulated user's break shares (`fidelity`) and the
   pass rates without the conversations where it broke (`fidelity_sensitivity`), and
   with human labels every pass rate, target difference and demographic gap as
@@ -116,6 +118,8 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             targets=list(results.targets), target_columns=["target"]))
     out["agreement"] = (export_tables.agreement_frame(results),
                         latex.agreement_table(results, f"tab:{b}-agreement"))
+    out["interval_coverage"] = (export_tables.interval_coverage_frame(results),
+                                latex.interval_coverage_table(results, f"tab:{b}-interval-coverage"))
     out["errors"] = (errors, latex.table_float(
         latex.booktabs(errors), latex.latex_escape(f"Errors ({b})."), f"tab:{b}-errors"))
     if results.judge_validity is not None and results.judge_validity.corrected is not None:

@@ -220,3 +220,14 @@ def agreement_frame(results: Results) -> pd.DataFrame:
     add("judges", None, f"{ja.kappa_method or 'cohen'} kappa", ja.kappa, ja.reason)
     add("judges", None, "krippendorff alpha", ja.krippendorff_alpha, ja.reason)
     return _typed(pd.DataFrame(rows, columns=AGREEMENT_COLUMNS))
+
+
+def interval_coverage_frame(results: Results) -> pd.DataFrame:
+    """Per kind of interval: its method, the study's design, and the coverage range the grid
+    measured at the largest design not above it (empty, with the reason, where none)."""
+    columns = ["interval", "ci_method", "metrics", "base_scenarios_per_metric", "grid_metrics",
+               "grid_per_metric", "coverage_low", "coverage_high", "reason"]
+    rows = [[i.interval, i.method, i.metrics, i.base_scenarios_per_metric, i.grid_metrics,
+             i.grid_per_metric, i.coverage_low, i.coverage_high, i.reason]
+            for i in results.intervals]
+    return _typed(pd.DataFrame(rows, columns=columns))

@@ -378,3 +378,30 @@ def fidelity_corrected_table(results: Results, label: str) -> str:
                            f"{latex_escape(results.benchmark)} with each kind of simulated-user "
                            "break", f"{results.statistics.confidence_level:.0%}",
                            results.judge_validity.corrected.method, label)
+
+
+def interval_coverage_table(results: Results, label: str) -> str:
+    """Each kind of interval's method and the coverage the grid measured at the study's design
+    (its range over the simulated samples, ICC and rates), or "withheld"."""
+    body = []
+    for i in results.intervals:
+        shown = i.reason is None
+        body.append([
+            latex_escape(i.interval),
+            latex_escape(method_label(i.method)) if shown else "withheld",
+            f"{i.grid_metrics} $\\times$ {i.grid_per_metric}" if shown else DASH,
+            f"{i.coverage_low:.3f}--{i.coverage_high:.3f}" if shown else DASH,
+        ])
+    per_metric = results.intervals[0].base_scenarios_per_metric if results.intervals else 0
+    metrics = results.intervals[0].metrics if results.intervals else 0
+    caption = latex_escape(
+        f"Coverage of the nominal {results.statistics.confidence_level:.0%} intervals of "
+        f"{results.benchmark} ({metrics} metrics, at least {per_metric} base scenarios each) "
+        "measured on simulated benchmarks at the largest simulated design not above it "
+        "(metrics x base scenarios per metric): lowest and highest over samples, "
+        "intra-scenario correlation and rate."
+    )
+    return table_float(
+        _tabular("lp{4.4cm}ll", ["interval", "method", "design", "coverage"], body), caption,
+        label
+    )

@@ -29,9 +29,11 @@ from ..stats.results import Results
 
 METHOD_LABELS = {
     methods.CLUSTER_T_WILSON: "cluster-t Wilson",
+    methods.CLUSTER_T_WILSON_POOLED: "cluster-t Wilson, design effect pooled over metrics",
     methods.CLUSTER_T: "cluster-t, paired",
     methods.CLUSTER_T_WELCH: "cluster-t, Welch df",
     methods.CLUSTER_T_MOVER: "cluster-t MOVER, paired",
+    methods.CLUSTER_T_MOVER_POOLED: "cluster-t MOVER, paired, design effects pooled over metrics",
     methods.CLUSTER_T_WELCH_MOVER: "cluster-t MOVER, Welch df",
     methods.CLUSTER_BOOTSTRAP: "cluster bootstrap",
     methods.INDEPENDENT_CLUSTER_BOOTSTRAP: "independent cluster bootstraps",
@@ -144,6 +146,30 @@ def results_table(results: Results, metric_names: Mapping[str, str] | None = Non
         for m in metric_ids(results):
             rows.append(_row(target, metric_label(m, metric_names), rates.by_metric.get(m)))
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
+
+
+COVERAGE_COLUMNS = ["interval", "method", "study design", "grid design", "grid coverage"]
+
+
+def interval_coverage_table(results: Results) -> pd.DataFrame:
+    """One row per kind of interval: its method, the study's design, and the coverage the
+    grid (docs/interval_coverage.md) measured at the largest design not above it, or why
+    none is shown."""
+    rows = []
+    for shown in results.intervals:
+        design = f"{shown.metrics} metrics × {shown.base_scenarios_per_metric} base scenarios"
+        if shown.reason is not None:
+            rows.append([shown.interval, method_label(shown.method), design, MISSING,
+                         shown.reason])
+            continue
+        rows.append([
+            shown.interval,
+            method_label(shown.method),
+            design,
+            f"{shown.grid_metrics} metrics × {shown.grid_per_metric}",
+            f"{shown.coverage_low:.3f}–{shown.coverage_high:.3f}",
+        ])
+    return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
 
 
 def _generation_category(error: GenerationError) -> str:

@@ -47,6 +47,7 @@ DATA_DIRS = {
     "prompts.py": "prompts",
     "reports/safety.py": "reports/templates",
     "labels/page.py": "labels/templates",
+    "stats/interval_rules.py": "stats/coverage",
 }
 
 

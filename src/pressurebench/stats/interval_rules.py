@@ -15,7 +15,9 @@ and they are not withheld for it.
 
 A quantity pooled over several metrics and the same quantity on one metric
 are different statistics here (`pooled` and `single`): the first has the
-degrees of freedom of all metrics' base scenarios, the second of one metric's.
+degrees of freedom of all metrics' base scenarios; the second is read with the
+design effect of all its target's metrics (a generalized variance function)
+but rests on its own metric's rows.
 
 Statistics the grid does not simulate (judge-corrected rates, capitulation
 bands, fidelity shares) keep the rule they were measured with: 20 degrees of
@@ -24,11 +26,14 @@ freedom, base scenarios minus metrics (`DEGREES_OF_FREEDOM_RULE`).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from importlib import resources
 
 # Below this many base scenarios per metric the design's variance is measured
 # with so few degrees of freedom that no statistic here is reported.
@@ -43,7 +48,7 @@ class IntervalRule:
     """The fewest base scenarios per metric at which a statistic's interval is reported.
 
     `pooled` applies to a quantity over two or more metrics, `single` to one
-    metric's; `min_df` (base scenarios minus metrics) is the rule of the
+    metric's (made by `single_method` where it differs); `min_df` (base scenarios minus metrics) is the rule of the
     statistics the coverage grid does not simulate; `method` names how the
     interval is made at the design the rule allows.
     """
@@ -53,6 +58,13 @@ class IntervalRule:
     single: int
     method: str
     min_df: int | None = None
+    single_method: str | None = None
+
+    @property
+    def method_on_one_metric(self) -> str:
+        """How one metric's interval is made: with the design effects pooled over its target's
+        metrics where the statistic has such a method, else as the pooled one."""
+        return self.single_method or self.method
 
     def per_metric(self, metrics: int) -> int:
         """Base scenarios per metric a quantity over `metrics` metrics needs for an interval."""
@@ -77,13 +89,16 @@ class IntervalRule:
 
 
 # The rules the coverage grid supports (docs/interval_coverage.md, "rules" table): never
-# below the design it measured, and never below 3 base scenarios per metric pooled or 5 on one
-# metric. Below those floors the grid finds intervals that cover, but conservatively to the
-# point of saying little (0.97-1.00 on one metric at 2-3 base scenarios, pooled rates up to
-# 0.99 at 2), and it simulates no benchmark of fewer than 4 metrics, where 2 per metric would
-# leave 2-3 degrees of freedom.
-RATE = IntervalRule("rate", pooled=3, single=5, method="cluster-t-wilson")
-DIFFERENCE = IntervalRule("difference", pooled=3, single=12, method="cluster-t-mover-wilson")
+# below the design it measured, and never below 3 base scenarios per metric pooled or 5 for
+# one metric's rate. One metric's rate and paired difference borrow the design effects (and
+# the correlation) of all its target's metrics (`cluster_t.pooled_design_effects`), which is
+# what lets a difference be reported from 3 base scenarios per metric; one metric's rate stays
+# at 5, the goal the grid was asked to meet (at 3 it falls to 0.92 in a few cells). A benchmark of one metric has nothing to pool with and
+# takes its metric's own design at the same thresholds (the grid simulates 4 and 20 metrics).
+RATE = IntervalRule("rate", pooled=3, single=5, method="cluster-t-wilson",
+                    single_method="cluster-t-wilson-pooled-design-effect")
+DIFFERENCE = IntervalRule("difference", pooled=3, single=3, method="cluster-t-mover-wilson",
+                          single_method="cluster-t-mover-wilson-pooled-design-effect")
 INDEPENDENT_DIFFERENCE = IntervalRule(
     "independent difference", pooled=3, single=12, method="cluster-t-welch-mover-wilson"
 )
@@ -154,3 +169,49 @@ def remedy(metrics: int, rule: IntervalRule, clusters: int) -> str:
     return (f"an interval needs at least {needed} base scenarios per metric with valid rows "
             f"(set generation.scenarios_per_metric: {with_margin(needed)}, which leaves a "
             "margin for generation losses; the command pressurebench plan sizes a study)")
+
+
+# The coverage grid's summary (per interval type, number of metrics and base scenarios per
+# metric: lowest and highest coverage), written by `make coverage` with docs/interval_coverage.md.
+COVERAGE_FILE = "coverage/interval_coverage.json"
+
+
+@dataclass(frozen=True)
+class GridCoverage:
+    """What the coverage grid measured for an interval type at the design nearest a study's
+    and not larger: its number of metrics and base scenarios per metric, and the lowest and
+    highest coverage over samples, ICC and rate there."""
+
+    interval_type: str
+    metrics: int
+    per_metric: int
+    low: float
+    high: float
+
+
+@functools.cache
+def coverage_table() -> dict:
+    """The grid's summary as `make coverage` wrote it into the package."""
+    text = resources.files(__package__).joinpath(*COVERAGE_FILE.split("/")).read_text(
+        encoding="utf-8"
+    )
+    return json.loads(text)
+
+
+def grid_coverage(interval_type: str, metrics: int, per_metric: int) -> GridCoverage | None:
+    """The grid's coverage of `interval_type` (a row of docs/interval_coverage.md: "overall",
+    "metric (min)", "target difference", ...) at the largest simulated design not larger than
+    `metrics` metrics of `per_metric` base scenarios each (with fewer metrics than the grid
+    simulates, its smallest number of metrics); None below its smallest design."""
+    by_metrics = coverage_table()["coverage"].get(interval_type, {})
+    counts = sorted(int(m) for m in by_metrics)
+    if not counts:
+        return None
+    fitting = [m for m in counts if m <= metrics]
+    m = fitting[-1] if fitting else counts[0]
+    sizes = sorted(int(k) for k in by_metrics[str(m)])
+    below = [k for k in sizes if k <= per_metric]
+    if not below:
+        return None
+    low, high = by_metrics[str(m)][str(below[-1])]
+    return GridCoverage(interval_type, m, below[-1], float(low), float(high))

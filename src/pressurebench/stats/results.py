@@ -23,6 +23,7 @@ from .bootstrap import ClusterBootstrap, check_confidence_level
 from .fidelity import FidelityResults
 from .frame import check_scores, valid_mask
 from .gaps import DemographicGap, demographic_gaps
+from .interval_coverage import IntervalCoverage, interval_coverages
 from .judge_validity import JudgeValidity
 from .pressure import PressureResults, pressure_results
 from .ranking import TargetComparison, compare_targets
@@ -34,6 +35,8 @@ RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
     "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "
     "MOVER from the two rates' Wilson intervals for differences between targets and arms; "
+    "one metric's rate and paired difference with the design effects and correlation pooled "
+    "over its target's metrics; "
     "each statistic withheld below the design its coverage-grid rule needs "
     "(pressurebench.stats.interval_rules) or with a single-scenario metric; capitulation bands "
     "and curve differences on Greenwood's linearization, withheld below 20 degrees of freedom); "
@@ -119,6 +122,11 @@ class Results(BaseModel):
         description="targets whose conversations were imported: their sources, clustering and "
         "the checks skipped",
     )
+    intervals: list[IntervalCoverage] = Field(
+        default_factory=list,
+        description="per kind of interval: its method and the coverage the grid "
+        "(docs/interval_coverage.md) measured at the largest design not above the study's",
+    )
     labels_set_aside: list[LabelsSetAside] = Field(
         default_factory=list,
         description="stored labels that no longer match the data (a transcript changed since, say), "
@@ -192,6 +200,7 @@ def build_results(
         ),
         targets=targets,
         comparison=compare_targets(scores, bootstrap, confidence_level=confidence_level),
+        intervals=interval_coverages(bootstrap.strata_codes),
         sample_agreement=sample_agreement(scores, bootstrap, confidence_level=confidence_level),
         judge_agreement=judge_agreement(scores, bootstrap, confidence_level=confidence_level),
         pressure=(

@@ -1,0 +1,67 @@
+"""Each interval type's method and the coverage the grid measured at the study's design, as
+results.json carries them; the package's copy of the grid summary and docs/interval_coverage.md
+come from one run of the grid."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pressurebench.stats import methods
+from pressurebench.stats.interval_rules import COVERAGE_FILE, RATE, coverage_table, grid_coverage
+from pressurebench.stats.results import build_results
+from stats_support.coverage_grid import STATISTICS, summary_from_markdown
+from stats_support.synthetic import synthetic_scores
+
+ROOT = Path(__file__).parents[2]
+PAGE = ROOT / "docs" / "interval_coverage.md"
+SETTINGS = {"resamples": 20, "confidence_level": 0.95, "seed": 0, "benchmark": "b"}
+
+
+def test_the_packaged_summary_and_the_coverage_page_come_from_one_grid_run():
+    """Every range of the package's summary is the lowest and highest of the page's cells at
+    that design, over the same number of simulated benchmarks: `make coverage` writes both."""
+    text = PAGE.read_text(encoding="utf-8")
+    packaged = json.loads(
+        (ROOT / "src" / "pressurebench" / "stats" / COVERAGE_FILE).read_text(encoding="utf-8")
+    )
+    assert packaged == coverage_table()
+    assert packaged["benchmarks"] == int(re.search(r"--benchmarks (\d+)", text).group(1))
+    assert packaged["coverage"] == summary_from_markdown(text)
+    assert set(packaged["coverage"]) == set(STATISTICS)
+
+
+def test_the_grid_design_read_is_the_largest_not_above_the_studys():
+    sizes = sorted(int(k) for k in coverage_table()["coverage"]["overall"]["4"])
+    assert grid_coverage("overall", 4, sizes[1] + 1).per_metric == sizes[1]
+    assert grid_coverage("overall", 19, sizes[-1] + 100).metrics == 4
+    assert grid_coverage("overall", 2, sizes[0]).metrics == 4  # fewer metrics than simulated
+    assert grid_coverage("overall", 4, sizes[0] - 1) is None
+
+
+def test_results_carry_each_interval_types_method_and_its_measured_coverage():
+    scores = synthetic_scores(target_rates={"a": 0.7, "b": 0.6}, metrics=4,
+                              base_per_metric=RATE.single + 1, samples=2, seed=3)
+    shown = {i.interval: i for i in build_results(scores, **SETTINGS).intervals}
+    metric = shown["rate of a metric"]
+    assert metric.method == methods.CLUSTER_T_WILSON_POOLED and metric.reason is None
+    assert (metric.metrics, metric.base_scenarios_per_metric) == (4, RATE.single + 1)
+    low = grid_coverage("metric (min)", 4, RATE.single + 1)
+    high = grid_coverage("metric (max)", 4, RATE.single + 1)
+    assert metric.grid_per_metric == low.per_metric <= RATE.single + 1
+    assert (metric.coverage_low, metric.coverage_high) == (low.low, high.high)
+    overall = grid_coverage("overall", 4, RATE.single + 1)
+    assert (shown["overall rate"].coverage_low, shown["overall rate"].coverage_high) == (
+        overall.low, overall.high)
+    assert shown["difference between targets"].method == methods.CLUSTER_T_MOVER
+
+
+def test_below_a_rule_the_results_say_the_interval_type_is_withheld():
+    scores = synthetic_scores(target_rates={"a": 0.7}, metrics=4, base_per_metric=RATE.pooled,
+                              samples=1, seed=4)
+    shown = {i.interval: i for i in build_results(scores, **SETTINGS).intervals}
+    assert shown["overall rate"].reason is None
+    metric = shown["rate of a metric"]
+    assert metric.coverage_low is None and metric.method == methods.NONE
+    assert f"needs {RATE.single} base scenarios per metric" in metric.reason
