@@ -235,7 +235,7 @@ def test_manifest_without_model_calls(project):
 
 def test_missing_scores_file_names_the_file(project):
     write_inputs(LAYOUT, {"target-a": target_a()})
-    with pytest.raises(ConfigError, match=r"data/tiny/runs/target-b/scores\.json.*target-b"):
+    with pytest.raises(ConfigError, match=r"data/tiny/runs/target-b/evaluate/scores\.json.*target-b"):
         aggregate.run(project.params_path, "tiny")
     assert not LAYOUT.results_file.exists()
 

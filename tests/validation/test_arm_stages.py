@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench.arms.naming import plan_file
 from pressurebench.arms.plan import StudyPlan, rows_of, select_base_scenarios
 from pressurebench.commands import cli
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.llm.client import ModelClient
-from pressurebench.paths import Layout
+from pressurebench.paths import Layout, plan_file
 from pressurebench.schemas import Benchmark, ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
 from pressurebench.validation import evaluator_bias, generator_bias, user_model_bias

@@ -70,14 +70,14 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
         samples=1,
         seed=1,
     )
-    main.root.mkdir(parents=True)
+    main.benchmark_file.parent.mkdir(parents=True)
     main.benchmark_file.write_text(yaml.safe_dump(TINY_BENCHMARK))
     write_artifact(main.scenarios_file, ScenariosFile(benchmark="tiny", rows=scenarios_of(frame)))
     write_scores(main, frame)
     plans = write_plans(load_params(project.params_path), "tiny")
 
     generator = Layout(Path("data"), "tiny", "generator/gen")
-    generator.root.mkdir(parents=True)
+    generator.benchmark_file.parent.mkdir(parents=True)
     generator.benchmark_file.write_text(yaml.safe_dump(TINY_BENCHMARK))
     write_scores(
         generator,
