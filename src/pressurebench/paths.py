@@ -56,11 +56,6 @@ def plan_file(data_dir: str | Path, benchmark: str, study: str) -> Path:
     return validation_dir(data_dir, benchmark) / PLAN_STEP / f"{study}.json"
 
 
-def report_dir(data_folder: str | Path, data_dir: str | Path, reports_dir: str | Path) -> Path:
-    """A stage's report folder: its data folder's path under `reports_dir` instead of `data_dir`."""
-    return Path(reports_dir) / Path(data_folder).relative_to(data_dir)
-
-
 @dataclass(frozen=True)
 class Layout:
     data_dir: Path
