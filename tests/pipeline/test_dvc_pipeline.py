@@ -169,8 +169,8 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(reproduced_rep
     figures = root / "src" / "pressurebench" / "reports" / "figures.py"
     figures.write_text(figures.read_text() + "\n# a changed report module\n")
     rerun = {s.split("@")[0] for s in after_code_change(root)}
-    assert rerun == {"aggregate", "export", "generator_bias", "user_model_bias",
-                     "evaluator_bias"}, rerun
+    assert rerun == {"aggregate", "export", "validation_generator_bias", "validation_user_bias",
+                     "validation_evaluator_bias"}, rerun
 
 
 def test_dvc_experiment_with_a_changed_param(reproduced_repo: Path):
