@@ -26,9 +26,9 @@ from .paths import CALLS, Layout
 from .prompts import prompt_hashes
 from .schemas import Cost, Manifest, ModelUsage, RecordedUsage
 
-# Beside every provider's own distributions (`ModelApi.distributions`).
 # What a stage calling no model records as its cache counts (those of a client never asked).
 NO_CALLS_CACHE_STATS = {"hits": 0, "misses": 0, "repaired": 0, "replayed_from_record": 0}
+# Beside every provider's own distributions (`ModelApi.distributions`).
 RECORDED_PACKAGES = ("pressurebench", "pydantic", "numpy", "scipy", "pandas", "dvc", "papermill")
 
 
