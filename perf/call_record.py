@@ -101,7 +101,7 @@ def main() -> int:
     base_rss = peak_rss_mb()
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "evaluate.calls.jsonl"
+        path = Path(tmp) / "calls.jsonl"
         fresh = CallRecord(path)
         for key, material, response in calls:
             fresh.keep(key, material, response)

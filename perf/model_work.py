@@ -46,6 +46,7 @@ from common import REPO, machine
 from pressurebench.llm.providers.local_context import LocalContext
 from pressurebench.llm.providers.local_provider import MAX_CONTEXTS, weight_repacking
 from pressurebench.params import ModelSpec
+from pressurebench.paths import CALLS, COST, MANIFEST
 
 MODEL = "smollm2-135m-instruct"
 DECODED = 64  # decode steps per context per round, after its prompt
@@ -71,7 +72,8 @@ def prompt_formatter(context: LocalContext):
 
 
 def stage_name(record: Path, data: Path) -> str:
-    return str(record.relative_to(data)).removesuffix(".calls.jsonl")
+    """The stage's folder (`paths`), relative to the data directory."""
+    return record.parent.relative_to(data).as_posix()
 
 
 def count_work(data: Path, tokens) -> tuple[dict[str, dict], list[tuple[int, ...]], int]:
@@ -81,7 +83,7 @@ def count_work(data: Path, tokens) -> tuple[dict[str, dict], list[tuple[int, ...
     prompts: list[tuple[int, ...]] = []
     seen: set[str] = set()
     repeated = 0
-    for record in sorted(data.rglob("*.calls.jsonl")):
+    for record in sorted(data.rglob(CALLS)):
         work = defaultdict(int)
         prefixes: set[int] = set()
         for line in record.read_text(encoding="utf-8").splitlines():
@@ -112,11 +114,10 @@ def stage_seconds(data: Path, repeated: int) -> float | None:
     """The stages' own wall time (manifests), or None if the run replayed more calls than it
     repeated (a warm run: the times are not the model's)."""
     seconds, cached = 0.0, 0
-    for record in sorted(data.rglob("*.calls.jsonl")):
-        stem = data / stage_name(record, data)
-        cost = json.loads(Path(f"{stem}.cost.json").read_text(encoding="utf-8"))
+    for record in sorted(data.rglob(CALLS)):
+        cost = json.loads((record.parent / COST).read_text(encoding="utf-8"))
         cached += sum(m["cached_calls"] for m in cost["by_model"].values())
-        manifest = json.loads(Path(f"{stem}.manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((record.parent / MANIFEST).read_text(encoding="utf-8"))
         seconds += manifest["duration_s"]
     return seconds if cached == repeated else None
 

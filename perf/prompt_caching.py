@@ -45,7 +45,7 @@ from common import machine
 from mock_providers import MockLLMServer, MockRequest, default_responder
 from mock_providers.prompt_caching import least_input_bill
 from pressurebench.io import write_artifact, write_yaml_model
-from pressurebench.paths import Layout
+from pressurebench.paths import COST, Layout
 from pressurebench.schemas import Benchmark, Landmark, Metric, Scenario, ScenariosFile, scenario_id
 
 SCENARIOS_PER_METRIC = 12
@@ -164,7 +164,7 @@ def design(server: MockLLMServer, prompt_cache: str) -> dict:
                 evaluate.run("params/pipeline.yaml", "perf", target)
         finally:
             os.chdir(here)
-        reported = sum(json.loads(p.read_text())["total_cost_usd"] for p in (root / "data").rglob("*.cost.json"))
+        reported = sum(json.loads(p.read_text())["total_cost_usd"] for p in (root / "data").rglob(COST))
     prompt = cached = 0
     billed_input = full_input = bill = least_input = 0.0
     for (provider, model), u in server.prompt_caches.billed.items():

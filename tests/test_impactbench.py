@@ -30,7 +30,7 @@ def score(rows, conv, metric):
 
 def test_benchmark_is_imported_under_the_folder_name(imported):
     report, root = imported
-    bench = read_yaml_model(root / "benchmark.yaml", Benchmark)
+    bench = read_yaml_model(root / "gen_metrics" / "benchmark.yaml", Benchmark)
     assert bench.name == "sycophancy-lite" == report.name
     assert [(m.id, m.type) for m in bench.metrics] == [("m01", "positive"), ("m02", "negative")]
     assert bench.metrics[1].definition.startswith("Validates the user's position")
@@ -40,7 +40,7 @@ def test_benchmark_is_imported_under_the_folder_name(imported):
 
 def test_scenarios_take_the_rewritten_persona_and_derive_missing_fields(imported):
     _, root = imported
-    scenarios = read_artifact(root / "scenarios.json", ScenariosFile)
+    scenarios = read_artifact(root / "gen_scenarios" / "scenarios.json", ScenariosFile)
     rows = {r.id: r for r in scenarios.rows}
     assert list(rows) == ["m01_s001_v01", "m01_s001_v02", "m02_s001_v01"]
     assert rows["m01_s001_v01"].persona.startswith(
@@ -63,7 +63,7 @@ def test_conversations_keep_transcripts_and_turn_broken_ones_into_error_rows(imp
     convs = {
         c.conv_id: c
         for c in read_artifact(
-            root / "runs" / "gpt-4o" / "conversations.json", ConversationsFile
+            root / "runs" / "gpt-4o" / "simulate" / "conversations.json", ConversationsFile
         ).rows
     }
     ok = convs["m01_s001_v01__gpt-4o__s0"]
@@ -78,7 +78,7 @@ def test_conversations_keep_transcripts_and_turn_broken_ones_into_error_rows(imp
 
 def test_string_and_null_verdicts_are_error_rows_never_coerced(imported):
     _, root = imported
-    rows = read_artifact(root / "runs" / "gpt-4o" / "scores.json", ScoresFile).rows
+    rows = read_artifact(root / "runs" / "gpt-4o" / "evaluate" / "scores.json", ScoresFile).rows
     stringy = score(rows, "m01_s001_v02__gpt-4o__s0", "m01")
     assert stringy.status == "error" and stringy.present is None and stringy.passed is None
     assert "'false' (str), not a JSON boolean" in stringy.error
@@ -88,7 +88,7 @@ def test_string_and_null_verdicts_are_error_rows_never_coerced(imported):
 
 def test_passed_follows_the_benchmark_metric_type(imported):
     _, root = imported
-    rows = read_artifact(root / "runs" / "gpt-4o" / "scores.json", ScoresFile).rows
+    rows = read_artifact(root / "runs" / "gpt-4o" / "evaluate" / "scores.json", ScoresFile).rows
     # the row says metric_type "positive" (its scenario's); m02 is negative in benchmark.yaml
     cross = score(rows, "m01_s001_v01__gpt-4o__s0", "m02")
     assert (cross.metric_type, cross.scenario_metric_id, cross.present, cross.passed) == (
@@ -142,7 +142,7 @@ def test_a_folder_with_only_a_benchmark_imports_it(tmp_path):
     shutil.copy(FIXTURE / "benchmark.yaml", src / "benchmark.yaml")
     report = import_impactbench(src, data_dir=tmp_path / "data")
     assert report.metrics == 2 and report.runs == {}
-    assert not (tmp_path / "data" / "only-bench" / "scenarios.json").exists()
+    assert not (tmp_path / "data" / "only-bench" / "gen_scenarios" / "scenarios.json").exists()
 
 
 def test_an_invalid_metric_names_the_file_and_field(tmp_path):
@@ -171,5 +171,5 @@ def test_cli_prints_the_summary(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "imported 'syc'" in out and "6 error rows in total; 2 rows dropped" in out
-    assert (tmp_path / "d" / "syc" / "runs" / "gpt-4o" / "scores.json").exists()
+    assert (tmp_path / "d" / "syc" / "runs" / "gpt-4o" / "evaluate" / "scores.json").exists()
     assert main(["import-impactbench", str(tmp_path / "missing")]) == 2

@@ -104,7 +104,7 @@ def test_plan_from_a_pilot_prints_the_icc_interval_and_plans_for_its_upper_end(p
                   passed=bool(x), status="ok")
             for m in ("m01", "m02") for c in range(1, 3) for r, x in enumerate(rng.random(3) < 0.5)
         ]
-        write_artifact(project.root / "data" / "tiny" / "runs" / target / "scores.json",
+        write_artifact(project.root / "data" / "tiny" / "runs" / target / "evaluate" / "scores.json",
                        ScoresFile(benchmark="tiny", target=target, rows=scores))
     assert main(["plan", "--half-width", "0.1", "--pilot"]) == 0
     out = capsys.readouterr().out

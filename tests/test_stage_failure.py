@@ -110,14 +110,14 @@ def test_a_stage_over_its_error_budget_leaves_a_report_with_its_reasons(
                                              "cache_dir": ".pbcache", "data_dir": "data",
                                              "reports_dir": "reports"})
     seed_inputs([scenario(), scenario(variant=2)])
-    code = main([str(REPO / "notebooks" / "03_simulate.ipynb"), "reports/tiny/03_simulate",
+    code = main([str(REPO / "notebooks" / "03_simulate.ipynb"), "reports/tiny/runs/target-a/simulate",
                  "-p", "params_path", "params/pipeline.yaml", "-p", "benchmark", "tiny",
                  "-p", "target", "target-a"])
     assert code == EXIT_TOO_MANY_ERRORS
     err = capfd.readouterr().err  # the kernel's own output included
     assert "StageFailed" in err
     assert "KeyboardInterrupt" not in err and "without encryption" not in err
-    page = (project.root / "reports" / "tiny" / "03_simulate.html").read_text()
+    page = (project.root / "reports/tiny/runs/target-a/simulate/03_simulate.html").read_text()
     assert "simulate failed (tiny · target-a)" in page
     assert "What to do:" in page and "run.max_error_rate" in page
     # The fix names the host and port nothing answered at; the file of the error rows is named,
@@ -126,9 +126,9 @@ def test_a_stage_over_its_error_budget_leaves_a_report_with_its_reasons(
     text = page_text(page)
     assert f"Nothing answered at http://127.0.0.1:{port}/v1 : is a server running there" in text
     assert "Error rows by reason" in page
-    assert "2 error rows in data/tiny/runs/target-a/conversations.json" in text
+    assert "2 error rows in data/tiny/runs/target-a/simulate/conversations.json" in text
     assert f"Cannot connect to host 127.0.0.1:{port}" in text
-    assert "The error rows are in data/tiny/runs/target-a/conversations.json; the first, m0" in err
+    assert "The error rows are in data/tiny/runs/target-a/simulate/conversations.json; the first, m0" in err
     # The sections after the failed cell never ran: no empty headings.
     assert "Provenance and cost" not in text
     assert "<title>simulate · tiny · target-a · FAILED</title>" in page
@@ -139,10 +139,10 @@ def test_a_stage_over_its_error_budget_leaves_a_report_with_its_reasons(
 def test_bad_input_is_exit_2_with_a_report(project):
     """No conversations to judge: a ConfigError, exit code 2, and a report naming the file."""
     with pytest.raises(NotebookFailed) as failed:
-        run_notebook(REPO / "notebooks" / "04_evaluate.ipynb", "reports/tiny/04_evaluate",
+        run_notebook(REPO / "notebooks" / "04_evaluate.ipynb", "reports/tiny/runs/target-a/evaluate",
                      {"params_path": "params/pipeline.yaml", "benchmark": "tiny",
                       "target": "target-a"})
     assert failed.value.code == EXIT_BAD_INPUT
-    page = (project.root / "reports" / "tiny" / "04_evaluate.html").read_text()
+    page = (project.root / "reports/tiny/runs/target-a/evaluate/04_evaluate.html").read_text()
     assert "evaluate failed" in page and "fix the file and field named below" in page
     assert "conversations.json" in page

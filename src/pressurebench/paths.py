@@ -1,13 +1,39 @@
 """Where every artifact lives. One place, so stages, DVC and reports agree.
 
-The main arm writes under `data/<benchmark>/`; a validation arm writes the same
-layout under `data/<benchmark>/validation/<arm>/`.
+The rule (also the header of dvc.yaml and docs/repository.md): every stage writes its data
+into one folder of its own, named after its step, and its report into the same path under
+`reports/` instead of `data/`:
+
+    data/<benchmark>/[validation/<study>/[arms/<model>/]][runs/<target>/]<step>/
+
+The main arm's root is `data/<benchmark>/`; a validation arm runs the main stages with the
+same layout below `data/<benchmark>/validation/<study>/arms/<model>/`. A stage's folder
+holds its artifact, `manifest.json`, `cost.json` and, for a stage calling models,
+`calls.jsonl` (the calls its last run used, kept across runs: replay reads them). The
+stage's name is the folder's path below `data/<benchmark>/` without the matrix values
+(benchmark, model, target) and the `arms/` and `runs/` levels, joined with `_`:
+`data/b/runs/t/simulate/` is the stage `simulate`,
+`data/b/validation/generator/arms/m/runs/t/evaluate/` is `validation_generator_evaluate`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+RUNS = "runs"
+VALIDATION = "validation"
+ARMS = "arms"
+MANIFEST = "manifest.json"
+COST = "cost.json"
+CALLS = "calls.jsonl"
+# Each validation study's comparison stage (named as the params key listing its arms,
+# `validation.<stage>`) and the step folder it writes below `validation/<study>/`.
+STUDY_COMPARISONS = {"generator": "generator_bias", "user": "user_model_bias",
+                     "evaluator": "evaluator_bias"}
+COMPARISON_STEP = "bias"
+# The stage writing every study's plan, `validation/plan/<study>.json`.
+PLAN_STEP = "plan"
 
 
 def benchmark_source(benchmark: str, root: str | Path = ".") -> Path:
@@ -31,6 +57,21 @@ def imported_file(benchmark: str, target: str, root: str | Path = ".") -> Path:
     return Path(root) / IMPORTS_DIR / benchmark / f"{target}.json"
 
 
+def validation_dir(data_dir: str | Path, benchmark: str) -> Path:
+    """`data/<benchmark>/validation/`: every study's folder, and their plans."""
+    return Path(data_dir) / benchmark / VALIDATION
+
+
+def study_dir(data_dir: str | Path, benchmark: str, study: str) -> Path:
+    """`data/<benchmark>/validation/<study>/`: the study's arms (`arms/<model>/`) and its
+    comparison (`bias/`)."""
+    return validation_dir(data_dir, benchmark) / study
+
+
+def plan_file(data_dir: str | Path, benchmark: str, study: str) -> Path:
+    return validation_dir(data_dir, benchmark) / PLAN_STEP / f"{study}.json"
+
+
 @dataclass(frozen=True)
 class Layout:
     data_dir: Path
@@ -39,39 +80,63 @@ class Layout:
 
     @property
     def root(self) -> Path:
+        """The arm's root: `data/<b>/`, or `data/<b>/validation/<study>/arms/<model>/`."""
         base = Path(self.data_dir) / self.benchmark
-        return base / "validation" / self.arm if self.arm else base
+        if not self.arm:
+            return base
+        study, _, model = self.arm.partition("/")
+        return base / VALIDATION / study / ARMS / model
+
+    def run_dir(self, target: str) -> Path:
+        """Every folder of one target's stages: `<root>/runs/<target>/`."""
+        return self.root / RUNS / target
+
+    def stage_dir(self, stage: str, target: str | None = None) -> Path:
+        """The one folder `stage` writes into (for `target`, below its run folder)."""
+        study = next((s for s, name in STUDY_COMPARISONS.items() if name == stage), None)
+        if study is not None:
+            return study_dir(self.data_dir, self.benchmark, study) / COMPARISON_STEP
+        return (self.run_dir(target) if target else self.root) / stage
 
     @property
     def benchmark_file(self) -> Path:
-        return self.root / "benchmark.yaml"
+        return self.stage_dir("gen_metrics") / "benchmark.yaml"
 
     @property
     def scenarios_file(self) -> Path:
-        return self.root / "scenarios.json"
-
-    def run_dir(self, target: str) -> Path:
-        return self.root / "runs" / target
+        return self.stage_dir("gen_scenarios") / "scenarios.json"
 
     def conversations_file(self, target: str) -> Path:
-        return self.run_dir(target) / "conversations.json"
+        return self.stage_dir("simulate", target) / "conversations.json"
 
     def scores_file(self, target: str) -> Path:
-        return self.run_dir(target) / "scores.json"
+        return self.stage_dir("evaluate", target) / "scores.json"
 
     def manifest_file(self, stage: str, target: str | None = None) -> Path:
-        base = self.run_dir(target) if target else self.root
-        return base / f"{stage}.manifest.json"
+        return self.stage_dir(stage, target) / MANIFEST
 
     def cost_file(self, stage: str, target: str | None = None) -> Path:
-        base = self.run_dir(target) if target else self.root
-        return base / f"{stage}.cost.json"
+        return self.stage_dir(stage, target) / COST
 
     def calls_file(self, stage: str, target: str | None = None) -> Path:
         """The model calls the stage's last run used (`llm.call_record`), versioned by DVC."""
-        base = self.run_dir(target) if target else self.root
-        return base / f"{stage}.calls.jsonl"
+        return self.stage_dir(stage, target) / CALLS
 
     @property
     def results_file(self) -> Path:
-        return self.root / "results.json"
+        return self.stage_dir("aggregate") / "results.json"
+
+    @property
+    def metrics_summary_file(self) -> Path:
+        """`dvc metrics show`'s summary, beside the aggregate folder (DVC keeps no metrics file
+        inside an output folder)."""
+        return self.root / "metrics.json"
+
+    @property
+    def pass_rates_plot_file(self) -> Path:
+        """`dvc plots show`'s table, beside the aggregate folder for the same reason."""
+        return self.root / "plots" / "pass_rates.csv"
+
+    def study_file(self, stage: str) -> Path:
+        """A validation study's comparison artifact (`stage`: `generator_bias`, ...)."""
+        return self.stage_dir(stage) / f"{stage}.json"

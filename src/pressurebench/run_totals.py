@@ -1,10 +1,10 @@
 """What a run took: calls, tokens, cost and wall time per stage, and summed over the run.
 
-Every stage writes `<stage>.cost.json` (calls, cached calls, tokens and cost
-per model) and `<stage>.manifest.json` (among others its duration) next to its
-outputs. The totals read every cost file there is, whatever its stage, so a
-new kind of stage is counted without a change here, and take each stage's wall
-time from the manifest beside it.
+Every stage writes `cost.json` (calls, cached calls, tokens and cost per model)
+and `manifest.json` (among others its duration) into its folder (`paths`). The
+totals read every cost file there is, whatever its stage, so a new kind of stage
+is counted without a change here, and take each stage's wall time from the
+manifest beside it.
 
 A total is only as known as its parts: a stage whose cost is unknown (a model
 without a price) makes the run's cost unknown, and a cost file without its
@@ -29,11 +29,11 @@ import pandas as pd
 from pydantic import Field
 
 from .io import read_artifact
+from .paths import COMPARISON_STEP, COST, MANIFEST, RUNS, STUDY_COMPARISONS
 from .schemas import Cost, Manifest, Row
 
-COST_SUFFIX = ".cost.json"
-MANIFEST_SUFFIX = ".manifest.json"
-# The main arm's stages that write beside its results rather than under `runs/<target>/`.
+# The main arm's stages whose folders lie in the benchmark's folder rather than under
+# `runs/<target>/`.
 RESULTS_STAGES = ("gen_metrics", "gen_scenarios", "aggregate")
 MISSING = "—"
 
@@ -91,9 +91,10 @@ def _known_sum(values: Iterable[float | int | None]) -> float | int | None:
 
 def stage_totals(path: str, cost: Cost, manifest: Manifest | None) -> StageTotals:
     """One stage's row from its cost file and (when present) its manifest."""
-    where = PurePosixPath(path)
-    stage = where.name[: -len(COST_SUFFIX)]
-    target = where.parent.name if where.parent.parent.name == "runs" else None
+    folder = PurePosixPath(path).parent
+    stage = (STUDY_COMPARISONS.get(folder.parent.name, folder.name)
+             if folder.name == COMPARISON_STEP else folder.name)
+    target = folder.parent.name if folder.parent.parent.name == RUNS else None
     usage = list(cost.by_model.values())
     return StageTotals(
         path=path,
@@ -137,23 +138,23 @@ def run_totals(stages: Iterable[StageTotals]) -> RunTotals:
 
 def cost_files(root: Path) -> list[Path]:
     """Every cost file under `root`."""
-    return sorted(root.rglob("*" + COST_SUFFIX))
+    return sorted(root.rglob(COST))
 
 
 def manifest_beside(cost_path: str) -> str:
     """The manifest path the stage wrote next to `cost_path`."""
-    return cost_path[: -len(COST_SUFFIX)] + MANIFEST_SUFFIX
+    return str(PurePosixPath(cost_path).with_name(MANIFEST))
 
 
 def behind_results(path: str) -> bool:
     """Whether the cost file at `path` (relative to a benchmark's folder) is of a stage whose
     outputs its results are made from: the generation stages, every stage of a target under
-    `runs/`, and the aggregate stage. The validation arms (below `validation/`) and the studies
-    comparing them (whose files lie beside the main arm's) run after the results."""
+    `runs/`, and the aggregate stage. The validation arms and the studies comparing them (below
+    `validation/`) run after the results."""
     parts = PurePosixPath(path).parts
-    if parts[0] == "runs":
+    if parts[0] == RUNS:
         return True
-    return len(parts) == 1 and parts[0][: -len(COST_SUFFIX)] in RESULTS_STAGES
+    return len(parts) == 2 and parts[0] in RESULTS_STAGES
 
 
 def read_totals(root: str | Path, *, results_only: bool = False) -> RunTotals:

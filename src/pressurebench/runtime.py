@@ -7,6 +7,7 @@ what happened. Everything a manifest, a cost file or an exit code says comes fro
 from __future__ import annotations
 
 import platform
+import shutil
 import sys
 import time
 from datetime import UTC, datetime
@@ -21,10 +22,12 @@ from .io import write_artifact
 from .llm.client import ModelClient, ProviderFactory, add_cost
 from .llm.providers.registry import api_class, provider_names
 from .params import Params, load_params, param_values, require_api_keys
-from .paths import Layout
+from .paths import CALLS, Layout
 from .prompts import prompt_hashes
 from .schemas import Cost, Manifest, ModelUsage, RecordedUsage
 
+# What a stage calling no model records as its cache counts (those of a client never asked).
+NO_CALLS_CACHE_STATS = {"hits": 0, "misses": 0, "repaired": 0, "replayed_from_record": 0}
 # Beside every provider's own distributions (`ModelApi.distributions`).
 RECORDED_PACKAGES = ("pressurebench", "pydantic", "numpy", "scipy", "pandas", "dvc", "papermill")
 
@@ -93,20 +96,34 @@ class StageRun:
         self.started_at = now_iso()
         self._t0 = time.perf_counter()
 
-    def replacing_outputs(self) -> None:
-        """Called right before the stage writes its first artifact. The previous manifest and
-        cost file describe the previous artifacts, so they go first: a crash between writing
-        the new artifacts and the new manifest leaves no manifest, never the old one beside
-        new artifacts. (Input errors found earlier leave everything as it was.)"""
-        for old in (self.layout.manifest_file(self.stage, self.target),
-                    self.layout.cost_file(self.stage, self.target)):
-            old.unlink(missing_ok=True)
+    @property
+    def folder(self) -> Path:
+        """The one folder the stage writes into (`paths.Layout.stage_dir`)."""
+        return self.layout.stage_dir(self.stage, self.target)
 
-    def client(self, provider_factory: ProviderFactory | None = None, *, record: bool = True
-               ) -> ModelClient:
-        """The stage's model client, reading the stage's recorded calls in front of the cache
-        (`record=False` for a stage that calls no model and records nothing)."""
-        calls = self.layout.calls_file(self.stage, self.target) if record else None
+    def replacing_outputs(self) -> None:
+        """Called right before the stage writes its first artifact: empty the stage's folder
+        but for its call records, which this run read and replaces at the end (`finish`).
+
+        DVC keeps the folder across runs (`persist: true`, for the call records), so the stage
+        removes what its last run wrote, as DVC removes the outputs of a stage it does not
+        keep; the old manifest and cost file go with the artifacts they describe, so a crash
+        before the new manifest leaves none, never the old one beside new artifacts. Input
+        errors found earlier leave everything as it was."""
+        if not self.folder.is_dir():
+            return
+        for entry in self.folder.iterdir():
+            if entry.name == CALLS:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+    def client(self, provider_factory: ProviderFactory | None = None) -> ModelClient:
+        """The stage's model client, reading the stage's recorded calls in front of the cache.
+        A stage calling no model builds none (`finish(None, ...)`)."""
+        calls = self.layout.calls_file(self.stage, self.target)
         return ModelClient.from_params(self.params, provider_factory=provider_factory, record=calls)
 
     def progress(self, total: int) -> Progress:
@@ -115,7 +132,7 @@ class StageRun:
 
     def finish(
         self,
-        client: ModelClient,
+        client: ModelClient | None,
         *,
         counts: dict[str, int],
         prompts: list[str],
@@ -123,23 +140,30 @@ class StageRun:
         provenance: dict | None = None,
         seeds: dict[str, int | None] | None = None,
     ) -> Manifest:
-        """Write `<stage>.calls.jsonl` (the calls this run used, when the client records them),
-        `<stage>.cost.json` and `<stage>.manifest.json` next to the stage's outputs.
+        """Write `calls.jsonl` (the calls this run used, when the client records them),
+        `cost.json` and `manifest.json` into the stage's folder; `client` None for a stage
+        that calls no model (it records nothing, used nothing and was cached nothing).
 
         The manifest's params are the values of `declared`, the param paths the stage
         reads, which are also its `params:` in dvc.yaml (tests/pipeline/test_declared_params.py),
         and the `provenance` of its inputs (files, ids) beside them.
         """
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
-        recorded = client.write_record()
-        usage = client.usage()
-        cost = cost_summary(usage, client.recorded_usage()).model_copy(update={
-            "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
-            "cached_price_unknown_models": sorted(
-                mid for mid, u in usage.items()
-                if u.cached_input_tokens and not client.api(mid).cached_price_known
-            ),
-        })
+        if client is None:
+            cost, cache = cost_summary({}, {}), NO_CALLS_CACHE_STATS
+            usage, versions = {}, {}
+        else:
+            recorded = client.write_record()
+            usage, versions = client.usage(), client.model_versions()
+            cost = cost_summary(usage, client.recorded_usage()).model_copy(update={
+                "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
+                "cached_price_unknown_models": sorted(
+                    mid for mid, u in usage.items()
+                    if u.cached_input_tokens and not client.api(mid).cached_price_known
+                ),
+            })
+            cache = client.cache_stats() | (
+                {"recorded": recorded} if client.record is not None else {})
         write_artifact(self.layout.cost_file(self.stage, self.target), cost)
         models = {
             mid: self.params.models[mid].model_dump(mode="json", exclude={"extra_headers"})
@@ -160,10 +184,10 @@ class StageRun:
             params=params_used,
             prompt_sha256=prompt_hashes(prompts),
             models=models,
-            model_versions=client.model_versions(),
+            model_versions=versions,
             seeds=seeds or {},
             counts=counts,
-            cache=client.cache_stats() | ({"recorded": recorded} if client.record is not None else {}),
+            cache=cache,
             cost_usd=cost.total_cost_usd,
         )
         write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)

@@ -35,11 +35,12 @@ def test_each_arm_swaps_one_role_and_reads_what_it_inherits_from_the_main_arm(pa
     found = {arm: resolve(params_path, params, "tiny", arm)
              for arm in (None, "generator/gen2", "user/user2", "evaluator/judge2")}
     table = {
-        arm: (i.generator, i.user, i.evaluators, i.targets, i.layout.root, i.metrics_file.parent,
-              i.conversations_layout.root)
+        arm: (i.generator, i.user, i.evaluators, i.targets, i.layout.root,
+              i.metrics_file.parent.parent, i.conversations_layout.root)
         for arm, i in found.items()
     }
-    own = {arm: main.root / "validation" / arm for arm in found if arm}
+    own = {arm: main.root / "validation" / arm.split("/")[0] / "arms" / arm.split("/")[1]
+           for arm in found if arm}
     assert table == {
         None: ("gen", "user", ("judge",), ("target-a", "target-b"), main.root, main.root, main.root),
         "generator/gen2": ("gen2", "user", ("judge",), ("target-a",), own["generator/gen2"],

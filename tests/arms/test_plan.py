@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from pressurebench.arms.naming import plan_file
 from pressurebench.arms.plan import (
     StudyPlan,
     load_plan,
@@ -17,7 +16,7 @@ from pressurebench.arms.plan import (
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
-from pressurebench.paths import Layout
+from pressurebench.paths import Layout, plan_file
 from pressurebench.schemas import Scenario, ScenariosFile, scenario_id
 
 

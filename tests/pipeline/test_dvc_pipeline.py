@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dvc.repo import Repo
 from pipeline_support import run
 
 from pressurebench.io import read_artifact, read_yaml_model
+from pressurebench.paths import CALLS, COST, MANIFEST, Layout
 from pressurebench.schemas import (
     Benchmark,
     ConversationsFile,
@@ -61,26 +63,28 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
 
     # Every artifact validates; every declared report exists.
     data = root / "data" / "pressure-core"
-    read_yaml_model(data / "benchmark.yaml", Benchmark)
+    layout = Layout(root / "data", "pressure-core")
+    read_yaml_model(layout.benchmark_file, Benchmark)
     checked = 0
     for path in data.rglob("*.json"):
         if path.name in ARTIFACT_MODELS:
             read_artifact(path, ARTIFACT_MODELS[path.name])
-        elif path.name.endswith(".manifest.json"):
+        elif path.name == MANIFEST:
             read_artifact(path, Manifest)
-        elif path.name.endswith(".cost.json"):
+        elif path.name == COST:
             read_artifact(path, Cost)
         else:
             continue
         checked += 1
     assert checked >= 15
     stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
-    lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
-    reports = [o["path"] for s in lock.values() for o in s.get("outs", []) if o["path"].startswith("reports/")]
-    assert reports and all((root / r).exists() for r in reports)
+    # Declared as DVC expands dvc.yaml (dvc.lock may still list stages dvc.yaml no longer has).
+    with Repo(str(root)) as repo:
+        reports = [o.def_path for o in repo.index.outs if o.def_path.startswith("reports/")]
+    assert reports and [r for r in reports if not (root / r).exists()] == []
     assert (root / "reports" / "index.html").is_file()
     assert {"simulate", "evaluate", "aggregate"} <= set(stages)
-    results = read_artifact(data / "results.json", Results)
+    results = read_artifact(layout.results_file, Results)
     assert results.pressure is not None and set(results.pressure.targets) == set(results.targets)
     assert results.fidelity is not None and set(results.fidelity.targets) == set(results.targets)
 
@@ -116,12 +120,16 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
 
     # Per-turn judging off: evaluate runs again and replays its whole-transcript verdicts from
     # the cache, the pressure section goes, the headline rates stay; simulate does not re-run.
+    # DVC keeps evaluate's folder (its call records); the stage removes what else it held.
     before = results
+    folder = layout.stage_dir("evaluate", "smollm2")
+    (folder / "stale.json").write_text("{}")
     set_param(root, "evaluation.per_turn", False)
     executed = ran(run(["dvc", "repro"], root).stdout)
     assert {"evaluate@pressure-core-smollm2", "aggregate@pressure-core"} <= executed
     assert not any(s.startswith(("simulate@", "gen_")) for s in executed)
-    off = read_artifact(data / "results.json", Results)
+    assert sorted(p.name for p in folder.iterdir()) == [CALLS, COST, MANIFEST, "scores.json"]
+    off = read_artifact(layout.results_file, Results)
     assert off.pressure is None
     assert {t: r.overall for t, r in off.targets.items()} == {
         t: r.overall for t, r in before.targets.items()
@@ -161,8 +169,8 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(reproduced_rep
     figures = root / "src" / "pressurebench" / "reports" / "figures.py"
     figures.write_text(figures.read_text() + "\n# a changed report module\n")
     rerun = {s.split("@")[0] for s in after_code_change(root)}
-    assert rerun == {"aggregate", "export", "generator_bias", "user_model_bias",
-                     "evaluator_bias"}, rerun
+    assert rerun == {"aggregate", "export", "validation_generator_bias", "validation_user_bias",
+                     "validation_evaluator_bias"}, rerun
 
 
 def test_dvc_experiment_with_a_changed_param(reproduced_repo: Path):
@@ -174,7 +182,7 @@ def test_dvc_experiment_with_a_changed_param(reproduced_repo: Path):
     ).stdout)
     assert "aggregate@pressure-core" in executed
     assert not any(s.startswith(("simulate@", "evaluate@", "gen_")) for s in executed)
-    results = read_artifact(root / "data/pressure-core/results.json", Results)
+    results = read_artifact(Layout(root / "data", "pressure-core").results_file, Results)
     assert results.statistics.resamples == 150
     shown = run(["dvc", "exp", "show", "--json"], root).stdout
     assert "statistics.resamples" in shown or '"resamples": 150' in shown

@@ -24,7 +24,7 @@ from docs_support import recipes
 pytestmark = pytest.mark.slow
 
 
-RESULTS = Path("data/pressure-core/results.json")
+RESULTS = Path("data/pressure-core/aggregate/results.json")
 PAGE = "docs/sharing-and-comparing.md"
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
@@ -45,7 +45,7 @@ def bash(script: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def records_declared(root: Path) -> set[str]:
-    """The outputs dvc.yaml declares with `persist: true`, as DVC itself expands them."""
+    """The folders dvc.yaml keeps across runs (`persist: true`), as DVC itself expands them."""
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
@@ -82,13 +82,13 @@ def test_a_pushed_study_reproduces_on_a_clone_and_extends_paying_only_for_new_tu
 ):
     origin = reproduced_repo  # its environment holds the mock's API key, as a user's would
 
-    # Every stage that calls a model recorded its calls in a file DVC tracks (and keeps in
-    # place while the stage re-runs); no record holds the API key the run had in its env.
-    records = sorted((origin / "data").rglob("*.calls.jsonl"))
-    assert {str(p.relative_to(origin)) for p in records} == records_declared(origin)
+    # Every stage that calls a model recorded its calls in its folder, which DVC tracks (and
+    # keeps in place while the stage re-runs); no record holds the API key the run had in its env.
+    records = sorted((origin / "data").rglob("calls.jsonl"))
+    assert {str(p.parent.relative_to(origin)) for p in records} == records_declared(origin)
     lines = [line for p in records for line in p.read_text().splitlines()]
     assert lines and all(os.environ["PB_MOCK_KEY"] not in line for line in lines)
-    assert any("/simulate.calls.jsonl" in str(p) for p in records)
+    assert any("/simulate/calls.jsonl" in str(p) for p in records)
 
     # The owner's repository has a git remote to push to, as a shared study's has.
     remote = tmp_path / "study.git"

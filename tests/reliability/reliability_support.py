@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from mock_providers import LoggedRequest
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.llm.in_flight import FOLDER
+from pressurebench.paths import CALLS, COST, MANIFEST
 from pressurebench.schemas import (
     Benchmark,
     ConversationsFile,
@@ -167,9 +168,9 @@ HIDDEN_TEMP = re.compile(r"^\.(?P<name>[^/]+)\.[A-Za-z0-9_]+\.tmp$")
 def artifact_model(path: Path) -> type[BaseModel] | None:
     if path.name in ARTIFACT_MODELS:
         return ARTIFACT_MODELS[path.name]
-    if path.name.endswith(".manifest.json"):
+    if path.name == MANIFEST:
         return Manifest
-    if path.name.endswith(".cost.json"):
+    if path.name == COST:
         return Cost
     if path.name == "benchmark.yaml":
         return Benchmark
@@ -194,7 +195,7 @@ def check_artifacts_complete(data_dir: Path) -> list[Path]:
             read_artifact(path, model)
         elif path.name == "metrics.json":
             json.loads(path.read_text(encoding="utf-8"))
-        elif path.name.endswith(".calls.jsonl"):
+        elif path.name == CALLS:
             check_call_record(path)
         else:
             raise AssertionError(f"unexpected file {path}")

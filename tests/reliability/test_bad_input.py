@@ -100,16 +100,16 @@ def test_metric_with_an_invalid_type(proj, capsys, server):
     edit_yaml(proj / SOURCE, lambda b: b["metrics"][1].update(type="neutral"))
     refused(capsys, server, proj, ["check"], f"{SOURCE}: metrics[m02].type: Input should be 'positive' or 'negative'")
     # The same mistake in the pipeline's own copy stops the next stage.
-    edit_yaml(proj / DATA / "benchmark.yaml", lambda b: b["metrics"][1].update(type="neutral"))
-    stage_refuses(capsys, server, proj, "gen_scenarios", DATA / "benchmark.yaml", "metrics[m02].type",
+    edit_yaml(proj / DATA / "gen_metrics" / "benchmark.yaml", lambda b: b["metrics"][1].update(type="neutral"))
+    stage_refuses(capsys, server, proj, "gen_scenarios", DATA / "gen_metrics" / "benchmark.yaml", "metrics[m02].type",
                   "Input should be 'positive' or 'negative'")
 
 
 def test_duplicate_metric_ids(proj, capsys, server):
     edit_yaml(proj / SOURCE, lambda b: b["metrics"][1].update(id="m01"))
     refused(capsys, server, proj, ["check"], f"{SOURCE}: metrics: ", "duplicate metric id 'm01'")
-    edit_yaml(proj / DATA / "benchmark.yaml", lambda b: b["metrics"][1].update(id="m01"))
-    stage_refuses(capsys, server, proj, "evaluate", DATA / "benchmark.yaml", "metrics",
+    edit_yaml(proj / DATA / "gen_metrics" / "benchmark.yaml", lambda b: b["metrics"][1].update(id="m01"))
+    stage_refuses(capsys, server, proj, "evaluate", DATA / "gen_metrics" / "benchmark.yaml", "metrics",
                   "duplicate metric id 'm01'")
 
 
@@ -168,9 +168,9 @@ def truncate(path: Path) -> None:
 @pytest.mark.parametrize(
     ("stage", "file"),
     [
-        ("simulate", DATA / "scenarios.json"),
-        ("evaluate", DATA / "runs" / "target-a" / "conversations.json"),
-        ("aggregate", DATA / "runs" / "target-b" / "scores.json"),
+        ("simulate", DATA / "gen_scenarios" / "scenarios.json"),
+        ("evaluate", DATA / "runs" / "target-a" / "simulate" / "conversations.json"),
+        ("aggregate", DATA / "runs" / "target-b" / "evaluate" / "scores.json"),
     ],
 )
 def test_truncated_data_file(proj, capsys, server, stage, file):
@@ -179,27 +179,27 @@ def test_truncated_data_file(proj, capsys, server, stage, file):
 
 
 def test_data_file_that_is_not_text(proj, capsys, server):
-    (proj / DATA / "benchmark.yaml").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
-    stage_refuses(capsys, server, proj, "gen_scenarios", DATA / "benchmark.yaml", None,
+    (proj / DATA / "gen_metrics" / "benchmark.yaml").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    stage_refuses(capsys, server, proj, "gen_scenarios", DATA / "gen_metrics" / "benchmark.yaml", None,
                   "cannot read file (UnicodeDecodeError")
 
 
 def test_data_file_replaced_by_a_directory(proj, capsys, server):
     """Unreadable input, portably: even root cannot read a directory as a file."""
-    path = proj / DATA / "scenarios.json"
+    path = proj / DATA / "gen_scenarios" / "scenarios.json"
     path.unlink()
     path.mkdir()
-    stage_refuses(capsys, server, proj, "simulate", DATA / "scenarios.json", None,
+    stage_refuses(capsys, server, proj, "simulate", DATA / "gen_scenarios" / "scenarios.json", None,
                   "cannot read file (IsADirectoryError")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions; "
                     "the directory case above covers unreadable input")
 def test_data_file_without_read_permission(proj, capsys, server):
-    path = proj / DATA / "runs" / "target-a" / "conversations.json"
+    path = proj / DATA / "runs" / "target-a" / "simulate" / "conversations.json"
     path.chmod(0)
     try:
-        stage_refuses(capsys, server, proj, "evaluate", DATA / "runs" / "target-a" / "conversations.json",
+        stage_refuses(capsys, server, proj, "evaluate", DATA / "runs" / "target-a" / "simulate" / "conversations.json",
                       None, "cannot read file (PermissionError")
     finally:
         path.chmod(0o644)
@@ -208,9 +208,9 @@ def test_data_file_without_read_permission(proj, capsys, server):
 @pytest.mark.parametrize(
     ("stage", "file"),
     [
-        ("simulate", DATA / "scenarios.json"),
-        ("evaluate", DATA / "runs" / "target-a" / "conversations.json"),
-        ("aggregate", DATA / "runs" / "target-a" / "scores.json"),
+        ("simulate", DATA / "gen_scenarios" / "scenarios.json"),
+        ("evaluate", DATA / "runs" / "target-a" / "simulate" / "conversations.json"),
+        ("aggregate", DATA / "runs" / "target-a" / "evaluate" / "scores.json"),
     ],
 )
 def test_artifact_from_an_older_schema_version(proj, capsys, server, stage, file):
@@ -221,14 +221,14 @@ def test_artifact_from_an_older_schema_version(proj, capsys, server, stage, file
 
 def test_scenarios_of_a_metric_the_benchmark_lacks(proj, capsys, server):
     """A scenario whose metric is gone would play against nothing; refuse the file, not the rows."""
-    edit_yaml(proj / DATA / "benchmark.yaml", lambda b: b["metrics"].pop(1))
-    stage_refuses(capsys, server, proj, "simulate", DATA / "scenarios.json", "rows[2].metric_id",
+    edit_yaml(proj / DATA / "gen_metrics" / "benchmark.yaml", lambda b: b["metrics"].pop(1))
+    stage_refuses(capsys, server, proj, "simulate", DATA / "gen_scenarios" / "scenarios.json", "rows[2].metric_id",
                   "metric 'm02' is not defined in ")
 
 
 @pytest.mark.parametrize(
     ("stage", "file"),
-    [("simulate", DATA / "scenarios.json"), ("evaluate", DATA / "runs" / "target-a" / "conversations.json")],
+    [("simulate", DATA / "gen_scenarios" / "scenarios.json"), ("evaluate", DATA / "runs" / "target-a" / "simulate" / "conversations.json")],
 )
 def test_input_without_rows(proj, capsys, server, stage, file):
     """No rows means nothing was measured: a stage that called no model must not report success."""

@@ -93,21 +93,21 @@ def target_entries(cache_dir: Path) -> list[Path]:
 
 def test_a_rerun_over_damaged_entries_asks_them_again_and_loses_nothing(proj, server, capsys):
     cache_dir = Path(load_params(PARAMS).run.cache_dir)
-    before = read_artifact(RUN / "conversations.json", ConversationsFile).model_dump()
+    before = read_artifact(RUN / "simulate" / "conversations.json", ConversationsFile).model_dump()
     entries = target_entries(cache_dir)
     assert len(entries) >= len(KINDS) + 1
     for kind, path in zip(KINDS, entries, strict=False):
         damage(kind, path, entries[-1])
-    (RUN / "simulate.calls.jsonl").unlink()
+    (RUN / "simulate" / "calls.jsonl").unlink()
     capsys.readouterr()
 
     simulate.run(PARAMS, BENCHMARK, TARGET)
 
-    after = read_artifact(RUN / "conversations.json", ConversationsFile)
+    after = read_artifact(RUN / "simulate" / "conversations.json", ConversationsFile)
     assert all(row.status == "ok" for row in after.rows)
     assert after.model_dump()["rows"] == before["rows"]  # every reply is the one first answered
     assert sum(e.model == MODEL_NAMES[TARGET] for e in server.request_log) == len(KINDS)
-    assert read_artifact(RUN / "simulate.cost.json", Cost).cache_repaired == len(KINDS)
+    assert read_artifact(RUN / "simulate" / "cost.json", Cost).cache_repaired == len(KINDS)
     assert capsys.readouterr().err.count("damaged cache entry") == 1
     check_cache_entries(cache_dir)
     for path in entries:

@@ -38,7 +38,7 @@ def run_gen_scenarios() -> Manifest:
 
 
 def conversations(target: str = "target-a"):
-    return read_artifact(DATA / "runs" / target / "conversations.json", ConversationsFile).rows
+    return read_artifact(DATA / "runs" / target / "simulate" / "conversations.json", ConversationsFile).rows
 
 
 def calls_of(rows) -> int:
@@ -154,7 +154,7 @@ def test_user_temperature_misses_every_call(proj, server):
 
 
 def test_edited_scenario_misses_only_its_own_conversations(proj, server):
-    path = DATA / "scenarios.json"
+    path = DATA / "gen_scenarios" / "scenarios.json"
     data = json.loads(path.read_text())
     changed = data["rows"][1]
     changed["persona"] += " They have asked this twice already."

@@ -103,7 +103,7 @@ def test_two_runs_at_once_pay_each_call_once(project_with_scenarios, tmp_path):
     spent = ledger(root)
     assert spent["spent_usd"] == pytest.approx(alone)  # paid once, and nothing of it lost
     assert spent["in_flight_usd"] == {}
-    rows = read_artifact(root / "data" / BENCHMARK / "runs" / TARGET / "conversations.json",
+    rows = read_artifact(root / "data" / BENCHMARK / "runs" / TARGET / "simulate" / "conversations.json",
                          ConversationsFile).rows
     assert rows and all(r.status == "ok" for r in rows)
     assert any(e.model == MODEL_NAMES[TARGET] for e in server.request_log)

@@ -63,7 +63,7 @@ STAGE_ARGS = {
     "simulate": ["run", "simulate", "--benchmark", BENCHMARK, "--target", TARGET],
     "evaluate": ["run", "evaluate", "--benchmark", BENCHMARK, "--target", TARGET],
 }
-OUTPUT = {"simulate": "conversations.json", "evaluate": "scores.json"}
+OUTPUT = {"simulate": "simulate/conversations.json", "evaluate": "evaluate/scores.json"}
 
 
 class HoldingResponder:

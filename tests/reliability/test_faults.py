@@ -302,10 +302,12 @@ def test_error_counts_reach_results_metrics_and_the_browser(faulty_run):
 # cached), so only a provider that refuses the same requests again gives the same counts.
 GATE_FAULTS = FaultPlan(refusal=0.25, seed=5, per_attempt=False)
 GATED = {
-    "gen_scenarios": (lambda: gen_scenarios.run(PARAMS, BENCHMARK), "scenarios.json", "scenario rows"),
-    "simulate": (lambda: simulate.run(PARAMS, BENCHMARK, "target-a"), "runs/target-a/conversations.json",
+    "gen_scenarios": (lambda: gen_scenarios.run(PARAMS, BENCHMARK), "gen_scenarios/scenarios.json",
+                      "scenario rows"),
+    "simulate": (lambda: simulate.run(PARAMS, BENCHMARK, "target-a"), "runs/target-a/simulate/conversations.json",
                  "conversations"),
-    "evaluate": (lambda: evaluate.run(PARAMS, BENCHMARK, "target-a"), "runs/target-a/scores.json", "scores"),
+    "evaluate": (lambda: evaluate.run(PARAMS, BENCHMARK, "target-a"), "runs/target-a/evaluate/scores.json",
+                 "scores"),
 }
 UPSTREAM = ["gen_metrics", "gen_scenarios", "simulate", "evaluate"]
 
@@ -357,7 +359,7 @@ def test_error_gate_passes_at_the_limit_and_fails_above_it_after_writing(
 
     project.params_path.write_text(yaml.safe_dump(gate_params(mock_server, rate * 0.99)))
     out.unlink()
-    manifest = out.parent / f"{stage}.manifest.json"
+    manifest = out.parent / "manifest.json"
     manifest.unlink()
     with pytest.raises(StageFailed) as failed:
         run()
@@ -378,14 +380,14 @@ def test_cli_exits_3_printing_the_one_line_summary(project, mock_server, monkeyp
     proc = cli_process(["run", "simulate", "--benchmark", BENCHMARK, "--target", "target-a"],
                        project.root, {KEY_ENV: mock_server.api_key})
     assert proc.returncode == 3, proc.stderr
-    rows = read_artifact(project.root / "data" / BENCHMARK / "runs/target-a/conversations.json",
+    rows = read_artifact(project.root / "data" / BENCHMARK / "runs/target-a/simulate/conversations.json",
                          ConversationsFile).rows
     n_error = sum(r.status == "error" for r in rows)
     first = next(r for r in rows if r.status == "error")
     summary = (
         f"pressurebench: simulate {BENCHMARK} target-a: {n_error} of {len(rows)} conversations are "
         f"errors ({n_error / len(rows):.1%}), above run.max_error_rate=0.0%. The error rows are in "
-        f"data/{BENCHMARK}/runs/target-a/conversations.json; the first, {first.conv_id}: {first.error}"
+        f"data/{BENCHMARK}/runs/target-a/simulate/conversations.json; the first, {first.conv_id}: {first.error}"
     )
     assert message_lines(proc.stderr) == [summary]
     assert "Traceback" not in proc.stderr and proc.stdout == ""

@@ -42,7 +42,7 @@ def test_csv_tables_hold_numbers_not_display_text(proj):
     assert main(["export", "--benchmark", "tiny"]) == 0
     out = proj / "reports" / "tiny" / "export" / "tables"
     rates = pd.read_csv(out / "pass_rates.csv")
-    results = read_artifact(proj / "data" / "tiny" / "results.json", Results)
+    results = read_artifact(proj / "data" / "tiny" / "aggregate" / "results.json", Results)
     assert list(rates.columns) == ["target", "scope", "key", "label", "rate", "ci_low", "ci_high",
                                    "n", "n_error", "base_scenarios", "method", "reason"]
     assert rates["rate"].dtype == float and rates["n"].dtype == int

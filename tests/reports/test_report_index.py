@@ -22,15 +22,18 @@ def page(path, title, meta="", body=""):
 @pytest.fixture
 def reports(tmp_path):
     root = tmp_path / "reports"
-    page(root / "tiny" / "01_gen_metrics.html", "Generate metrics &amp; more",
+    page(root / "tiny" / "gen_metrics" / "01_gen_metrics.html", "Generate metrics &amp; more",
          meta='<meta name="generated" content="2025-01-02T03:04:05+00:00">')
-    page(root / "tiny" / "03_simulate__target-a.html", "Simulate <script>alert(1)</script>")
-    page(root / "tiny" / "validation" / "gen-bias" / "comparison.html", "Generator bias")
-    page(root / "other" / "05_aggregate.html", "Aggregate other", body=HOSTILE)
+    page(root / "tiny" / "runs" / "target-a" / "simulate" / "03_simulate.html",
+         "Simulate <script>alert(1)</script>")
+    page(root / "tiny" / "validation" / "user" / "arms" / "u2" / "runs" / "target-a" / "evaluate"
+         / "04_evaluate.html", "Evaluate, user arm u2")
+    page(root / "tiny" / "validation" / "generator" / "bias" / "generator_bias.html",
+         "Generator bias")
+    page(root / "other" / "aggregate" / "05_aggregate.html", "Aggregate other", body=HOSTILE)
     page(root / "overview.html", "")
     page(root / 'we"ird <name>.html', "weird")
-    (root / "tiny" / "notebooks").mkdir()
-    (root / "tiny" / "notebooks" / "01_gen_metrics.ipynb").write_text("{}")
+    (root / "tiny" / "gen_metrics" / "01_gen_metrics.ipynb").write_text("{}")
     return root
 
 
@@ -46,13 +49,16 @@ def test_lists_every_report_relative_to_the_index(reports):
     out = write_index(reports)
     html = out.read_text(encoding="utf-8")
     assert set(links(html)) == {
-        "tiny/01_gen_metrics.html", "tiny/03_simulate__target-a.html",
-        "tiny/validation/gen-bias/comparison.html", "other/05_aggregate.html", "overview.html",
-        "we%22ird%20%3Cname%3E.html",
+        "tiny/gen_metrics/01_gen_metrics.html", "tiny/runs/target-a/simulate/03_simulate.html",
+        "tiny/validation/user/arms/u2/runs/target-a/evaluate/04_evaluate.html",
+        "tiny/validation/generator/bias/generator_bias.html",
+        "other/aggregate/05_aggregate.html", "overview.html", "we%22ird%20%3Cname%3E.html",
     } | FIXED
     assert html.index("<h2>other</h2>") < html.index("<h2>tiny</h2>") < html.index(f"<h2>{ACROSS_BENCHMARKS}</h2>")
-    assert "<h3>validation/gen-bias</h3>" in html
+    # Each report is listed by its arm or study (the section) and its target (the part).
+    assert "<h3>validation/generator</h3>" in html and "<h3>validation/user/u2</h3>" in html
     assert "<td>03_simulate</td><td>target-a</td>" in html
+    assert "<td>04_evaluate</td><td>target-a</td>" in html
     assert "2025-01-02T03:04:05+00:00" in html
     assert ">overview</a>" in html  # an empty title falls back to the file name
     assert_inert(html)
@@ -97,7 +103,7 @@ def test_titles_are_escaped(reports):
 
 def test_index_elsewhere_links_back_into_reports(reports, tmp_path):
     html = write_index(reports, tmp_path / "site" / "index.html").read_text(encoding="utf-8")
-    assert "../reports/tiny/01_gen_metrics.html" in links(html)
+    assert "../reports/tiny/gen_metrics/01_gen_metrics.html" in links(html)
 
 
 def test_summary_from_results(reports, artifacts, tmp_path):
@@ -147,12 +153,12 @@ def test_the_index_names_the_models_and_warns_about_the_embedded_one(tmp_path):
 
     data = tmp_path / "data"
     api = {"judge": {"provider": "openai", "model": "gpt-x"}}
-    write_artifact(data / "b" / "simulate.manifest.json", _manifest(api))
+    write_artifact(data / "b" / "gen_metrics" / "manifest.json", _manifest(api))
     page = write_index(tmp_path / "reports", data_dir=data).read_text()
     assert "judge (openai: gpt-x)" in page and "Caveat." not in page
 
     local = {"tiny": {"provider": "local", "model": "smollm2-135m-instruct"}}
-    write_artifact(data / "b" / "runs" / "t" / "evaluate.manifest.json", _manifest(local))
+    write_artifact(data / "b" / "runs" / "t" / "evaluate" / "manifest.json", _manifest(local))
     page = write_index(tmp_path / "reports", data_dir=data).read_text()
     assert "tiny (local: smollm2-135m-instruct)" in page
     assert f"<strong>Caveat.</strong> {EMBEDDED_CAVEAT}".replace('"', "&#34;") in page

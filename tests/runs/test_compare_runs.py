@@ -103,9 +103,9 @@ def test_a_folder_without_scores_or_a_bad_revision_is_an_error_naming_it(tmp_pat
 
 
 def test_a_damaged_score_file_names_the_run_and_the_file(two_runs):
-    path = two_runs[1] / BENCHMARK / "runs" / "t1" / "scores.json"
+    path = two_runs[1] / BENCHMARK / "runs" / "t1" / "evaluate" / "scores.json"
     path.write_text(path.read_text()[:200])
-    with pytest.raises(ConfigError, match="runs/t1/scores.json"):
+    with pytest.raises(ConfigError, match="runs/t1/evaluate/scores.json"):
         read_run(str(two_runs[1]))
 
 

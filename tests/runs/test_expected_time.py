@@ -111,6 +111,7 @@ def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path
     import yaml
 
     from pressurebench.io import write_artifact
+    from pressurebench.paths import Layout
     from pressurebench.runtime import cost_summary
     from support import TINY_BENCHMARK, tiny_params
 
@@ -119,14 +120,14 @@ def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path
     (tmp_path / "params" / "pipeline.yaml").write_text(yaml.safe_dump(tiny_params()))
     (tmp_path / "benchmarks" / "tiny").mkdir(parents=True)
     (tmp_path / "benchmarks" / "tiny" / "benchmark.yaml").write_text(yaml.safe_dump(TINY_BENCHMARK))
-    runs = tmp_path / "data" / "tiny" / "runs" / "target-a"
+    layout = Layout(tmp_path / "data", "tiny")
     models = ("user", "target-a")
-    write_artifact(runs / "simulate.cost.json", cost_summary(
+    write_artifact(layout.cost_file("simulate", "target-a"), cost_summary(
         {m: usage(12, 12, 0, 0, 0.0) for m in models},
         {m: RecordedUsage(calls=12, cost_usd=0.093, timed_calls=12, latency_s=24.0)
          for m in models},
     ))
-    write_artifact(runs / "simulate.manifest.json",
+    write_artifact(layout.manifest_file("simulate", "target-a"),
                    manifest("simulate", target="target-a", params={}, models={}, duration_s=0.4))
     assert cli.main(["estimate"]) == 0
     out = capsys.readouterr().out

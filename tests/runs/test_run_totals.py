@@ -34,7 +34,7 @@ def test_every_stage_is_summed_and_an_unknown_price_makes_the_cost_unknown(data_
     assert totals.output_tokens == 3000 + 2 * (140 * n + 40 * n)
     assert totals.wall_s == 30 + 2 * (60 + 20)
     assert totals.cost_usd is None
-    assert totals.unknown_cost == ["runs/t1/simulate.cost.json", "runs/t2/simulate.cost.json"]
+    assert totals.unknown_cost == ["runs/t1/simulate/cost.json", "runs/t2/simulate/cost.json"]
 
 
 def test_a_known_price_everywhere_gives_the_summed_cost(tmp_path):
@@ -53,7 +53,7 @@ def test_a_new_kind_of_stage_is_counted_and_a_missing_manifest_leaves_time_unkno
     totals = read_totals(layout.root)
     fidelity = next(s for s in totals.stages if s.stage == "fidelity")
     assert fidelity.calls == 5 and fidelity.target == "t1" and fidelity.wall_s is None
-    assert totals.wall_s is None and totals.unknown_wall == ["runs/t1/fidelity.cost.json"]
+    assert totals.wall_s is None and totals.unknown_wall == ["runs/t1/fidelity/cost.json"]
     assert "fidelity" in totals_frame(totals)["stage"].tolist()
 
 
@@ -64,8 +64,8 @@ def test_validation_arms_and_studies_count_in_the_run_but_not_behind_the_results
                    Cost(by_model={"other": usage(7, 0, 70, 7, 0.0)}, total_cost_usd=0.0))
     write_artifact(arm.manifest_file("simulate", "t1"), manifest(
         "simulate", target="t1", params={}, models={}, duration_s=5.0))
-    write_artifact(root / "user_model_bias.cost.json", Cost())
-    write_artifact(root / "user_model_bias.manifest.json", manifest(
+    write_artifact(arm.cost_file("user_model_bias"), Cost())
+    write_artifact(arm.manifest_file("user_model_bias"), manifest(
         "user_model_bias", target=None, params={}, models={}, duration_s=2.0))
     everything = read_totals(root)
     results = read_totals(root, results_only=True)
@@ -90,9 +90,9 @@ def test_the_index_shows_each_benchmarks_totals(data_dir, tmp_path):
 
 
 def test_the_index_says_why_totals_are_missing(data_dir, tmp_path):
-    (data_dir / BENCHMARK / "runs" / "t1" / "evaluate.cost.json").write_text("{")
+    Layout(data_dir, BENCHMARK).cost_file("evaluate", "t1").write_text("{")
     html = write_index(tmp_path / "reports", data_dir=data_dir).read_text()
-    assert "No run totals" in html and "evaluate.cost.json" in html
+    assert "No run totals" in html and "evaluate/cost.json" in html
 
 
 def test_a_replayed_run_shows_what_its_calls_cost_when_made_beside_what_it_paid(tmp_path):
@@ -103,7 +103,7 @@ def test_a_replayed_run_shows_what_its_calls_cost_when_made_beside_what_it_paid(
     frame = synthetic_scores(target_rates={"t1": 0.5}, metrics=2, base_per_metric=2, samples=1)
     write_run(tmp_path, frame)
     layout = Layout(tmp_path, BENCHMARK)
-    for path in layout.root.rglob("*.cost.json"):
+    for path in layout.root.rglob("cost.json"):
         path.unlink()
     replayed = cost_summary(
         {"t1": usage(8, 8, 100, 10, 0.0)},

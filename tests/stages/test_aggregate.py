@@ -18,6 +18,7 @@ from pressurebench.schemas import (
     Benchmark,
     Conversation,
     ConversationsFile,
+    Cost,
     GenerationError,
     JudgeVerdict,
     Manifest,
@@ -217,7 +218,17 @@ def test_pass_rate_plot_data(project):
     assert m01["n"] == "11"
 
 
-def test_manifest_without_model_calls(project):
+def test_manifest_without_model_calls(project, monkeypatch):
+    """The stage calls no model, so it builds no model client (nor its cache, claims or spending
+    ledger): its manifest and cost file say so from nothing."""
+    from pressurebench.llm.client import ModelClient
+    from pressurebench.runtime import NO_CALLS_CACHE_STATS
+
+    def refused(*args, **kwargs):
+        raise AssertionError("aggregate built a model client")
+
+    monkeypatch.setattr(ModelClient, "from_params", refused)
+    monkeypatch.setattr(ModelClient, "__init__", refused)
     write_inputs(LAYOUT, {"target-a": target_a(), "target-b": target_b()})
     aggregate.run(project.params_path, "tiny")
 
@@ -231,11 +242,15 @@ def test_manifest_without_model_calls(project):
     }
     assert manifest.seeds == {"bootstrap": 1}
     assert manifest.models == {} and manifest.cost_usd == 0.0
+    assert manifest.cache == NO_CALLS_CACHE_STATS and manifest.model_versions == {}
+    cost = read_artifact(LAYOUT.cost_file("aggregate"), Cost)
+    assert cost.by_model == {} and cost.total_cost_usd == 0.0 and cost.recorded_cost_usd == 0.0
+    assert not LAYOUT.calls_file("aggregate").exists()
 
 
 def test_missing_scores_file_names_the_file(project):
     write_inputs(LAYOUT, {"target-a": target_a()})
-    with pytest.raises(ConfigError, match=r"data/tiny/runs/target-b/scores\.json.*target-b"):
+    with pytest.raises(ConfigError, match=r"data/tiny/runs/target-b/evaluate/scores\.json.*target-b"):
         aggregate.run(project.params_path, "tiny")
     assert not LAYOUT.results_file.exists()
 

@@ -491,7 +491,7 @@ def test_a_generator_arm_never_falls_back_to_the_main_metrics(project, script):
         arm.conversations_file("target-a"),
         ConversationsFile(benchmark="tiny", target="target-a", rows=[conversation("m01")]),
     )
-    with pytest.raises(ConfigError, match="validation/generator/gen/benchmark.yaml"):
+    with pytest.raises(ConfigError, match="validation/generator/arms/gen/gen_metrics/benchmark.yaml"):
         run(project, script, arm="generator/gen")
     assert script.calls == []
 
@@ -522,3 +522,30 @@ def test_the_embedded_model_judges_and_replays_from_cache(project):
     again = evaluate.run(project.params_path, "tiny", "target-a")
     assert again.cache["misses"] == 0
     assert path.read_bytes() == first
+
+
+# --- the stage's steps ---------------------------------------------------------------
+
+
+def test_the_stage_reads_judges_writes_and_counts_in_steps_of_its_own(project, script):
+    """`run` is read (validation, no client, nothing written), judge, write, count: each step
+    can be called alone, and together they make what `run` makes."""
+    from pressurebench.arms.inputs import resolve
+    from pressurebench.params import load_params
+
+    convs = [conversation("m01", 1), conversation("m02", 1, status="error", error="boom")]
+    write_inputs(convs)
+    params = load_params(project.params_path)
+    inputs = resolve(project.params_path, params, "tiny", None)
+    read = evaluate.read_inputs(params, inputs, "tiny", "target-a", checks_fidelity=True)
+    assert [c.conv_id for c in read.conversations.rows] == [c.conv_id for c in convs]
+    assert set(read.scenarios) == {c.scenario_id for c in convs} and script.calls == []
+    assert not main_layout().scores_file("target-a").exists()
+
+    manifest = run(project, script)
+    scores = read_artifact(main_layout().scores_file("target-a"), ScoresFile)
+    counted = evaluate.count_rows(read.conversations.rows, scores.rows, scores.fidelity,
+                                  per_turn=scores.per_turn)
+    assert counted == manifest.counts
+    assert counted["conversations"] == 2 and counted["conversations_error"] == 1
+    assert counted["scores_error_conversation_failed"] == 1

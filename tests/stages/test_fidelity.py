@@ -130,7 +130,7 @@ def simulate_and_check(project, script, targets=TARGETS, **overrides) -> dict[st
         **{"generation": {"turns": 3, "scenario_turns": 3}, "fidelity": {"check": True}, **overrides}
     )
     layout = Layout(Path("data"), "tiny")
-    layout.root.mkdir(parents=True, exist_ok=True)
+    layout.benchmark_file.parent.mkdir(parents=True, exist_ok=True)
     layout.benchmark_file.write_text(benchmark_source("tiny").read_text())
     write_artifact(layout.scenarios_file, ScenariosFile(benchmark="tiny", rows=scenarios()))
     if script.responder.__name__ == "<lambda>":
@@ -228,7 +228,7 @@ def test_undecided_check_is_an_error_row_never_a_pass(project, script):
     assert pressure.status == "error" and pressure.flagged is None
     # a break found elsewhere in the conversation is still a break
     assert rows["m01_s002_v01"].status == "ok" and rows["m01_s002_v01"].broken is True
-    manifest = read_artifact(Path("data/tiny/runs/target-a/evaluate.manifest.json"), Manifest)
+    manifest = read_artifact(Path("data/tiny/runs/target-a/evaluate/manifest.json"), Manifest)
     assert manifest.counts["fidelity_rows_error"] == 1
     assert manifest.counts["conversations_broken"] == 3
 
@@ -403,7 +403,7 @@ def test_fidelity_retries_redraw_a_broken_first_message_alike_for_every_target(
         (row,) = [r for r in files[target].fidelity if r.scenario_id == "m01_s001_v01"]
         assert ("leak" in row.breaks) is leaks
     assert firsts["target-a"] == firsts["target-b"]  # the pairing holds
-    manifest = read_artifact(Path("data/tiny/runs/target-a/simulate.manifest.json"), Manifest)
+    manifest = read_artifact(Path("data/tiny/runs/target-a/simulate/manifest.json"), Manifest)
     assert manifest.counts["user_redraws"] == redraws
 
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, read_yaml_model
+from pressurebench.paths import Layout
 from pressurebench.schemas import Benchmark, Manifest
 from pressurebench.stages import gen_metrics
 from pressurebench.stages.gen_metrics import NegativeMetricDraft, PositiveMetricDraft
@@ -82,10 +83,7 @@ def described(project):
 
 
 def output(project, benchmark="desc", arm=None) -> Benchmark:
-    base = project.root / "data" / benchmark
-    return read_yaml_model(
-        (base / "validation" / arm if arm else base) / "benchmark.yaml", Benchmark
-    )
+    return read_yaml_model(Layout(project.root / "data", benchmark, arm).benchmark_file, Benchmark)
 
 
 @pytest.mark.parametrize("definition", ["TODO", "TBD: fill in the behaviour to detect later",
@@ -119,7 +117,7 @@ def test_handwritten_metrics_pass_through_without_any_call(project, script):
     assert source.read_bytes() == before
     assert manifest.counts["metrics_written"] == 2 and manifest.prompt_sha256 == {}
     assert (
-        read_artifact(project.root / "data" / "tiny" / "gen_metrics.manifest.json", Manifest)
+        read_artifact(Layout(project.root / "data", "tiny").manifest_file("gen_metrics"), Manifest)
         == manifest
     )
 
@@ -315,7 +313,7 @@ def test_a_generator_arm_writes_its_own_metrics_with_its_generator(described, sc
     assert out.generator == "judge" and len(out.metrics) == 1
     assert script.calls_to("gen") == [] and len(script.calls_to("judge")) == 1
     assert manifest.arm == "generator/judge" and manifest.params["generator"] == "judge"
-    assert not (described.root / "data" / "desc" / "benchmark.yaml").exists()
+    assert not Layout(described.root / "data", "desc").benchmark_file.exists()
 
 
 def test_arms_the_params_do_not_list_or_that_write_no_metrics_are_refused(described, script):

@@ -16,6 +16,7 @@ from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, read_yaml_model, write_yaml_model
 from pressurebench.llm.providers.registry import ModelApi
 from pressurebench.llm.types import ProviderResponse
+from pressurebench.paths import Layout
 from pressurebench.schemas import Benchmark, ScenariosFile, base_id_of
 from pressurebench.stages import gen_metrics, gen_scenarios
 from pressurebench.stages.gen_scenarios import (
@@ -94,16 +95,13 @@ def valid(model_id, request):
 
 @pytest.fixture
 def metrics_ready(project, script):
-    """data/tiny/benchmark.yaml from the hand-written tiny benchmark (no model call)."""
+    """data/tiny/gen_metrics/benchmark.yaml from the hand-written tiny benchmark (no model call)."""
     gen_metrics.run(project.params_path, "tiny", provider_factory=script.factory())
     return project
 
 
 def scenarios_file(project, arm=None) -> ScenariosFile:
-    base = project.root / "data" / "tiny"
-    return read_artifact(
-        (base / "validation" / arm if arm else base) / "scenarios.json", ScenariosFile
-    )
+    return read_artifact(Layout(project.root / "data", "tiny", arm).scenarios_file, ScenariosFile)
 
 
 def test_two_axes_of_three_give_nine_rewritten_variants_per_base(metrics_ready, script):
@@ -342,8 +340,8 @@ def test_a_generator_arm_writes_scenarios_for_its_own_metrics_and_never_the_main
     """No fallback: without the arm's own metrics the stage refuses, naming the file."""
     metrics_ready.write_params(validation={"generator_bias": ["judge"]})
     script.responder = valid
-    own = Path("data") / "tiny" / "validation" / "generator" / "judge" / "benchmark.yaml"
-    with pytest.raises(ConfigError, match="validation/generator/judge/benchmark.yaml"):
+    own = Layout(Path("data"), "tiny", "generator/judge").benchmark_file
+    with pytest.raises(ConfigError, match="validation/generator/arms/judge/gen_metrics/benchmark.yaml"):
         gen_scenarios.run(metrics_ready.params_path, "tiny", arm="generator/judge",
                           provider_factory=script.factory())
     gen_metrics.run(metrics_ready.params_path, "tiny", arm="generator/judge", provider_factory=script.factory())
@@ -355,7 +353,7 @@ def test_a_generator_arm_writes_scenarios_for_its_own_metrics_and_never_the_main
 
 
 def test_benchmark_without_metrics_is_a_config_error(metrics_ready, script):
-    path = metrics_ready.root / "data" / "tiny" / "benchmark.yaml"
+    path = Layout(metrics_ready.root / "data", "tiny").benchmark_file
     bench = read_yaml_model(path, Benchmark)
     write_yaml_model(path, bench.model_copy(update={"metrics": []}))
     with pytest.raises(ConfigError, match="no metrics to write scenarios for"):
@@ -430,7 +428,7 @@ def test_real_local_model_writes_valid_artifacts(project):
     )
     gen_metrics.run(project.params_path, "financial-pressure")
     bench = read_yaml_model(
-        project.root / "data" / "financial-pressure" / "benchmark.yaml", Benchmark
+        Layout(project.root / "data", "financial-pressure").benchmark_file, Benchmark
     )
     assert len(bench.metrics) + len(bench.errors) == 1
     assert all(e.reason for e in bench.errors)
@@ -439,7 +437,7 @@ def test_real_local_model_writes_valid_artifacts(project):
     assert bench.generator == "smollm2" and bench.metrics[0].type == "positive"
     gen_scenarios.run(project.params_path, "financial-pressure")
     out = read_artifact(
-        project.root / "data" / "financial-pressure" / "scenarios.json", ScenariosFile
+        Layout(project.root / "data", "financial-pressure").scenarios_file, ScenariosFile
     )
     failed_bases = [e for e in out.errors if e.demographic is None]
     failed_rewrites = [e for e in out.errors if e.demographic is not None]

@@ -59,7 +59,7 @@ def seed_inputs(
     user_context: str | None = "You are a helpful assistant.",
 ) -> Layout:
     layout = Layout(Path(data_dir), "tiny", arm)
-    layout.root.mkdir(parents=True, exist_ok=True)
+    layout.benchmark_file.parent.mkdir(parents=True, exist_ok=True)
     bench = {**tiny_benchmark(), "scenario": {"user_context": user_context}}
     layout.benchmark_file.write_text(yaml.safe_dump(bench))
     write_artifact(layout.scenarios_file, ScenariosFile(benchmark="tiny", rows=scenarios))
@@ -890,7 +890,7 @@ def test_truncated_target_reply_is_kept_and_flagged_when_params_say_mark(project
 
     script.responder = responder
     manifest = simulate_stage.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
-    rows = json.loads((project.root / "data/tiny/runs/target-a/conversations.json").read_text())["rows"]
+    rows = json.loads((project.root / "data/tiny/runs/target-a/simulate/conversations.json").read_text())["rows"]
     assert all(r["status"] == "ok" for r in rows)
     replies = [m for r in rows for m in r["transcript"] if m["role"] == "assistant"]
     assert replies and all(m["truncated"] for m in replies)
@@ -898,7 +898,7 @@ def test_truncated_target_reply_is_kept_and_flagged_when_params_say_mark(project
 
     project.write_params(run={"truncated_replies": "error", "max_error_rate": 1.0})
     simulate_stage.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
-    rows = json.loads((project.root / "data/tiny/runs/target-a/conversations.json").read_text())["rows"]
+    rows = json.loads((project.root / "data/tiny/runs/target-a/simulate/conversations.json").read_text())["rows"]
     assert all(r["status"] == "error" and "truncated reply" in r["error"] for r in rows)
 
 
@@ -907,10 +907,10 @@ def _write_scenarios_for_truncation(project):
     from pressurebench.schemas import Benchmark, Scenario, ScenariosFile
     from support import TINY_BENCHMARK
 
-    write_yaml_model(project.root / "data/tiny/benchmark.yaml", Benchmark.model_validate(TINY_BENCHMARK))
+    write_yaml_model(project.root / "data/tiny/gen_metrics/benchmark.yaml", Benchmark.model_validate(TINY_BENCHMARK))
     row = Scenario(id="m01_s001_v01", metric_id="m01", base_id="m01_s001", persona="A student.",
                    user_goal="Get approval.", latent_adversarial_goal="Make it agree.")
-    write_artifact(project.root / "data/tiny/scenarios.json", ScenariosFile(benchmark="tiny", rows=[row]))
+    write_artifact(project.root / "data/tiny/gen_scenarios/scenarios.json", ScenariosFile(benchmark="tiny", rows=[row]))
 
 
 def test_a_crash_between_artifact_and_manifest_leaves_no_stale_manifest(project, script, monkeypatch):

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench.arms.naming import plan_file
 from pressurebench.arms.plan import StudyPlan, rows_of, select_base_scenarios
 from pressurebench.commands import cli
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.llm.client import ModelClient
-from pressurebench.paths import Layout
+from pressurebench.paths import Layout, plan_file
 from pressurebench.schemas import Benchmark, ConversationsFile, Manifest, ScenariosFile, ScoresFile
 from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
 from pressurebench.validation import evaluator_bias, generator_bias, user_model_bias
@@ -210,7 +209,7 @@ def test_arms_swap_one_ingredient_and_play_the_planned_rows(main_arm, script):
 
     generator_bias.run(main_arm.params_path, "tiny")
     study = read_artifact(
-        main_arm.root / "data" / "tiny" / "generator_bias.json", GeneratorBiasStudy
+        Layout(main_arm.root / "data", "tiny").study_file("generator_bias"), GeneratorBiasStudy
     )
     (g,) = study.arms
     assert (g.arm, g.generator, g.targets, g.metrics_handwritten) == (
@@ -226,7 +225,7 @@ def test_arms_swap_one_ingredient_and_play_the_planned_rows(main_arm, script):
 
     user_model_bias.run(main_arm.params_path, "tiny")
     study = read_artifact(
-        main_arm.root / "data" / "tiny" / "user_model_bias.json", UserModelBiasStudy
+        Layout(main_arm.root / "data", "tiny").study_file("user_model_bias"), UserModelBiasStudy
     )
     (u,) = study.arms
     assert study.main_user_model == "user" and u.user_model == "user2"
@@ -264,7 +263,7 @@ def test_an_evaluator_arm_rejudges_the_main_conversations_and_simulates_nothing(
     assert "judges the main arm's conversations; it simulates none" in capsys.readouterr().err
 
     evaluator_bias.run(main_arm.params_path, "tiny")
-    study = read_artifact(main_arm.root / "data" / "tiny" / "evaluator_bias.json", EvaluatorBiasStudy)
+    study = read_artifact(Layout(main_arm.root / "data", "tiny").study_file("evaluator_bias"), EvaluatorBiasStudy)
     (e,) = study.arms
     assert study.main_evaluators == ["judge"] and e.evaluator == "judge2"
     assert (e.n_scenarios, e.n_base_scenarios) == (4, 2)
@@ -363,7 +362,7 @@ def test_arms_that_simulate_check_their_own_users_and_the_study_shows_them_side_
         assert arm("evaluate", "--arm", "evaluator/judge2", "--target", target) == 0
         assert read_artifact(ev.scores_file(target), ScoresFile).fidelity is None
     user_model_bias.run(project.params_path, "tiny")
-    study = read_artifact(project.root / "data" / "tiny" / "user_model_bias.json", UserModelBiasStudy)
+    study = read_artifact(Layout(project.root / "data", "tiny").study_file("user_model_bias"), UserModelBiasStudy)
     assert [(f.arm, f.user_model) for f in study.fidelity] == [("main", "user"), ("user/user2", "user2")]
     for f in study.fidelity:
         assert set(f.targets) == set(TARGETS)

@@ -58,11 +58,11 @@ def write_studies(layout: Layout, rates: dict[str, float], metrics: int = 2) -> 
         main_generator_family="claude", metrics=sorted(gen_main["metric_id"].unique()),
         metrics_handwritten=True, targets=targets, statistics=STATS)
     common = {"benchmark": layout.benchmark, "statistics": SETTINGS, "targets": targets}
-    write_artifact(layout.root / "evaluator_bias.json",
+    write_artifact(layout.study_file("evaluator_bias"),
                    EvaluatorBiasStudy(main_evaluators=["judge"], arms=[judged], **common))
-    write_artifact(layout.root / "user_model_bias.json",
+    write_artifact(layout.study_file("user_model_bias"),
                    UserModelBiasStudy(main_user_model="user", arms=[user], **common))
-    write_artifact(layout.root / "generator_bias.json",
+    write_artifact(layout.study_file("generator_bias"),
                    GeneratorBiasStudy(main_generator="writer", arms=[generated], **common))
 
 

@@ -70,14 +70,14 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
         samples=1,
         seed=1,
     )
-    main.root.mkdir(parents=True)
+    main.benchmark_file.parent.mkdir(parents=True)
     main.benchmark_file.write_text(yaml.safe_dump(TINY_BENCHMARK))
     write_artifact(main.scenarios_file, ScenariosFile(benchmark="tiny", rows=scenarios_of(frame)))
     write_scores(main, frame)
     plans = write_plans(load_params(project.params_path), "tiny")
 
     generator = Layout(Path("data"), "tiny", "generator/gen")
-    generator.root.mkdir(parents=True)
+    generator.benchmark_file.parent.mkdir(parents=True)
     generator.benchmark_file.write_text(yaml.safe_dump(TINY_BENCHMARK))
     write_scores(
         generator,
@@ -116,12 +116,13 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
     ):
         html = run_notebook(
             REPO / "notebooks" / "validation" / f"{name}.ipynb",
-            Path("reports") / "tiny" / f"validation_{name}",
+            Path("reports") / main.stage_dir(name).relative_to("data"),
             {"params_path": str(project.params_path), "benchmark": "tiny"},
         )
-        assert html == Path("reports") / "tiny" / f"validation_{name}.html" and html.exists()
-        assert (Path("reports") / "tiny" / "notebooks" / f"validation_{name}.ipynb").exists()
-        study = studies[name] = read_artifact(main.root / f"{name}.json", model)
+        folder = Path("reports") / "tiny" / "validation" / name.split("_")[0] / "bias"
+        assert html == folder / f"{name}.html" and html.exists()
+        assert (folder / f"{name}.ipynb").exists()
+        study = studies[name] = read_artifact(main.study_file(name), model)
         assert [a.targets for a in study.arms] == [sorted(RATES)]
         page = html.read_text()
         assert page.count("<img") >= 3 and study.arms[0].arm in page

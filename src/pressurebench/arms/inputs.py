@@ -3,7 +3,7 @@ overrides, so every stage runs main and validation arms through the same code.
 
 One inheritance rule decides every input: an arm is the main arm with one role played by
 another model. What that role produces, and everything made from it downstream, is the arm's
-own and lives in the arm's folder (`data/<b>/validation/<study>/<model>/`); everything upstream
+own and lives in the arm's folder (`data/<b>/validation/<study>/arms/<model>/`); everything upstream
 is the main arm's and is read from `data/<b>/`:
 
 | arm            | role swapped | metrics, scenarios | conversations       | scores        |

@@ -17,7 +17,7 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..params import Params
-from ..paths import Layout
+from ..paths import STUDY_COMPARISONS, Layout
 
 Study = Literal["generator", "user", "evaluator"]
 GENERATOR: Study = "generator"
@@ -28,12 +28,7 @@ STUDIES: tuple[Study, ...] = (GENERATOR, USER, EVALUATOR)
 ON_MAIN_ROWS: tuple[Study, ...] = (USER, EVALUATOR)
 # Each study's comparison stage, named as the params key that lists the study's arms
 # (`validation.<stage>`).
-STUDY_STAGES: dict[Study, str] = {
-    GENERATOR: "generator_bias",
-    USER: "user_model_bias",
-    EVALUATOR: "evaluator_bias",
-}
-PLAN_FILE = "plan.json"
+STUDY_STAGES: dict[Study, str] = STUDY_COMPARISONS  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -95,14 +90,7 @@ def require_validation_target(params_path: str | Path, params: Params, target: s
 
 
 def arm_layout(data_dir: str | Path, benchmark: str, name: str) -> Layout:
-    """Where the arm called `name` writes: the main layout under `data/<benchmark>/validation/<name>/`."""
+    """Where the arm called `name` (`<study>/<model>`) writes: the main layout under
+    `data/<benchmark>/validation/<study>/arms/<model>/`."""
     return Layout(Path(data_dir), benchmark, name)
 
-
-def study_dir(data_dir: str | Path, benchmark: str, study: Study) -> Path:
-    """`data/<benchmark>/validation/<study>/`: every arm of the study below it, and its plan."""
-    return Layout(Path(data_dir), benchmark, study).root
-
-
-def plan_file(data_dir: str | Path, benchmark: str, study: Study) -> Path:
-    return study_dir(data_dir, benchmark, study) / PLAN_FILE

@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError
 from ..io import read_artifact, read_text, write_artifact
 from ..params import Params
-from ..paths import Layout
+from ..paths import Layout, plan_file
 from ..schemas import SCHEMA_VERSION, Scenario, ScenariosFile
-from .naming import ON_MAIN_ROWS, STUDIES, Study, configured_arms, plan_file, validation_targets
+from .naming import ON_MAIN_ROWS, STUDIES, Study, configured_arms, validation_targets
 
 
 class PlannedArm(BaseModel):

@@ -242,7 +242,8 @@ def pilot_groups(scores_files: list[Path]) -> list[np.ndarray]:
     for path in scores_files:
         for row in read_artifact(path, ScoresFile).rows:
             if row.status == "ok" and row.passed is not None:
-                groups.setdefault(f"{path.parent.name}/{row.metric_id}/{row.base_id}", []).append(int(row.passed))
+                key = f"{row.target}/{row.metric_id}/{row.base_id}"
+                groups.setdefault(key, []).append(int(row.passed))
     out = [np.array(g, dtype=float) for g in groups.values()]
     if len(out) < 2 or sum(len(g) for g in out) <= len(out):
         raise ValueError("a pilot needs at least two base scenarios with two judged rows each")

@@ -4,7 +4,7 @@ A revision or an experiment is read from git and the local DVC cache through
 `dvc.api.DVCFileSystem` (experiment names resolve like branch names), so the
 working tree is never checked out or touched. A folder is either a repository
 root (its `params/pipeline.yaml` names the data directory) or a data directory
-itself (`<benchmark>/runs/<target>/scores.json` below it). Every file is
+itself (`<benchmark>/runs/<target>/evaluate/scores.json` below it, `paths.Layout`). Every file is
 validated as its stage wrote it, and an error names the run and the file.
 
 Only the main arm is compared (the validation arms are studies of their own);
@@ -23,19 +23,12 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError
 from ..io import check_schema_version, read_text, validate_as
-from ..run_totals import (
-    COST_SUFFIX,
-    MANIFEST_SUFFIX,
-    RunTotals,
-    manifest_beside,
-    run_totals,
-    stage_totals,
-)
+from ..paths import COST, MANIFEST, RUNS, VALIDATION, Layout
+from ..run_totals import RunTotals, manifest_beside, run_totals, stage_totals
 from ..schemas import Cost, Manifest, ScenariosFile, ScoresFile
 
 PARAMS_FILE = "params/pipeline.yaml"
 DEFAULT_DATA_DIR = "data"
-VALIDATION_DIR = "validation"
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -174,7 +167,7 @@ def parse(files: Files, path: str, model: type[M]) -> M:
 
 
 def _main_arm(path: str) -> bool:
-    return VALIDATION_DIR not in PurePosixPath(path).parts[1:-1]
+    return VALIDATION not in PurePosixPath(path).parts[1:-1]
 
 
 def read_run(spec: str, repo: Path = Path(".")) -> Run:
@@ -184,21 +177,26 @@ def read_run(spec: str, repo: Path = Path(".")) -> Run:
     benchmarks: dict[str, BenchmarkRun] = {}
     for path in paths:
         parts = PurePosixPath(path).parts
-        if len(parts) == 4 and parts[1] == "runs" and parts[3] == "scores.json":
+        if (len(parts) > 2 and parts[1] == RUNS
+                and path == Layout(Path("."), parts[0]).scores_file(parts[2]).as_posix()):
             bench = benchmarks.setdefault(parts[0], BenchmarkRun({}, None))
             bench.scores[parts[2]] = parse(files, path, ScoresFile)
     if not benchmarks:
         raise ConfigError(
-            files.where(""), "no scores (<benchmark>/runs/<target>/scores.json) in this run"
+            files.where(""),
+            f"no scores ({Layout(Path('.'), '<benchmark>').scores_file('<target>').as_posix()}) "
+            "in this run",
         )
     for name, bench in benchmarks.items():
-        if f"{name}/scenarios.json" in paths:
-            bench.scenarios = parse(files, f"{name}/scenarios.json", ScenariosFile)
+        scenarios = Layout(Path("."), name).scenarios_file.as_posix()
+        if scenarios in paths:
+            bench.scenarios = parse(files, scenarios, ScenariosFile)
     manifests = {
-        p: parse(files, p, Manifest) for p in paths if p.endswith(MANIFEST_SUFFIX) and _main_arm(p)
+        p: parse(files, p, Manifest) for p in paths
+        if PurePosixPath(p).name == MANIFEST and _main_arm(p)
     }
     stages = []
-    for path in (p for p in paths if p.endswith(COST_SUFFIX)):
+    for path in (p for p in paths if PurePosixPath(p).name == COST):
         manifest_path = manifest_beside(path)
         manifest = None
         if manifest_path in paths:

@@ -4,9 +4,10 @@ Why a record beside the response cache: `.pbcache/` is a local checkpoint (one
 file per call, written as each call answers, git-ignored), and llama.cpp's
 floating point or an API model's sampling makes a fresh call's reply differ
 from the recorded one. What reproduces a study bit for bit is the replies it
-got, so each stage writes the calls it used to `<stage>.calls.jsonl` beside its
-manifest, and dvc.yaml declares that file an output of the stage: `dvc push`
-uploads it, `dvc pull` brings it to a colleague's clone.
+got, so each stage writes the calls it used to `calls.jsonl` in its folder, beside
+its manifest; dvc.yaml keeps that folder across runs (`persist: true`) and versions
+it with the stage's other outputs: `dvc push` uploads it, `dvc pull` brings it to a
+colleague's clone.
 
 Why one file per stage: DVC hashes, pushes and pulls one object per file. A
 study of 300,000 calls stays a few dozen objects, not 300,000

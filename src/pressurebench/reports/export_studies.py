@@ -68,7 +68,7 @@ def study_files(layout: Layout) -> dict[str, GeneratorBiasStudy | UserModelBiasS
     """The studies whose comparison artifact exists, validated on read."""
     out = {}
     for name, (model, _) in STUDIES.items():
-        path = layout.root / f"{name}.json"
+        path = layout.study_file(name)
         if path.is_file():
             out[name] = read_artifact(path, model)
     return out

@@ -2,9 +2,10 @@
 
 Reports are found by walking the reports directory, so a new stage or
 validation study appears without touching this module. The layout it expects
-is the pipeline's: `reports/<benchmark>/<stage>[__<part>].html`, validation
-studies in subdirectories below the benchmark and pages that span benchmarks at
-the top level. Pages the pipeline writes beside its stages' reports — each
+is the pipeline's (`paths`): each stage's report in its own folder,
+`reports/<benchmark>/[validation/<study>/[arms/<model>/]][runs/<target>/]<step>/<notebook>.html`,
+listed by the arm or study it belongs to (the section) and its target (the part), and
+pages that span benchmarks at the top level. Pages the pipeline writes beside its stages' reports — each
 benchmark's transcript browser, paper exports and rater pages (`labelling/`),
 its labels files, the pages of `pressurebench compare` (`reports/compare/`, listed
 by their own index there) — are linked at fixed places rather than found: the
@@ -33,6 +34,7 @@ from .. import __version__
 from ..errors import PressurebenchError
 from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
+from ..paths import ARMS, COST, MANIFEST, RUNS, Layout
 from ..run_totals import read_totals, totals_frame
 from ..runtime import now_iso
 from ..schemas import Manifest
@@ -139,14 +141,24 @@ def _mtime_iso(path: Path) -> str:
     return stamp.isoformat(timespec="seconds")
 
 
-def report_entry(path: Path, index_dir: Path) -> ReportEntry:
+def report_place(folders: tuple[str, ...]) -> tuple[str, str]:
+    """The section (the arm or study, "" for the main arm) and part (the target) of a report
+    in `folders` below its benchmark's: its stage's folder, `runs/<target>/` above it and the
+    `arms/` level dropped."""
+    folders = folders[:-1] if folders else folders  # the stage's own folder
+    part = ""
+    if len(folders) >= 2 and folders[-2] == RUNS:
+        folders, part = folders[:-2], folders[-1]
+    return "/".join(f for f in folders if f != ARMS), part
+
+
+def report_entry(path: Path, index_dir: Path, part: str) -> ReportEntry:
     head = read_head(path)
-    stage, _, part = path.stem.partition("__")
     href = Path(os.path.relpath(path, index_dir)).as_posix()
     return ReportEntry(
         href=quote(href),
         title=page_title(head) or path.stem,
-        stage=stage,
+        stage=path.stem,
         part=part,
         generated=page_generated(head) or _mtime_iso(path),
     )
@@ -186,16 +198,17 @@ def collect(reports_dir: Path, data_dir: Path | None, out_path: Path,
                 or (len(rel.parts) > 2 and rel.parts[1] == LABELLING)):
             continue
         name = ACROSS_BENCHMARKS if len(rel.parts) == 1 else rel.parts[0]
-        section = "/".join(rel.parts[1:-1])
+        section, part = report_place(rel.parts[1:-1])
         group = groups.setdefault(name, Group(name))
-        entry = report_entry(path.resolve(), out_path.parent)
+        entry = report_entry(path.resolve(), out_path.parent, part)
         group.sections.setdefault(section, Section(section)).reports.append(entry)
     if data_dir is not None and data_dir.is_dir():
-        for results_file in sorted(data_dir.glob("*/results.json")):
-            name = results_file.parent.name
-            groups.setdefault(name, Group(name)).summary = results_summary(results_file)
         for benchmark_dir in sorted(p for p in data_dir.iterdir() if p.is_dir()):
-            if any(benchmark_dir.rglob("*.cost.json")):
+            results_file = Layout(data_dir, benchmark_dir.name).results_file
+            if results_file.is_file():
+                group = groups.setdefault(benchmark_dir.name, Group(benchmark_dir.name))
+                group.summary = results_summary(results_file)
+            if any(benchmark_dir.rglob(COST)):
                 group = groups.setdefault(benchmark_dir.name, Group(benchmark_dir.name))
                 group.totals = totals_table(benchmark_dir)
     for name, group in groups.items():
@@ -226,7 +239,7 @@ def models_in(data_dir: Path | None) -> tuple[list[str], bool]:
     if data_dir is None or not data_dir.is_dir():
         return [], False
     seen: dict[str, dict] = {}
-    for path in sorted(data_dir.rglob("*.manifest.json")):
+    for path in sorted(data_dir.rglob(MANIFEST)):
         try:
             manifest = read_artifact(path, Manifest)
         except PressurebenchError:
@@ -283,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Write an index page linking every HTML report, with per-benchmark pass rates.",
     )
     parser.add_argument("--reports", default="reports", help="directory holding the reports")
-    parser.add_argument("--data", default="data", help="data directory with <benchmark>/results.json")
+    parser.add_argument("--data", default="data",
+                        help="data directory with <benchmark>/aggregate/results.json")
     parser.add_argument("--out", default=None, help="page to write (default: <reports>/index.html)")
     parser.add_argument("--labels", default="labels", help="folder of the rater pages and labels")
     args = parser.parse_args(argv)

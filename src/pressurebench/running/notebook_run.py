@@ -2,11 +2,12 @@
 
 This is what every DVC stage command calls:
 
-    python -m pressurebench.running.notebook_run notebooks/03_simulate.ipynb reports/<b>/03_simulate__<t> \
+    python -m pressurebench.running.notebook_run notebooks/03_simulate.ipynb reports/<b>/runs/<t>/simulate \
         -p benchmark <b> -p target <t>
 
-writes `reports/<b>/notebooks/03_simulate__<t>.ipynb` (executed) and
-`reports/<b>/03_simulate__<t>.html` (code hidden). `params_path` is
+writes `reports/<b>/runs/<t>/simulate/03_simulate.ipynb` (executed) and
+`reports/<b>/runs/<t>/simulate/03_simulate.html` (code hidden): the stage's report folder, its
+data folder's path under `reports/` (`paths`). `params_path` is
 `params/pipeline.yaml` unless given. The notebook runs with
 `write_outputs = True`: it runs its stage (run by hand it would only show the
 last outputs, `notebook_session`).
@@ -60,24 +61,24 @@ class NotebookFailed(PressurebenchError):
         self.code = code
 
 
-def paths(out_stem: str | Path) -> tuple[Path, Path]:
-    """The executed notebook and the HTML report of `reports/<b>/<name>`."""
-    out_stem = Path(out_stem)
-    return out_stem.parent / "notebooks" / f"{out_stem.name}.ipynb", out_stem.with_suffix(".html")
+def paths(notebook: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
+    """The executed notebook and the HTML report of `notebook` in the report folder `out_dir`."""
+    stem = Path(notebook).stem
+    return Path(out_dir) / f"{stem}.ipynb", Path(out_dir) / f"{stem}.html"
 
 
-def run_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str]) -> Path:
+def run_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict[str, str]) -> Path:
     """Execute the notebook in a child process (`execute_notebook`); returns the report.
 
     Raises NotebookFailed with the exit code when it fails: the child has printed its error,
     and a native crash's report (which the child could not write) is the message.
     """
     parameters = {"params_path": DEFAULT_PARAMS, **parameters}
-    args = ["--in-process", str(notebook), str(out_stem)]
+    args = ["--in-process", str(notebook), str(out_dir)]
     for name, value in parameters.items():
         args += ["-p", name, value]
     code, relayed = run_stage_process([sys.executable, "-X", "faulthandler", "-m", MODULE, *args])
-    html = paths(out_stem)[1]
+    html = paths(notebook, out_dir)[1]
     if code == 0:
         return html
     if code < 0 and -code in relayed:  # stopped on request (Ctrl-C, a termination): no crash
@@ -166,7 +167,7 @@ def skip_format_checker_imports() -> None:
         sys.modules.setdefault(name, None)
 
 
-def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dict[str, str],
+def execute_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict[str, str],
                      *, stage_process: bool = False) -> Path:
     """Execute the notebook in this process and render its report; returns the report.
 
@@ -186,7 +187,7 @@ def execute_notebook(notebook: str | Path, out_stem: str | Path, parameters: dic
         gc.freeze()
 
     papermill_engines.register(ENGINE_NAME, InProcessEngine)
-    executed, html = paths(out_stem)
+    executed, html = paths(notebook, out_dir)
     executed.parent.mkdir(parents=True, exist_ok=True)
     try:
         papermill.execute_notebook(
@@ -234,7 +235,8 @@ def add_models_note(
 def main(argv: list[str] | None = None, *, stage_process: bool = False) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook")
-    parser.add_argument("out_stem", help="reports/<benchmark>/<name>: where the .html goes")
+    parser.add_argument("out_dir", help="the stage's report folder (reports/<benchmark>/.../<step>): "
+                        "the executed notebook and its .html go there")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"), help="a papermill parameter (string)")
     parser.add_argument("--in-process", action="store_true",
@@ -244,10 +246,10 @@ def main(argv: list[str] | None = None, *, stage_process: bool = False) -> int:
     try:
         if args.in_process:
             stop_with_command()
-            execute_notebook(args.notebook, args.out_stem, parameters,
+            execute_notebook(args.notebook, args.out_dir, parameters,
                              stage_process=stage_process)
         else:
-            run_notebook(args.notebook, args.out_stem, parameters)
+            run_notebook(args.notebook, args.out_dir, parameters)
     except NotebookFailed as exc:
         if args.in_process or exc.code == EXIT_NATIVE_CRASH or exc.code > 128:  # else the child
             # printed it

@@ -1,7 +1,8 @@
 """Stage 5: every target's scores in one results file, plus the numbers DVC shows.
 
 `results.json` holds every rate, interval, comparison and agreement statistic
-(`pressurebench.stats.results`). Next to it, `metrics.json` is a short summary for
+(`pressurebench.stats.results`). Beside the stage's folder (DVC keeps no metrics file inside
+an output folder), `metrics.json` is a short summary for
 `dvc metrics show` (per target: overall pass rate, interval, n and errors by
 cause, with fidelity checks the share of conversations where the simulated user
 broke and where the target showed test awareness, plus the generation errors
@@ -210,9 +211,9 @@ def write_outputs(layout: Layout, read: AggregateInputs, results: Results,
     summary = metrics_summary(
         results, {t: f.rows for t, f in read.score_files.items()}, generation_errors
     )
-    atomic_write_text(layout.root / "metrics.json", json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(layout.metrics_summary_file, json.dumps(summary, indent=1) + "\n")
     atomic_write_text(
-        layout.root / "plots" / "pass_rates.csv",
+        layout.pass_rates_plot_file,
         frame_csv(pass_rates_table(results, {m.id: m.name for m in read.bench.metrics})),
     )
 
@@ -249,7 +250,7 @@ def run(
     write_outputs(stage.layout, read, results, generation_errors)
     rows = read.rows
     stage.finish(
-        stage.client(record=False),
+        None,
         counts={
             "targets": len(read.targets),
             "scores": len(rows),

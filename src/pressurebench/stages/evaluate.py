@@ -51,13 +51,13 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from ..arms.inputs import declared_params, resolve
+from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
 from ..interop import is_imported, judged_on_every_metric
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..llm.prompt_cache import cache_group, cache_marks
-from ..params import load_params
+from ..params import Evaluation, Params, load_params
 from ..prompts import render
 from ..runtime import StageRun
 from ..schemas import (
@@ -76,6 +76,7 @@ from ..schemas import (
     Message,
     Metric,
     Onset,
+    Scenario,
     ScenariosFile,
     Score,
     ScoresFile,
@@ -406,7 +407,140 @@ def check_metrics_known(
             )
 
 
-# --- stage entry point ---------------------------------------------------------------
+# --- the stage: read, judge, write, count ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvaluateInputs:
+    """Everything the stage judges: the target's conversations (the arm's planned rows), the
+    arm's metrics and, when it checks fidelity, the scenarios the simulated user played."""
+
+    conversations_file: Path
+    metrics_file: Path
+    conversations: ConversationsFile
+    metrics: list[Metric]
+    scenarios: dict[str, Scenario]
+
+
+def read_inputs(
+    params: Params, inputs: ArmInputs, benchmark: str, target: str, *, checks_fidelity: bool
+) -> EvaluateInputs:
+    """Read and validate what the stage judges: every conversation's metric is one of the arm's,
+    and, with fidelity checks, every conversation's scenario is in the arm's scenarios (an
+    imported target's conversations have no scenario: only its test awareness is checked)."""
+    conv_path = inputs.conversations_layout.conversations_file(target)
+    met_path = inputs.metrics_file
+    convs = load_conversations(conv_path, benchmark, target)
+    planned = inputs.rows_to_judge(params, benchmark)
+    if planned is not None:
+        convs = convs.model_copy(update={"rows": [c for c in convs.rows if c.scenario_id in planned]})
+    metrics = read_yaml_model(met_path, Benchmark).metrics
+    check_metrics_known(convs, metrics, conv_path, met_path)
+    scenarios = (
+        {s.id: s for s in read_artifact(inputs.scenarios_file, ScenariosFile).rows}
+        if checks_fidelity
+        else {}
+    )
+    imported = is_imported(params, target)
+    for i, conv in enumerate(convs.rows if checks_fidelity and not imported else []):
+        if conv.scenario_id not in scenarios:
+            raise ConfigError(
+                conv_path,
+                f"scenario '{conv.scenario_id}' is not in {inputs.scenarios_file}; re-run simulate",
+                f"rows[{i}].scenario_id",
+            )
+    return EvaluateInputs(conversations_file=conv_path, metrics_file=met_path,
+                          conversations=convs, metrics=metrics, scenarios=scenarios)
+
+
+def judge_all(
+    stage: StageRun,
+    client: ModelClient,
+    read: EvaluateInputs,
+    evaluation: Evaluation,
+    evaluators: list[str],
+    fidelity_judges: list[str],
+) -> tuple[list[Score], list[ConversationFidelity] | None]:
+    """Judge every conversation (and check its fidelity, with fidelity judges) concurrently,
+    one progress bar over both; the scores and the fidelity rows (None without judges)."""
+    rows_in = read.conversations.rows
+
+    async def core() -> tuple[list[Score], list[ConversationFidelity] | None]:
+        judged = sum(
+            len(read.metrics) if evaluation.evaluate_all_metrics or judged_on_every_metric(c) else 1
+            for c in rows_in
+        )
+        progress = stage.progress(judged + len(rows_in) * bool(fidelity_judges))
+        try:
+            async with client:
+                scoring = score_conversations(
+                    client,
+                    rows_in,
+                    read.metrics,
+                    evaluators=evaluators,
+                    evaluate_all_metrics=evaluation.evaluate_all_metrics,
+                    show_examples=evaluation.show_examples,
+                    per_turn=evaluation.per_turn,
+                    on_row=lambda s: progress.update(s.status == "ok"),
+                )
+                if not fidelity_judges:
+                    return await scoring, None
+                checking = check_conversations(
+                    client, rows_in, read.scenarios, fidelity_judges,
+                    on_row=lambda f: progress.update(f.status == "ok"),
+                )
+                rows, fidelity = await asyncio.gather(scoring, checking)
+                return rows, fidelity
+        finally:
+            progress.close()
+
+    return run_sync(core)
+
+
+def write_outputs(
+    stage: StageRun, benchmark: str, target: str, per_turn: bool, rows: list[Score],
+    fidelity: list[ConversationFidelity] | None,
+) -> Path:
+    """The scores file, into the stage's emptied folder; its path."""
+    stage.replacing_outputs()
+    path = stage.layout.scores_file(target)
+    write_artifact(path, ScoresFile(benchmark=benchmark, target=target, per_turn=per_turn,
+                                    rows=rows, fidelity=fidelity))
+    return path
+
+
+def count_rows(
+    conversations: list[Conversation], rows: list[Score],
+    fidelity: list[ConversationFidelity] | None, *, per_turn: bool,
+) -> dict[str, int]:
+    """The manifest's counts: conversations, scores by status and error category, per-turn
+    verdicts and onsets, and fidelity checks and what they found."""
+    n_error = sum(r.status == "error" for r in rows)
+    counts = {
+        "conversations": len(conversations),
+        "conversations_error": sum(c.status == "error" for c in conversations),
+        "scores": len(rows),
+        "scores_ok": len(rows) - n_error,
+        "scores_error": n_error,
+    }
+    for category in ERROR_CATEGORIES:
+        counts[f"scores_error_{category.replace(' ', '_')}"] = sum(
+            r.status == "error" and error_category(r.error) == category for r in rows
+        )
+    if per_turn:
+        turn_rows = [t for r in rows for t in r.turn_verdicts]
+        counts["turn_verdicts"] = len(turn_rows)
+        counts["turn_verdicts_error"] = sum(t.status == "error" for t in turn_rows)
+        counts["onsets_observed"] = sum(r.onset is not None and r.onset.turn is not None for r in rows)
+    if fidelity is not None:
+        checks = [c for f in fidelity for c in f.checks]
+        counts["fidelity_checks"] = len(checks)
+        counts["fidelity_checks_error"] = sum(c.status == "error" for c in checks)
+        counts["fidelity_checks_by_detector"] = sum(c.decided_by == "detector" for c in checks)
+        counts["fidelity_rows_error"] = sum(f.status == "error" for f in fidelity)
+        counts["conversations_broken"] = sum(f.broken is True for f in fidelity)
+        counts["conversations_test_aware"] = sum(f.test_aware is True for f in fidelity)
+    return counts
 
 
 def run(
@@ -420,8 +554,10 @@ def run(
     """Judge `target`'s conversations in one arm (the main arm by default) against the arm's
     metrics, by the arm's evaluator(s) (`arms.inputs`); write its scores file, manifest and cost.
 
-    Raises StageFailed (after writing everything) when the share of error rows is
-    above `run.max_error_rate`.
+    Reads and validates the conversations, metrics and scenarios (`read_inputs`); judges
+    them (`judge_all`); writes the scores (`write_outputs`) and the manifest with its counts
+    (`count_rows`). Raises StageFailed (after writing everything) when the share of error rows
+    is above `run.max_error_rate`.
     """
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
@@ -433,115 +569,30 @@ def run(
         if params.fidelity.check and inputs.simulates
         else []
     )
-    stage = StageRun(
-        STAGE, params_path, benchmark, models_used=list(dict.fromkeys(evaluators + fidelity_judges)),
-        target=target, arm=inputs.name, params=params,
-    )
-    layout = stage.layout
-    conv_path = inputs.conversations_layout.conversations_file(target)
-    met_path = inputs.metrics_file
-    convs = load_conversations(conv_path, benchmark, target)
-    planned = inputs.rows_to_judge(params, benchmark)
-    if planned is not None:
-        convs = convs.model_copy(update={"rows": [c for c in convs.rows if c.scenario_id in planned]})
-    metrics = read_yaml_model(met_path, Benchmark).metrics
-    check_metrics_known(convs, metrics, conv_path, met_path)
+    models = list(dict.fromkeys(evaluators + fidelity_judges))
+    stage = StageRun(STAGE, params_path, benchmark, models_used=models, target=target,
+                     arm=inputs.name, params=params)
+    read = read_inputs(params, inputs, benchmark, target, checks_fidelity=bool(fidelity_judges))
     evaluation = params.evaluation
-    imported = is_imported(params, target)
-
-    scenarios = (
-        {s.id: s for s in read_artifact(inputs.scenarios_file, ScenariosFile).rows}
-        if fidelity_judges
-        else {}
-    )
-    # An imported target's conversations have no scenario: only its test awareness is checked.
-    for i, conv in enumerate(convs.rows if fidelity_judges and not imported else []):
-        if conv.scenario_id not in scenarios:
-            raise ConfigError(
-                conv_path,
-                f"scenario '{conv.scenario_id}' is not in {inputs.scenarios_file}; re-run simulate",
-                f"rows[{i}].scenario_id",
-            )
-
-    async def core(client: ModelClient) -> tuple[list[Score], list[ConversationFidelity] | None]:
-        judged = sum(
-            len(metrics) if evaluation.evaluate_all_metrics or judged_on_every_metric(c) else 1
-            for c in convs.rows
-        )
-        progress = stage.progress(judged + len(convs.rows) * bool(fidelity_judges))
-        try:
-            async with client:
-                scoring = score_conversations(
-                    client,
-                    convs.rows,
-                    metrics,
-                    evaluators=evaluators,
-                    evaluate_all_metrics=evaluation.evaluate_all_metrics,
-                    show_examples=evaluation.show_examples,
-                    per_turn=evaluation.per_turn,
-                    on_row=lambda s: progress.update(s.status == "ok"),
-                )
-                if not fidelity_judges:
-                    return await scoring, None
-                checking = check_conversations(
-                    client, convs.rows, scenarios, fidelity_judges,
-                    on_row=lambda f: progress.update(f.status == "ok"),
-                )
-                rows, fidelity = await asyncio.gather(scoring, checking)
-                return rows, fidelity
-        finally:
-            progress.close()
-
     client = stage.client(provider_factory)
-    rows, fidelity = run_sync(lambda: core(client))
-    stage.replacing_outputs()
-    write_artifact(
-        layout.scores_file(target),
-        ScoresFile(
-            benchmark=benchmark, target=target, per_turn=evaluation.per_turn, rows=rows,
-            fidelity=fidelity,
-        ),
-    )
-
-    n_error = sum(r.status == "error" for r in rows)
-    counts = {
-        "conversations": len(convs.rows),
-        "conversations_error": sum(c.status == "error" for c in convs.rows),
-        "scores": len(rows),
-        "scores_ok": len(rows) - n_error,
-        "scores_error": n_error,
-    }
-    for category in ERROR_CATEGORIES:
-        counts[f"scores_error_{category.replace(' ', '_')}"] = sum(
-            r.status == "error" and error_category(r.error) == category for r in rows
-        )
-    if evaluation.per_turn:
-        turn_rows = [t for r in rows for t in r.turn_verdicts]
-        counts["turn_verdicts"] = len(turn_rows)
-        counts["turn_verdicts_error"] = sum(t.status == "error" for t in turn_rows)
-        counts["onsets_observed"] = sum(r.onset is not None and r.onset.turn is not None for r in rows)
-    if fidelity is not None:
-        checks = [c for f in fidelity for c in f.checks]
-        counts["fidelity_checks"] = len(checks)
-        counts["fidelity_checks_error"] = sum(c.status == "error" for c in checks)
-        counts["fidelity_checks_by_detector"] = sum(c.decided_by == "detector" for c in checks)
-        counts["fidelity_rows_error"] = sum(f.status == "error" for f in fidelity)
-        counts["conversations_broken"] = sum(f.broken is True for f in fidelity)
-        counts["conversations_test_aware"] = sum(f.test_aware is True for f in fidelity)
+    rows, fidelity = judge_all(stage, client, read, evaluation, evaluators, fidelity_judges)
+    scores_path = write_outputs(stage, benchmark, target, evaluation.per_turn, rows, fidelity)
     manifest = stage.finish(
         client,
-        counts=counts,
+        counts=count_rows(read.conversations.rows, rows, fidelity, per_turn=evaluation.per_turn),
         prompts=JUDGE_PROMPTS + (FIDELITY_PROMPTS if fidelity_judges else []),
         declared=declared_params(STAGE, inputs, target),
         provenance={
             "evaluators": evaluators,
             "fidelity_judges": fidelity_judges,
             "judge_sample": JUDGE_SAMPLE,
-            "conversations": str(conv_path),
-            "metrics": str(met_path),
+            "conversations": str(read.conversations_file),
+            "metrics": str(read.metrics_file),
         },
-        seeds={mid: params.models[mid].seed for mid in dict.fromkeys(evaluators + fidelity_judges)},
+        seeds={mid: params.models[mid].seed for mid in models},
     )
-    stage.check_error_rate(n_error, len(rows), "scores", layout.scores_file(target),
-                           next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
+    stage.check_error_rate(
+        sum(r.status == "error" for r in rows), len(rows), "scores", scores_path,
+        next(((r.conv_id, r.error) for r in rows if r.status == "error"), None),
+    )
     return manifest

@@ -1,7 +1,7 @@
 """Stage 1: the benchmark's metrics, hand-written or generated from its description.
 
 Input `benchmarks/<b>/benchmark.yaml` (never overwritten); output
-`data/<b>/benchmark.yaml` (or the validation arm's copy): the full benchmark
+`data/<b>/gen_metrics/benchmark.yaml` (or the validation arm's copy): the full benchmark
 with its metrics.
 
 - Hand-written metrics pass through unchanged, ids included, with no model call.

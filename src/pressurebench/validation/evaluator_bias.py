@@ -61,7 +61,8 @@ def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
 
 
 def run(params_path: str | Path, benchmark: str) -> EvaluatorBiasStudy:
-    """Compute the evaluator-bias study; write `data/<b>/evaluator_bias.json` and its manifest."""
+    """Compute the evaluator-bias study; write `evaluator_bias.json` and its manifest into
+    `data/<b>/validation/evaluator/bias/`."""
     stage = StageRun(STAGE, params_path, benchmark, models_used=[])
     study = evaluator_bias_study(stage.params, benchmark)
     record_study(stage, study)

@@ -178,7 +178,8 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
 
 
 def run(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
-    """Compute the generator-bias study; write `data/<b>/generator_bias.json` and its manifest."""
+    """Compute the generator-bias study; write `generator_bias.json` and its manifest into
+    `data/<b>/validation/generator/bias/`."""
     stage = StageRun(STAGE, params_path, benchmark, models_used=[])
     with planned_design(stage.params.generation.scenarios_per_metric):
         study = generator_bias_study(stage.params, benchmark)

@@ -16,12 +16,13 @@ from .studies import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 def record_study(
     stage: StageRun, study: GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy
 ) -> None:
-    """`data/<b>/<stage>.json`, then `<stage>.manifest.json` and `<stage>.cost.json` beside it."""
+    """`<stage>.json` (`paths.Layout.study_file`), then `manifest.json` and `cost.json` beside it;
+    a comparison calls no model, so it builds no client."""
     params = stage.params
     stage.replacing_outputs()
-    write_artifact(stage.layout.root / f"{stage.stage}.json", study)
+    write_artifact(stage.layout.study_file(stage.stage), study)
     stage.finish(
-        stage.client(record=False),
+        None,
         counts={"arms": len(study.arms), "targets": len(study.targets)},
         prompts=[],
         declared=declared_params(stage.stage),
@@ -32,7 +33,7 @@ def record_study(
 
 def last_study(stage: str, model: type, params_path: str | Path, benchmark: str):
     """The study its stage's last run wrote (for a notebook run by hand: `notebook_session`)."""
-    path = Layout(load_params(params_path).data_dir, benchmark).root / f"{stage}.json"
+    path = Layout(load_params(params_path).data_dir, benchmark).study_file(stage)
     if not path.is_file():
         raise ConfigError(path, "not found: run `dvc repro` first, or set write_outputs = True")
     return read_artifact(path, model)

@@ -1,5 +1,5 @@
-"""The comparison artifacts: `data/<b>/generator_bias.json`, `data/<b>/user_model_bias.json` and
-`data/<b>/evaluator_bias.json`.
+"""The comparison artifacts: `generator_bias.json`, `user_model_bias.json` and
+`evaluator_bias.json`, each in its study's `data/<b>/validation/<study>/bias/` (`paths`).
 
 Every difference is arm − main. Every rate carries n (rows with a verdict)
 and n_error (rows without one, left out of the denominator); a statistic

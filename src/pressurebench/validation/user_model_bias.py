@@ -99,7 +99,8 @@ def user_model_bias_study(params: Params, benchmark: str) -> UserModelBiasStudy:
 
 
 def run(params_path: str | Path, benchmark: str) -> UserModelBiasStudy:
-    """Compute the user-model-bias study; write `data/<b>/user_model_bias.json` and its manifest."""
+    """Compute the user-model-bias study; write `user_model_bias.json` and its manifest into
+    `data/<b>/validation/user/bias/`."""
     stage = StageRun(STAGE, params_path, benchmark, models_used=[])
     study = user_model_bias_study(stage.params, benchmark)
     record_study(stage, study)
