@@ -41,9 +41,31 @@ def benchmark_source(benchmark: str, root: str | Path = ".") -> Path:
     return Path(root) / "benchmarks" / benchmark / "benchmark.yaml"
 
 
+# The report folder `pressurebench export inspect` writes by default, `reports/<b>/inspect/`:
+# a command writing no data writes one report folder named after it (rule 4 above).
+INSPECT_STEP = "inspect"
+INSPECT_LOG_SUFFIX = ".eval"
+
+
 def inspect_logs_dir(reports_dir: str | Path, benchmark: str) -> Path:
     """Where `pressurebench export inspect` writes a benchmark's Inspect eval logs by default."""
-    return Path(reports_dir) / benchmark / "inspect"
+    return Path(reports_dir) / benchmark / INSPECT_STEP
+
+
+def arm_path(arm: str | None) -> Path:
+    """An arm's place below `data/<benchmark>/`: nothing for the main arm,
+    `validation/<study>/arms/<model>` for the validation arm `<study>/<model>`."""
+    if not arm:
+        return Path()
+    study, _, model = arm.partition("/")
+    return Path(VALIDATION, study, ARMS, model)
+
+
+def inspect_log_file(logs_dir: str | Path, arm: str | None, target: str) -> Path:
+    """One arm's eval log of one target inside the logs folder, at the arm's and target's place
+    in the layout: `runs/<target>.eval` for the main arm,
+    `validation/<study>/arms/<model>/runs/<target>.eval` for a validation arm."""
+    return Path(logs_dir) / arm_path(arm) / RUNS / f"{target}{INSPECT_LOG_SUFFIX}"
 
 
 # Normalized copies of imported conversations (`pressurebench import`), tracked in git. The
@@ -81,11 +103,7 @@ class Layout:
     @property
     def root(self) -> Path:
         """The arm's root: `data/<b>/`, or `data/<b>/validation/<study>/arms/<model>/`."""
-        base = Path(self.data_dir) / self.benchmark
-        if not self.arm:
-            return base
-        study, _, model = self.arm.partition("/")
-        return base / VALIDATION / study / ARMS / model
+        return Path(self.data_dir) / self.benchmark / arm_path(self.arm)
 
     def run_dir(self, target: str) -> Path:
         """Every folder of one target's stages: `<root>/runs/<target>/`."""

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from docs_support import REPO, blocks, recipes
+from pressurebench.paths import inspect_log_file, inspect_logs_dir
 
 PAGE = "docs/inspect-and-release.md"
+LOGS = inspect_logs_dir("reports", "tiny")
 
 pytest.importorskip("inspect_ai")
 pytest.importorskip("datasets")
@@ -28,7 +30,7 @@ def test_the_pages_commands_and_python_blocks_run_as_written(run_dir, tmp_path, 
         done = subprocess.run(["bash", "-ec", block.body], cwd=run_dir, env=env,
                               capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, (block.body, done.stderr[-2000:])
-    assert (run_dir / "reports/tiny/inspect/main/target-a.eval").is_file()
+    assert (run_dir / inspect_log_file(LOGS, None, "target-a")).is_file()
     assert (run_dir / "reports/tiny/inspect-site/index.html").is_file()
     assert (run_dir / "release/tiny/croissant.json").is_file()
     python = [b for b in blocks(REPO / PAGE) if b.lang == "python"]

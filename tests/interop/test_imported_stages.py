@@ -44,7 +44,7 @@ def run_stages(project, script, *, all_metrics=False, cluster_by="topic", **para
     project.write_params(fidelity={"check": True}, **params,
                          evaluation={"evaluate_all_metrics": all_metrics, "per_turn": True})
     layout = Layout(Path("data"), "tiny")
-    layout.root.mkdir(parents=True, exist_ok=True)
+    layout.benchmark_file.parent.mkdir(parents=True)
     layout.benchmark_file.write_text(benchmark_source("tiny").read_text())
     write_artifact(layout.scenarios_file, ScenariosFile(benchmark="tiny", rows=[]))
     import_conversations(project.params_path, "tiny", "chats",

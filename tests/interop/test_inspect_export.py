@@ -24,6 +24,7 @@ from interop_support import (
 
 from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
+from pressurebench.paths import Layout, inspect_log_file, inspect_logs_dir
 from pressurebench.schemas import ConversationsFile, ScenariosFile, ScoresFile
 from pressurebench.stats.results import Results
 
@@ -34,22 +35,27 @@ TARGETS = ("target-a", "target-b")
 MODELS = {"target-a": "openai/target-a-model", "target-b": "anthropic/target-b-model"}
 
 
+LAYOUT = Layout("data", "tiny")
+ARM_LAYOUT = Layout("data", "tiny", EVALUATOR_ARM)
+LOGS = inspect_logs_dir("reports", "tiny")
+
+
 def logs_of(root):
-    return {t: root / "reports" / "tiny" / "inspect" / "main" / f"{t}.eval" for t in TARGETS}
+    return {t: root / inspect_log_file(LOGS, None, t) for t in TARGETS}
 
 
 def test_every_conversation_is_a_sample_with_its_turns_lineage_and_scores(run_dir, capsys):
     from inspect_ai.log import read_eval_log
 
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
-    assert "inspect view --log-dir reports/tiny/inspect" in capsys.readouterr().out
-    scenarios = {s.id: s for s in read_artifact(run_dir / "data/tiny/scenarios.json",
+    assert f"inspect view --log-dir {LOGS}" in capsys.readouterr().out
+    scenarios = {s.id: s for s in read_artifact(run_dir / LAYOUT.scenarios_file,
                                                  ScenariosFile).rows}
     for target, path in logs_of(run_dir).items():
         log = read_eval_log(str(path))
-        convs = read_artifact(run_dir / f"data/tiny/runs/{target}/conversations.json",
+        convs = read_artifact(run_dir / LAYOUT.conversations_file(target),
                               ConversationsFile).rows
-        scores = read_artifact(run_dir / f"data/tiny/runs/{target}/scores.json", ScoresFile)
+        scores = read_artifact(run_dir / LAYOUT.scores_file(target), ScoresFile)
         assert log.status == "success" and log.eval.model == MODELS[target]
         assert log.eval.metadata["target"] == target and log.eval.metadata["arm"] == "main"
         assert len(log.samples) == len(convs) == log.results.total_samples
@@ -100,9 +106,9 @@ def test_the_results_hold_the_runs_pass_rates_with_their_intervals(run_dir):
     from inspect_ai.log import headline_metric, read_eval_log
 
     assert main(["export", "inspect", "--benchmark", "tiny", "--out", "logs"]) == 0
-    results = read_artifact(run_dir / "data/tiny/results.json", Results)
+    results = read_artifact(run_dir / LAYOUT.results_file, Results)
     for target in TARGETS:
-        log = read_eval_log(str(run_dir / "logs" / "main" / f"{target}.eval"))
+        log = read_eval_log(str(run_dir / inspect_log_file("logs", None, target)))
         expected = results.targets[target]
         by_name = {s.name: s for s in log.results.scores}
         assert list(by_name) == ["overall", *expected.by_metric]
@@ -129,12 +135,12 @@ def test_samples_df_gives_one_row_per_conversation_whose_scores_equal_scores_jso
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
     for target, path in logs_of(run_dir).items():
         frame = samples_df(str(path))
-        convs = read_artifact(run_dir / f"data/tiny/runs/{target}/conversations.json",
+        convs = read_artifact(run_dir / LAYOUT.conversations_file(target),
                               ConversationsFile).rows
         assert len(frame) == len(convs)
         assert sorted(frame["metadata_conv_id"]) == sorted(c.conv_id for c in convs)
         rows = frame.set_index("metadata_conv_id")
-        for score in read_artifact(run_dir / f"data/tiny/runs/{target}/scores.json",
+        for score in read_artifact(run_dir / LAYOUT.scores_file(target),
                                    ScoresFile).rows:
             value = rows.loc[score.conv_id, f"score_{score.metric_id}"]
             if score.status == "ok":
@@ -150,13 +156,11 @@ def test_a_validation_arm_gets_its_own_logs_with_its_rates_from_the_study(run_di
 
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
     assert f"({EVALUATOR_ARM} arm)" in capsys.readouterr().out
-    study = read_artifact(run_dir / "data/tiny/evaluator_bias.json", EvaluatorBiasStudy)
+    study = read_artifact(run_dir / LAYOUT.study_file("evaluator_bias"), EvaluatorBiasStudy)
     (arm,) = study.arms
     for target in TARGETS:
-        log = read_eval_log(str(run_dir / "reports/tiny/inspect" / EVALUATOR_ARM
-                                / f"{target}.eval"))
-        rows = read_artifact(run_dir / f"data/tiny/validation/{EVALUATOR_ARM}/runs/{target}/"
-                             "scores.json", ScoresFile).rows
+        log = read_eval_log(str(run_dir / inspect_log_file(LOGS, EVALUATOR_ARM, target)))
+        rows = read_artifact(run_dir / ARM_LAYOUT.scores_file(target), ScoresFile).rows
         assert sorted(s.metadata["conv_id"] for s in log.samples) == sorted(
             r.conv_id for r in rows)  # the main arm's conversations it re-judged, no others
         assert log.eval.metadata["evaluators"] == ["judge2"]
@@ -166,13 +170,14 @@ def test_a_validation_arm_gets_its_own_logs_with_its_rates_from_the_study(run_di
                    for s in log.results.scores[1:])
     assert main(["export", "inspect", "--benchmark", "tiny", "--arm", EVALUATOR_ARM,
                  "--out", "arm-only"]) == 0
-    assert [p.name for p in (run_dir / "arm-only").iterdir()] == ["evaluator"]
+    assert sorted(p.relative_to(run_dir) for p in (run_dir / "arm-only").rglob("*.eval")) == [
+        inspect_log_file("arm-only", EVALUATOR_ARM, t) for t in TARGETS]
 
 
 def test_a_missing_results_file_withholds_the_rates_with_the_reason(run_dir):
     from inspect_ai.log import read_eval_log
 
-    (run_dir / "data/tiny/results.json").unlink()
+    (run_dir / LAYOUT.results_file).unlink()
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
     log = read_eval_log(str(logs_of(run_dir)["target-b"]))
     assert all(not s.metrics for s in log.results.scores)
@@ -188,7 +193,7 @@ def test_without_the_extra_the_command_says_which_to_install(run_dir, monkeypatc
     monkeypatch.setitem(sys.modules, "inspect_ai", None)  # what an absent package imports as
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 2
     assert "needs the 'inspect' extra" in capsys.readouterr().err
-    assert not (run_dir / "reports" / "tiny" / "inspect").exists()
+    assert not (run_dir / LOGS).exists()
 
 
 def test_the_pipeline_and_the_command_line_load_no_extra():
@@ -204,4 +209,4 @@ def test_the_pipeline_and_the_command_line_load_no_extra():
 def test_an_arm_the_params_do_not_list_is_refused(run_dir, capsys):
     assert main(["export", "inspect", "--benchmark", "tiny", "--arm", "evaluator/nobody"]) == 2
     assert "'nobody' is not listed" in capsys.readouterr().err
-    assert not (run_dir / "reports" / "tiny" / "inspect").exists()
+    assert not (run_dir / LOGS).exists()

@@ -23,6 +23,7 @@ import pytest
 
 from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
+from pressurebench.paths import Layout, inspect_log_file, inspect_logs_dir
 from pressurebench.schemas import ConversationsFile
 from pressurebench.stats.results import Results
 
@@ -108,7 +109,7 @@ class Browser:
 def served(run_dir):
     """The exported logs as Inspect's static viewer, served over local HTTP."""
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
-    done = subprocess.run([str(INSPECT), "view", "bundle", "--log-dir", "reports/tiny/inspect",
+    done = subprocess.run([str(INSPECT), "view", "bundle", "--log-dir", str(inspect_logs_dir("reports", "tiny")),
                            "--output-dir", "bundle"], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -122,18 +123,18 @@ def served(run_dir):
 
 @needs_browser
 def test_the_viewer_lists_the_logs_and_shows_a_conversations_turns(run_dir, served, tmp_path):
-    conv = next(c for c in read_artifact(run_dir / "data/tiny/runs/target-b/conversations.json",
+    conv = next(c for c in read_artifact(run_dir / Layout("data", "tiny").conversations_file("target-b"),
                                          ConversationsFile).rows if c.status == "ok")
     browser = Browser(tmp_path / "profile")
     try:
         browser.open(served)
         listing = browser.text_once_it_shows(["pressurebench/tiny", "anthropic/target-b-model"])
         assert "openai/target-a-model" in listing and "anthropic/target-b-model" in listing
-        results = read_artifact(run_dir / "data/tiny/results.json", Results)
+        results = read_artifact(run_dir / Layout("data", "tiny").results_file, Results)
         for target in results.targets.values():  # each log's headline: its overall pass rate
             assert f"{round(target.overall.rate, 3):g}" in listing.split()
-        browser.open(f"{served}#/logs/main/target-b.eval/samples/sample/{conv.scenario_id}/"
-                     f"{conv.sample + 1}")
+        log = inspect_log_file("", None, "target-b").as_posix()
+        browser.open(f"{served}#/logs/{log}/samples/sample/{conv.scenario_id}/{conv.sample + 1}")
         turns = [m.content for m in conv.transcript]
         text = browser.text_once_it_shows(turns)
         for turn in turns:

@@ -18,6 +18,7 @@ from interop_support import EVALUATOR_ARM, FAILED_CONVERSATION, JUDGE_ERROR
 
 from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
+from pressurebench.paths import Layout
 from pressurebench.schemas import ConversationsFile, ScenariosFile, ScoresFile
 from pressurebench.stats.results import Results
 
@@ -25,6 +26,7 @@ pytest.importorskip("datasets")
 pytest.importorskip("mlcroissant")
 
 TARGETS = ("target-a", "target-b")
+LAYOUT = Layout("data", "tiny")
 TABLES = ("metrics", "scenarios", "conversations", "scores", "results")
 PLANTED_KEY = "sk-planted-0123456789abcdefABCDEF"
 RATER = "Gwendolyn Planted-Ratername"
@@ -35,16 +37,16 @@ def run_counts(root) -> dict[str, int]:
     the evaluator arm's verdicts and overall rates (its conversations are the main arm's)."""
     convs = scores = 0
     for target in TARGETS:
-        convs += len(read_artifact(root / f"data/tiny/runs/{target}/conversations.json",
+        convs += len(read_artifact(root / LAYOUT.conversations_file(target),
                                    ConversationsFile).rows)
-        for folder in ("data/tiny", f"data/tiny/validation/{EVALUATOR_ARM}"):
-            scores += len(read_artifact(root / folder / f"runs/{target}/scores.json",
+        for layout in (LAYOUT, Layout("data", "tiny", EVALUATOR_ARM)):
+            scores += len(read_artifact(root / layout.scores_file(target),
                                         ScoresFile).rows)
-    results = read_artifact(root / "data/tiny/results.json", Results)
+    results = read_artifact(root / LAYOUT.results_file, Results)
     rates = sum(3 + len(t.by_metric) + sum(len(v) for v in t.by_demographic.values())
                 for t in results.targets.values()) + len(TARGETS)
     return {"metrics": 2, "conversations": convs, "scores": scores, "results": rates,
-            "scenarios": len(read_artifact(root / "data/tiny/scenarios.json",
+            "scenarios": len(read_artifact(root / LAYOUT.scenarios_file,
                                            ScenariosFile).rows)}
 
 
@@ -62,7 +64,7 @@ def test_datasets_loads_every_table_with_the_runs_row_counts(run_dir, tmp_path):
     judged = [r for r in loaded["scores"] if r["error"] == JUDGE_ERROR]
     assert len(judged) == 1 and judged[0]["passed"] is None  # null, not False
     assert all(len(r["turn_verdicts"]) >= 1 for r in loaded["scores"] if r["status"] == "ok")
-    results = read_artifact(run_dir / "data/tiny/results.json", Results)
+    results = read_artifact(run_dir / LAYOUT.results_file, Results)
     overall = next(r for r in loaded["results"]
                    if (r["target"], r["scope"]) == ("target-a", "overall"))
     expected = results.targets["target-a"].overall

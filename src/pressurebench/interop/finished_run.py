@@ -3,7 +3,7 @@
 An arm reads what the arm rule makes its own from its folder and the rest from the main arm's
 (`arms.inputs`): an evaluator arm's conversations are the main arm's, judged anew. The pass
 rates come from the results the aggregate stage wrote (main arm) or from the study that
-compares a validation arm with the main arm (`data/<b>/<study>.json`, overall rates only);
+compares a validation arm with the main arm (`Layout.study_file`, overall rates only);
 where neither exists the rates are withheld with that reason, never computed here anew.
 """
 
@@ -128,7 +128,7 @@ def _rates(params: Params, benchmark: str, inputs: ArmInputs, target: str) -> Re
     stage = STUDY_STAGES[inputs.study]
     model = {"generator_bias": GeneratorBiasStudy, "user_model_bias": UserModelBiasStudy,
              "evaluator_bias": EvaluatorBiasStudy}[stage]
-    path = Layout(params.data_dir, benchmark).root / f"{stage}.json"
+    path = Layout(params.data_dir, benchmark).study_file(stage)
     if not path.is_file():
         return ReportedRates(withheld=f"{path} not found: the {stage} stage has not run")
     study = read_artifact(path, model)

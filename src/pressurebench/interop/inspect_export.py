@@ -33,10 +33,11 @@ from typing import Any
 from .. import __version__
 from ..io import atomic_write_bytes, read_artifact
 from ..params import Params
+from ..paths import inspect_log_file
 from ..schemas import Conversation, ConversationFidelity, Manifest, Metric, Score
 from ..stats.estimates import RateEstimate
 from .extras import require_extra
-from .finished_run import ArmRun, TargetRun, arm_names, read_arm
+from .finished_run import MAIN, ArmRun, TargetRun, arm_names, read_arm
 
 SCORER = "pressurebench_judge"
 OVERALL = "overall"  # the results' score of every judged metric together
@@ -54,15 +55,17 @@ class WrittenLog:
 
 def export_inspect(params_path: str | Path, params: Params, benchmark: str, arm: str | None,
                    out_dir: str | Path) -> tuple[list[WrittenLog], list[str]]:
-    """One eval log per arm and target under `out_dir/<arm>/<target>.eval` (the main arm's
-    under `main/`); what was written, and the arms and targets skipped with their reasons."""
+    """One eval log per arm and target in `out_dir`, at the arm's and target's place in the
+    layout (`paths.inspect_log_file`: the main arm's `runs/<target>.eval`, a validation arm's
+    `validation/<study>/arms/<model>/runs/<target>.eval`); what was written, and the arms and
+    targets skipped with their reasons."""
     require_extra("inspect", "inspect_ai")
     written, skipped = [], []
     for name in arm_names(params, arm):
         run = read_arm(params_path, params, benchmark, name)
         skipped += [f"{name} {reason}" for reason in run.skipped]
         for target in run.targets:
-            path = Path(out_dir) / name / f"{target.target}.eval"
+            path = inspect_log_file(out_dir, None if name == MAIN else name, target.target)
             log = eval_log(params, benchmark, run, target)
             write_log(log, path)
             written.append(WrittenLog(path, name, target.target, len(log.samples or []),
