@@ -27,6 +27,8 @@ ARMS = "arms"
 MANIFEST = "manifest.json"
 COST = "cost.json"
 CALLS = "calls.jsonl"
+# Before one folder per stage, a stage's calls lay beside its artifacts as `<stage>.calls.jsonl`.
+OLD_CALLS_SUFFIX = ".calls.jsonl"
 # Each validation study's comparison stage (named as the params key listing its arms,
 # `validation.<stage>`) and the step folder it writes below `validation/<study>/`.
 STUDY_COMPARISONS = {"generator": "generator_bias", "user": "user_model_bias",
@@ -139,6 +141,17 @@ class Layout:
     def calls_file(self, stage: str, target: str | None = None) -> Path:
         """The model calls the stage's last run used (`llm.call_record`), versioned by DVC."""
         return self.stage_dir(stage, target) / CALLS
+
+    def old_calls_file(self, stage: str, target: str | None = None) -> Path:
+        """Where the layout before one folder per stage kept the same calls:
+        `data/<b>/[validation/<study>/<model>/][runs/<target>/]<stage>.calls.jsonl` (a
+        validation arm's root had no `arms/` level). `StageRun.client` moves such a file to
+        `calls_file` when that is absent, so a study made then replays its calls."""
+        root = Path(self.data_dir) / self.benchmark
+        if self.arm:
+            study, _, model = self.arm.partition("/")
+            root = root / VALIDATION / study / model
+        return (root / RUNS / target if target else root) / f"{stage}{OLD_CALLS_SUFFIX}"
 
     @property
     def results_file(self) -> Path:

@@ -69,6 +69,30 @@ class Progress:
         self._bar.close()
 
 
+def adopt_old_calls(old: Path, calls: Path) -> None:
+    """Move a stage's call record from where the layout before one folder per stage kept it
+    (`Layout.old_calls_file`) into the stage's folder, when the stage has none there yet, and
+    say so on stderr: a study made before the layout changed replays its calls instead of
+    making them again. A record already in the stage's folder is never replaced; the old file
+    is then left where it is, and named."""
+    if calls.exists():
+        if old.is_file():
+            print(f"pressurebench: {old} left in place: the stage reads its calls from {calls}",
+                  file=sys.stderr)
+        return
+    if not old.is_file():
+        return
+    calls.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old.replace(calls)
+    except FileNotFoundError:
+        if not calls.is_file():  # not moved by another process of the same stage either
+            raise
+        return
+    print(f"pressurebench: moved the call record {old} to {calls}, where this layout keeps "
+          "it", file=sys.stderr)
+
+
 class StageRun:
     """One execution of one stage for one benchmark (and target, and arm)."""
 
@@ -124,6 +148,7 @@ class StageRun:
         """The stage's model client, reading the stage's recorded calls in front of the cache.
         A stage calling no model builds none (`finish(None, ...)`)."""
         calls = self.layout.calls_file(self.stage, self.target)
+        adopt_old_calls(self.layout.old_calls_file(self.stage, self.target), calls)
         return ModelClient.from_params(self.params, provider_factory=provider_factory, record=calls)
 
     def progress(self, total: int) -> Progress:
