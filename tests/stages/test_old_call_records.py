@@ -4,11 +4,14 @@ replays it, as a re-run replays its own record (test_simulate's replay tests).""
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
 import pytest
 
+from pressurebench.arms.plan import write_plans
+from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.stages import simulate
 from stages.test_simulate import conversing, scenario, seed_inputs
@@ -84,3 +87,29 @@ def test_without_an_old_record_the_stage_says_nothing_of_one(project, script, ca
     layout, *_ = first_run(project, script)
     assert "call record" not in capsys.readouterr().err
     assert not layout.old_calls_file("simulate", "target-a").exists()
+
+
+def test_a_validation_arms_record_moves_from_the_old_arm_folder(project, script, capsys):
+    """The old layout had no `arms/` level: `validation/user/gen/runs/...`."""
+    project.write_params(validation={"user_model_bias": ["gen"], "targets": ["target-a"]})
+    seed_inputs([scenario("m01"), scenario("m02")])
+    write_plans(load_params(project.params_path), "tiny")
+    script.responder = conversing()
+    run = functools.partial(simulate.run, project.params_path, "tiny", "target-a", arm="user/gen",
+                            provider_factory=script.factory())
+    run()
+    arm = Layout(Path("data"), "tiny", "user/gen")
+    made, record = len(script.calls), arm.calls_file("simulate", "target-a").read_bytes()
+    old = Path("data/tiny/validation/user/gen/runs/target-a/simulate.calls.jsonl")
+    assert arm.old_calls_file("simulate", "target-a") == old
+    old.parent.mkdir(parents=True)
+    arm.calls_file("simulate", "target-a").rename(old)
+    shutil.rmtree(arm.stage_dir("simulate", "target-a"))
+    shutil.rmtree(".pbcache")
+    capsys.readouterr()
+
+    manifest = run()
+    assert len(script.calls) == made
+    assert manifest.cache["replayed_from_record"] == made
+    assert arm.calls_file("simulate", "target-a").read_bytes() == record and not old.exists()
+    assert f"moved the call record {old}" in capsys.readouterr().err
