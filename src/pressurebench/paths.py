@@ -1,7 +1,8 @@
 """Where every artifact lives. One place, so stages, DVC and reports agree.
 
 The main arm writes under `data/<benchmark>/`; a validation arm writes the same
-layout under `data/<benchmark>/validation/<arm>/`.
+layout under `data/<benchmark>/validation/<arm>/`, and the judge probes write their edited
+conversations and re-judged rows under `data/<benchmark>/validation/probes/runs/<target>/`.
 """
 
 from __future__ import annotations
@@ -59,3 +60,23 @@ class Layout:
     @property
     def results_file(self) -> Path:
         return self.root / "results.json"
+
+    def study_file(self, stage: str) -> Path:
+        """A validation study's comparison artifact, `data/<benchmark>/<stage>.json`."""
+        return self.root / f"{stage}.json"
+
+    def probe_edits_file(self, target: str) -> Path:
+        """The judge probes' edited conversations of one target (in the probes layout)."""
+        return self.run_dir(target) / "probe_edits.json"
+
+    def probe_scores_file(self, target: str) -> Path:
+        """The judge probes' verdicts on one target's edited conversations (probes layout)."""
+        return self.run_dir(target) / "probe_scores.json"
+
+
+PROBES = "probes"
+
+
+def probes_layout(data_dir: str | Path, benchmark: str) -> Layout:
+    """Where the judge probes write: `data/<benchmark>/validation/probes/`."""
+    return Layout(Path(data_dir), benchmark, PROBES)

@@ -76,6 +76,16 @@ class LabelsSetAside(BaseModel):
     reason: str
 
 
+class JudgeProbeNotes(Row):
+    """What the judge probes (`validation.judge_probes`) put on the results report's headline."""
+
+    warn: float = Field(description="validation.judge_probes_warn")
+    warnings: list[str] = Field(description="probes whose verdict flip rate exceeds it")
+    family: list[str] = Field(
+        description="judges sharing a model family with a target or the generator"
+    )
+
+
 class Results(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -101,6 +111,10 @@ class Results(BaseModel):
         default=None,
         description="the judge against human labels (`labels/<benchmark>/`), main arm only; "
         "status 'no labels' before any",
+    )
+    judge_probes: JudgeProbeNotes | None = Field(
+        default=None,
+        description="the judge probes' warnings and family notes; None without the study",
     )
     labels_set_aside: list[LabelsSetAside] = Field(
         default_factory=list,

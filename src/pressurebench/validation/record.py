@@ -4,25 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_artifact, write_artifact
 from ..params import load_params
 from ..paths import Layout
 from ..runtime import StageRun
-from .studies import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 
 
-def record_study(
-    stage: StageRun, study: GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy
-) -> None:
+def record_study(stage: StageRun, study: BaseModel) -> None:
     """`data/<b>/<stage>.json`, then `<stage>.manifest.json` and `<stage>.cost.json` beside it."""
     params = stage.params
     stage.replacing_outputs()
-    write_artifact(stage.layout.root / f"{stage.stage}.json", study)
+    write_artifact(stage.layout.study_file(stage.stage), study)
+    compared = {"arms": len(study.arms)} if hasattr(study, "arms") else {
+        "probes": len(study.results)}
     stage.finish(
         stage.client(record=False),
-        counts={"arms": len(study.arms), "targets": len(study.targets)},
+        counts={**compared, "targets": len(study.targets)},
         prompts=[],
         declared=declared_params(stage.stage),
         provenance={"study_targets": study.targets},
@@ -32,7 +33,7 @@ def record_study(
 
 def last_study(stage: str, model: type, params_path: str | Path, benchmark: str):
     """The study its stage's last run wrote (for a notebook run by hand: `notebook_session`)."""
-    path = Layout(load_params(params_path).data_dir, benchmark).root / f"{stage}.json"
+    path = Layout(load_params(params_path).data_dir, benchmark).study_file(stage)
     if not path.is_file():
         raise ConfigError(path, "not found: run `dvc repro` first, or set write_outputs = True")
     return read_artifact(path, model)
