@@ -5,9 +5,12 @@ the replies were lengthened, and only there; a fair judge flips on none."""
 
 from __future__ import annotations
 
+import csv
 import re
+from pathlib import Path
 
 import pytest
+from latex_support import compile_tables, needs_latex, overfull_boxes
 
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, probes_layout
@@ -21,9 +24,14 @@ from pressurebench.schemas import (
     ScenariosFile,
     conv_id,
 )
-from pressurebench.stages import evaluate
+from pressurebench.reports import judge_probes as probe_report
+from pressurebench.reports.export import save_figure, save_table
+from pressurebench.reports.export_probes import export_probes
+from pressurebench.running.notebook_run import run_notebook
+from pressurebench.stages import aggregate, evaluate
 from pressurebench.stages import judge_probes as probe_stages
 from pressurebench.validation import judge_probes
+from support import REPO
 
 TARGET = "target-a"
 BASES = 4
@@ -36,7 +44,7 @@ HOLDS = "risky"
 def params(project, **validation):
     project.write_params(
         generation={"demographics": {"age": AGES}, "scenarios_per_metric": BASES, "turns": 2},
-        evaluation={"per_turn": False},
+        evaluation={"per_turn": False}, targets=[TARGET],
         validation={"targets": [TARGET], "judge_probes": ["identity", "verbosity"], **validation},
     )
 
@@ -232,3 +240,64 @@ def test_a_judge_of_the_targets_family_is_named_and_the_panel_re_judges(
     assert (flips.rate, flips.n) == (0.0, 16)  # both judges pass every reply that holds
     scores = read_artifact(probes_layout("data", "tiny").probe_scores_file(TARGET), ProbeScoresFile)
     assert {j.model_id for s in scores.probes["family"].rows for j in s.judges} == {"judge2"}
+
+
+def test_the_results_report_names_the_warning_and_the_family_on_its_headline(project, script):
+    study = run_study(project, script, "age")
+    results = aggregate.run(project.params_path, "tiny")
+    assert results.judge_probes == study.notes()
+    headline = probe_report.warnings_markdown(results)
+    assert "Judge probe 'identity'" in headline and "verdict moved" in headline
+    assert "validation.judge_probes_warn = 0.2" in headline
+    assert "family" not in headline  # gen, judge and target-a are three families
+
+    # A judge of the generator's family is named, with the probes off and nothing to warn of.
+    project.write_params(
+        models={"judge": {"provider": "openai", "model": "gen-judge"}},
+        generation={"demographics": {"age": AGES}, "scenarios_per_metric": BASES},
+        evaluation={"per_turn": False}, targets=[TARGET],
+        validation={"targets": [TARGET], "judge_probes": []},
+    )
+    factory = script.factory()
+    evaluate.run(project.params_path, "tiny", TARGET, provider_factory=factory)
+    probe_stages.edit_run(project.params_path, "tiny", TARGET, provider_factory=factory)
+    probe_stages.evaluate_run(project.params_path, "tiny", TARGET, provider_factory=factory)
+    judge_probes.run(project.params_path, "tiny")
+    headline = probe_report.warnings_markdown(aggregate.run(project.params_path, "tiny"))
+    assert headline.startswith("**The judge reads its own family.** The judge judge shares a "
+                               "model family (gen) with the generator gen")
+    assert "verdict moved" not in headline
+
+
+@pytest.mark.slow
+@needs_latex
+def test_the_exports_hold_the_numbers_and_compile(project, script, tmp_path):
+    run_study(project, script, "age")
+    written = export_probes(Layout("data", "tiny"), tmp_path / "export", save_figure, save_table)
+    names = sorted(Path(p).name for p in written["tables"] + written["figures"])
+    assert names == sorted(f"judge_probes-{n}" for n in (
+        "flip_rates.pdf", "flip_rates.svg", "flips.csv", "flips.tex", "identity_gaps.csv",
+        "identity_gaps.tex", "pass_rates.csv", "pass_rates.tex"))
+    with (tmp_path / "export" / "tables" / "judge_probes-flips.csv").open() as f:
+        flips = {(r["probe"], r["metric"]): r for r in csv.DictReader(f)}
+    assert float(flips[("identity", "all")]["flip_rate"]) == 1.0
+    assert flips[("identity", "all")]["n"] == "16"
+    with (tmp_path / "export" / "tables" / "judge_probes-identity_gaps.csv").open() as f:
+        (gap,) = csv.DictReader(f)
+    assert (float(gap["gap"]), float(gap["gap_as_if"]), float(gap["explained_share"])) == (
+        -1.0, 0.0, 1.0)
+    tex = {Path(p).stem: Path(p).read_text() for p in written["tables"] if p.endswith(".tex")}
+    build = tmp_path / "build"
+    build.mkdir()
+    assert not overfull_boxes(compile_tables(build, tex))
+
+
+@pytest.mark.slow
+def test_the_study_notebook_runs_as_its_stage_does(project, script):
+    study = run_study(project, script, "length")
+    html = run_notebook(REPO / "notebooks" / "validation" / "judge_probes.ipynb",
+                        Path("reports") / "tiny" / "validation_judge_probes",
+                        {"params_path": str(project.params_path), "benchmark": "tiny"})
+    page = html.read_text()
+    assert page.count("<img") >= 1 and "Whose gap is it?" in page
+    assert study.warnings[0].split(":")[0] in page
