@@ -20,10 +20,13 @@ from pressurebench.schemas import (
     ConversationsFile,
     Cost,
     Manifest,
+    ProbeEditsFile,
+    ProbeScoresFile,
     ScenariosFile,
     ScoresFile,
 )
 from pressurebench.stats.results import Results
+from pressurebench.validation.judge_probes import JudgeProbesStudy
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +35,9 @@ ARTIFACT_MODELS = {
     "conversations.json": ConversationsFile,
     "scores.json": ScoresFile,
     "results.json": Results,
+    "probe_edits.json": ProbeEditsFile,
+    "probe_scores.json": ProbeScoresFile,
+    "judge_probes.json": JudgeProbesStudy,
 }
 
 
@@ -84,6 +90,12 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     assert results.pressure is not None and set(results.pressure.targets) == set(results.targets)
     assert results.fidelity is not None and set(results.fidelity.targets) == set(results.targets)
 
+    # The judge probes ran on every validation target, and the results report reads them.
+    probes = read_artifact(data / "judge_probes.json", JudgeProbesStudy)
+    assert {r.probe for r in probes.results} == {"identity", "verbosity"}
+    assert all(r.targets == probes.targets for r in probes.results) and probes.identity_gaps
+    assert results.judge_probes == probes.notes()
+
     # The DVC plots, drawn offline: one bar per target and metric, nothing loaded from a network.
     run([sys.executable, "-m", "pressurebench.reports.dvc_plots", "--out", "plots.html"], root)
     page = (root / "plots.html").read_text()
@@ -112,6 +124,12 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     rerun = would_run(root)
     assert "evaluate@pressure-core-smollm2" in rerun and not any(s.startswith("simulate@") for s in rerun)
     set_param(root, "fidelity.check", True)
+    assert would_run(root) == set()
+
+    # The probes' warning threshold re-runs their comparison alone, no edit and no judge call.
+    set_param(root, "validation.judge_probes_warn", 0.5)
+    assert {s.split("@")[0] for s in would_run(root)} == {"judge_probes"}
+    set_param(root, "validation.judge_probes_warn", 0.2)
     assert would_run(root) == set()
 
     # Per-turn judging off: evaluate runs again and replays its whole-transcript verdicts from

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import csv
 import re
+import runpy
 from pathlib import Path
 
 import pytest
-from latex_support import compile_tables, needs_latex, overfull_boxes
 
+from latex_support import compile_tables, needs_latex, overfull_boxes
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, probes_layout
+from pressurebench.reports import judge_probes as probe_report
+from pressurebench.reports.export import save_figure, save_table
+from pressurebench.reports.export_probes import export_probes
+from pressurebench.running.notebook_run import run_notebook
 from pressurebench.schemas import (
     Conversation,
     ConversationsFile,
@@ -24,10 +29,6 @@ from pressurebench.schemas import (
     ScenariosFile,
     conv_id,
 )
-from pressurebench.reports import judge_probes as probe_report
-from pressurebench.reports.export import save_figure, save_table
-from pressurebench.reports.export_probes import export_probes
-from pressurebench.running.notebook_run import run_notebook
 from pressurebench.stages import aggregate, evaluate
 from pressurebench.stages import judge_probes as probe_stages
 from pressurebench.validation import judge_probes
@@ -301,3 +302,15 @@ def test_the_study_notebook_runs_as_its_stage_does(project, script):
     page = html.read_text()
     assert page.count("<img") >= 1 and "Whose gap is it?" in page
     assert study.warnings[0].split(":")[0] in page
+
+
+def test_the_documented_example_reads_the_study(project, script, capsys):
+    """docs/judge-probes.md's example, on the tiny benchmark instead of pressure-core."""
+    run_study(project, script, "age")
+    page = (REPO / "docs" / "judge-probes.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    example = project.root / "example.py"
+    example.write_text(code.replace("pressure-core", "tiny"))
+    runpy.run_path(str(example), run_name="__main__")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["identity target-a 1.0 16", "verbosity target-a 0.0 16", "age -1.0 0.0 1.0"]
