@@ -11,6 +11,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+import yaml
 
 from latex_support import compile_tables, needs_latex, overfull_boxes
 from pressurebench.io import read_artifact, write_artifact
@@ -314,3 +315,16 @@ def test_the_documented_example_reads_the_study(project, script, capsys):
     runpy.run_path(str(example), run_name="__main__")
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["identity target-a 1.0 16", "verbosity target-a 0.0 16", "age -1.0 0.0 1.0"]
+
+
+def test_check_writes_the_probe_keys_into_an_older_params_file(project, capsys):
+    """DVC refuses a stage whose declared param the file lacks: `check` writes the defaults."""
+    from pressurebench.commands.cli import main
+
+    (project.root / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    assert "judge_probes" not in project.params_path.read_text()
+    assert main(["check", "--offline"]) == 0
+    out = capsys.readouterr().out
+    assert 'validation.judge_probes: ["identity", "verbosity", "family"]' in out
+    written = yaml.safe_load(project.params_path.read_text())["validation"]
+    assert written["judge_probes"] == ["identity", "verbosity", "family"]
