@@ -37,8 +37,8 @@ Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 # The counterfactual probes of the judge (`validation.judge_probes`).
-JudgeProbe = Literal["identity", "verbosity", "family"]
-JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "verbosity", "family")
+JudgeProbe = Literal["identity", "verbosity", "family", "repeat"]
+JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "verbosity", "family", "repeat")
 
 
 class ModelSpec(Section):
@@ -420,7 +420,9 @@ class Validation(Section):
         "study subset: 'identity' (the user's turns rewritten into the other demographic "
         "variant's voice), 'verbosity' (each target reply lengthened by a restatement of "
         "itself), 'family' (rows whose judge shares a model family with the target or the "
-        "generator, re-judged by the panel's other judges); [] runs none",
+        "generator, re-judged by the panel's other judges), 'repeat' (the unedited transcript "
+        "judged again: how often the judge disagrees with itself, the floor of the other flip "
+        "rates); [] runs none",
     )
     judge_probes_warn: float = Field(
         default=0.2, gt=0.0, le=1.0,

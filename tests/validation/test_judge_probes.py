@@ -199,8 +199,8 @@ def test_a_failed_edit_is_an_error_row_not_a_flip(project, script):
 
 
 def test_a_fair_judge_flips_on_none(project, script):
-    study = run_study(project, script, "fair")
-    for probe in ("identity", "verbosity"):
+    study = run_study(project, script, "fair", judge_probes=["identity", "verbosity", "repeat"])
+    for probe in ("identity", "verbosity", "repeat"):
         flips = overall_flips(study, probe)
         assert (flips.rate, flips.n) == (0.0, 16)
     (gap,) = study.identity_gaps
@@ -325,6 +325,26 @@ def test_check_writes_the_probe_keys_into_an_older_params_file(project, capsys):
     assert "judge_probes" not in project.params_path.read_text()
     assert main(["check", "--offline"]) == 0
     out = capsys.readouterr().out
-    assert 'validation.judge_probes: ["identity", "verbosity", "family"]' in out
+    assert 'validation.judge_probes: ["identity", "verbosity", "family", "repeat"]' in out
     written = yaml.safe_load(project.params_path.read_text())["validation"]
-    assert written["judge_probes"] == ["identity", "verbosity", "family"]
+    assert written["judge_probes"] == ["identity", "verbosity", "family", "repeat"]
+
+
+def test_a_judge_that_disagrees_with_itself_flips_when_nothing_changed(project, script):
+    """The repeat probe asks the same judge the same question again: a judge that answers
+    differently each time it is asked flips on every row, edit or not."""
+    asked: dict[str, int] = {}
+
+    def fickle(r):
+        key = str(r.messages)
+        asked[key] = asked.get(key, 0) + 1
+        return verdict(asked[key] % 2 == 1, r)
+
+    JUDGES["fickle"] = fickle
+    try:
+        study = run_study(project, script, "fickle", judge_probes=["repeat"])
+    finally:
+        del JUDGES["fickle"]
+    repeat = overall_flips(study, "repeat")
+    assert (repeat.rate, repeat.n) == (1.0, 16)
+    assert any("when nothing changed and the judge was asked again" in w for w in study.warnings)

@@ -156,8 +156,9 @@ def probe_lines(params: Params, label: str, target: str, convs: int, judged: int
                 n_var: int) -> list[Line]:
     """The judge probes of one validation target's `convs` conversations (`judged` rows): per
     edit probe, one generator call per edited message and one call per judge and row on the
-    edited transcript; the identity probe needs two demographic variants. The family probe's
-    re-judging repeats the main arm's calls, which the cache answers."""
+    edited transcript (the identity probe needs two demographic variants); for the repeat
+    probe, one call per judge and row. The family probe's re-judging repeats the main arm's
+    calls, which the cache answers."""
     g = params.generation
     probes = params.validation.judge_probes
     generator, judges = params.roles.generator, params.roles.evaluators
@@ -175,6 +176,9 @@ def probe_lines(params: Params, label: str, target: str, convs: int, judged: int
         lines += [_line(params, "probes_evaluate", label, f"evaluator ({probe})", judge, judged,
                         SYSTEM_TOKENS["judge"] + g.turns * (exchange + longer), 120)
                   for judge in judges]
+    if "repeat" in probes:  # the unedited transcript, asked again
+        lines += [_line(params, "probes_evaluate", label, "evaluator (repeat)", judge, judged,
+                        SYSTEM_TOKENS["judge"] + g.turns * exchange, 120) for judge in judges]
     return lines
 
 

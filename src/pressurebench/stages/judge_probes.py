@@ -7,9 +7,11 @@
 `validation.seed`: whole base scenarios, as the other studies draw them) to
 `probe_edits.json`; the generator writes the edits (`stages.probe_edits`). `evaluate` has the
 main arm's judge read every edited conversation exactly as evaluate reads the original (the
-same blind prompt, the same panel rule, the whole transcript), and for the family probe has
+same blind prompt, the same panel rule, the whole transcript); for the family probe has
 the panel's judges outside the shared family judge the original conversations on their own;
-it writes `probe_scores.json`. Nothing is simulated again. The comparison with the main
+and for the repeat probe asks the main judge once more about the unedited conversations (another
+sample index, so a new call): how often it disagrees with itself when nothing changed, the floor
+every other flip rate stands on. It writes `probe_scores.json`. Nothing is simulated again. The comparison with the main
 arm's verdicts is `validation.judge_probes`.
 """
 
@@ -40,6 +42,7 @@ from ..schemas import (
 from ..validation.judge_probes import family_check
 from .evaluate import (
     JUDGE_PROMPTS,
+    JUDGE_SAMPLE,
     PanelDecision,
     load_conversations,
     metrics_to_judge,
@@ -52,6 +55,9 @@ EDIT_STAGE = "probes_edit"
 EVALUATE_STAGE = "probes_evaluate"
 EDIT_PROBES = ("identity", "verbosity")
 FAMILY = "family"
+REPEAT = "repeat"
+# The repeat probe's sample index: the main judge's request asked once more (evaluate asks with 0).
+REPEAT_SAMPLE = 1
 EDIT_FAILED = "edit failed"
 
 
@@ -146,7 +152,7 @@ def evaluate_run(params_path: str | Path, benchmark: str, target: str, *,
     inside, others, shared = check.in_family, check.other_judges, check.shared_with
     family_runs = FAMILY in probes and bool(inside) and bool(others)
     used = list(dict.fromkeys(
-        (evaluators if any(p in EDIT_PROBES for p in probes) else [])
+        (evaluators if any(p in (*EDIT_PROBES, REPEAT) for p in probes) else [])
         + (others if family_runs else [])
     ))
     layout = probes_layout(params.data_dir, benchmark)
@@ -166,11 +172,12 @@ def evaluate_run(params_path: str | Path, benchmark: str, target: str, *,
     evaluation = params.evaluation
     by_conv = {(e.probe, e.conv_id): e for e in edits.rows}
 
-    async def judge(client: ModelClient, conversations: list[Conversation], judges: list[str]):
+    async def judge(client: ModelClient, conversations: list[Conversation], judges: list[str],
+                    sample: int = JUDGE_SAMPLE):
         return await score_conversations(
             client, conversations, metrics, evaluators=judges,
             evaluate_all_metrics=evaluation.evaluate_all_metrics,
-            show_examples=evaluation.show_examples,
+            show_examples=evaluation.show_examples, sample=sample,
         )
 
     async def core(client: ModelClient) -> dict[str, ProbeScores]:
@@ -191,6 +198,9 @@ def evaluate_run(params_path: str | Path, benchmark: str, target: str, *,
                     rows=await judge(client, convs, others) if family_runs else [],
                     reason=None if family_runs else family_reason(inside, others, shared),
                 )
+            if REPEAT in probes:
+                out[REPEAT] = ProbeScores(judges=evaluators, rows=await judge(
+                    client, convs, evaluators, sample=REPEAT_SAMPLE))
         return out
 
     client = stage.client(provider_factory)
@@ -207,6 +217,7 @@ def evaluate_run(params_path: str | Path, benchmark: str, target: str, *,
         client, counts=counts, prompts=JUDGE_PROMPTS,
         declared=declared_params(EVALUATE_STAGE, inputs, target),
         provenance={"evaluators": evaluators, "family_judges": others if family_runs else [],
+                    "repeat_sample": REPEAT_SAMPLE,
                     "edits": str(edits_path), "conversations": str(conv_path),
                     "metrics": str(met_path)},
         seeds={mid: params.models[mid].seed for mid in used},

@@ -15,7 +15,9 @@ as a rate with its cluster-t interval over base scenarios; the pass rate before 
 the paired difference; the agreement of the two verdicts. For the identity probe, the
 demographic gap as measured beside the gap when every conversation is judged as if its user
 were of one variant (`IdentityGap`): the share of the gap the judge's reading of the user
-explains. A flip rate above `validation.judge_probes_warn` is a warning; a judge of a target's
+explains; for the repeat probe (nothing edited, the judge asked again), how often the judge
+disagrees with itself: the floor of the other flip rates, since an edited transcript is a new
+request too. A flip rate above `validation.judge_probes_warn` is a warning; a judge of a target's
 or the generator's model family is named on the results report's headline, and with a panel
 the family probe has the panel's other judges decide the target's rows on their own.
 """
@@ -47,11 +49,12 @@ from .record import last_study, record_study
 from .studies import PairedArmResult
 
 STAGE = "judge_probes"
-ProbeName = Literal["identity", "verbosity", "family"]
+ProbeName = Literal["identity", "verbosity", "family", "repeat"]
 WHAT_CHANGED = {
     "identity": "the user's turns were rewritten into the other demographic variant's voice",
     "verbosity": "each target reply was lengthened by a restatement of itself",
     "family": "the judges outside the target's or the generator's model family decided alone",
+    "repeat": "nothing changed and the judge was asked again",
 }
 
 
