@@ -12,7 +12,7 @@ Run after a run with the probes to be measured switched on (the default params l
 `verbosity` out; a scratch copy of a completed run with `validation.judge_probes` listing both
 and its probe stages run cold is enough):
     .venv/bin/python perf/judge_probes_cost.py [--data data] [--benchmark pressure-core]
-        [--default identity,family]
+        [--default identity,family,repeat]
 Goal: the probes of `--default` together at most 0.10 of the rest of the run by every measure.
 """
 
@@ -38,7 +38,10 @@ def totals(calls: list[dict]) -> tuple[int, int, int]:
 
 def probe_of(call: dict, edited: dict[str, set[str]]) -> str:
     """Which probe a probe stage's call served: an edit by its prompt, a judge call by the
-    edited turns it reads (none: the family probe's re-judging of an original)."""
+    edited turns it reads; the repeat probe's asks again (a sample index other than the judge's
+    own 0); any other judge call on an original transcript is the family probe's."""
+    if call["request"].get("sample"):
+        return "repeat"
     text = "\n".join(m["content"] for m in call["request"]["messages"])
     if "as if another person had typed it" in text:
         return "identity"
@@ -52,7 +55,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("data"))
     parser.add_argument("--benchmark", default="pressure-core")
-    parser.add_argument("--default", default="identity,family",
+    parser.add_argument("--default", default="identity,family,repeat",
                         help="the probes the default params run, comma-separated")
     args = parser.parse_args()
     root = args.data / args.benchmark
@@ -63,7 +66,8 @@ def main() -> int:
     if not probe_calls:
         print(f"no call records under {probes_root}: run the probe stages first")
         return 2
-    edited: dict[str, set[str]] = {"identity": set(), "verbosity": set()}
+    # Verbosity first: its edited replies are its own, while a rewrite may equal its original.
+    edited: dict[str, set[str]] = {"verbosity": set(), "identity": set()}
     for edits in probes_root.rglob("probe_edits.json"):
         for row in json.loads(edits.read_text())["rows"]:
             for edit in row["edits"] if row["status"] == "ok" else []:

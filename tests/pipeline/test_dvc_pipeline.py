@@ -92,7 +92,8 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
 
     # The judge probes ran on every validation target, and the results report reads them.
     probes = read_artifact(data / "judge_probes.json", JudgeProbesStudy)
-    assert {r.probe for r in probes.results} == {"identity", "verbosity"}
+    assert {r.probe for r in probes.results} == {"identity", "verbosity", "repeat"}
+    assert "family" in probes.not_run  # one judge, of the targets' own (mock) family
     assert all(r.targets == probes.targets for r in probes.results) and probes.identity_gaps
     assert results.judge_probes == probes.notes()
 
