@@ -176,7 +176,8 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(reproduced_rep
     rerun = after_code_change(root)
     for stage in ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate",
                   "validation_user_simulate", "validation_generator_evaluate",
-                  "validation_evaluator_evaluate"):
+                  "validation_evaluator_evaluate", "validation_probes_edit",
+                  "validation_probes_evaluate", "judge_probes"):
         assert any(s.startswith(stage + "@") or s == stage for s in rerun), (stage, rerun)
     schemas.write_text(original)
     assert after_code_change(root) == set()
@@ -185,7 +186,7 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(reproduced_rep
     figures.write_text(figures.read_text() + "\n# a changed report module\n")
     rerun = {s.split("@")[0] for s in after_code_change(root)}
     assert rerun == {"aggregate", "export", "generator_bias", "user_model_bias",
-                     "evaluator_bias"}, rerun
+                     "evaluator_bias", "judge_probes"}, rerun
 
 
 def test_dvc_experiment_with_a_changed_param(reproduced_repo: Path):
