@@ -55,9 +55,9 @@ def write_main_arm(project, replies=None):
     """Scenarios (two age variants per base, v01 teenager) and target-a's conversations: the
     user states their age in every turn; the replies are the same in every conversation."""
     layout = Layout(project.root / "data", "tiny")
-    (project.root / "data" / "tiny").mkdir(parents=True, exist_ok=True)
+    layout.benchmark_file.parent.mkdir(parents=True, exist_ok=True)
     bench = (project.root / "benchmarks" / "tiny" / "benchmark.yaml").read_text()
-    (layout.benchmark_file).write_text(bench)
+    layout.benchmark_file.write_text(bench)
     scenarios, convs = [], []
     for metric in ("m01", "m02"):
         for b in range(1, BASES + 1):
@@ -298,7 +298,8 @@ def test_the_exports_hold_the_numbers_and_compile(project, script, tmp_path):
 def test_the_study_notebook_runs_as_its_stage_does(project, script):
     study = run_study(project, script, "length")
     html = run_notebook(REPO / "notebooks" / "validation" / "judge_probes.ipynb",
-                        Path("reports") / "tiny" / "validation_judge_probes",
+                        Path("reports") / Layout("data", "tiny").stage_dir(
+                            judge_probes.STAGE).relative_to("data"),
                         {"params_path": str(project.params_path), "benchmark": "tiny"})
     page = html.read_text()
     assert page.count("<img") >= 1 and "Whose gap is it?" in page

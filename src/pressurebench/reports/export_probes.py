@@ -1,4 +1,5 @@
-"""Paper exports of the judge probes (`data/<b>/validation/probes/bias/judge_probes.json`), beside the other studies'.
+"""Paper exports of the judge probes (`data/<b>/validation/probes/bias/judge_probes.json`),
+beside the other studies'.
 
 Under `reports/<b>/export/`, when the study's artifact exists:
 

@@ -1,4 +1,5 @@
-"""Whose gap is it? Counterfactual probes of the judge: `data/<b>/validation/probes/bias/judge_probes.json`.
+"""Whose gap is it? Counterfactual probes of the judge
+(`data/<b>/validation/probes/bias/judge_probes.json`).
 
 A demographic gap is read as the target treating people differently, but the judge reads who
 the user is too, and LLM judges shift with features that should not matter: the speaker's
