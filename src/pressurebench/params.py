@@ -36,6 +36,9 @@ Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+# The counterfactual probes of the judge (`validation.judge_probes`).
+JudgeProbe = Literal["identity", "verbosity", "family", "repeat"]
+JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "verbosity", "family", "repeat")
 
 
 class ImportedConversations(Section):
@@ -439,6 +442,28 @@ class Validation(Section):
         description="seeded share of base scenarios per metric the studies play (at least one)",
     )
     seed: Seed = Field(default=7, description="seeds the study subset")
+    judge_probes: list[JudgeProbe] = Field(
+        default_factory=lambda: list(JUDGE_PROBES),
+        description="counterfactual probes of the judge on the main arm's conversations of the "
+        "study subset: 'identity' (the user's turns rewritten into the other demographic "
+        "variant's voice), 'verbosity' (each target reply lengthened by a restatement of "
+        "itself), 'family' (rows whose judge shares a model family with the target or the "
+        "generator, re-judged by the panel's other judges), 'repeat' (the unedited transcript "
+        "judged again: how often the judge disagrees with itself, the floor of the other flip "
+        "rates); [] runs none",
+    )
+    judge_probes_warn: float = Field(
+        default=0.2, gt=0.0, le=1.0,
+        description="a probe whose verdict flip rate exceeds this is a warning on the results "
+        "report",
+    )
+
+    @field_validator("judge_probes")
+    @classmethod
+    def _probes_once(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("list each probe once")
+        return v
 
 
 class Labels(Section):

@@ -14,6 +14,8 @@ stage's name is the folder's path below `data/<benchmark>/` without the matrix v
 (benchmark, model, target) and the `arms/` and `runs/` levels, joined with `_`:
 `data/b/runs/t/simulate/` is the stage `simulate`,
 `data/b/validation/generator/arms/m/runs/t/evaluate/` is `validation_generator_evaluate`.
+The judge probes, a study without arms, edit and re-judge the main arm's conversations in
+`data/<b>/validation/probes/runs/<target>/edit/` and `.../evaluate/`.
 """
 
 from __future__ import annotations
@@ -32,8 +34,12 @@ OLD_CALLS_SUFFIX = ".calls.jsonl"
 # Each validation study's comparison stage (named as the params key listing its arms,
 # `validation.<stage>`) and the step folder it writes below `validation/<study>/`.
 STUDY_COMPARISONS = {"generator": "generator_bias", "user": "user_model_bias",
-                     "evaluator": "evaluator_bias"}
+                     "evaluator": "evaluator_bias", "probes": "judge_probes"}
 COMPARISON_STEP = "bias"
+# The judge probes: a study without arms, whose steps run per target below
+# `validation/probes/runs/<target>/`; each code stage and the step folder it writes.
+PROBES = "probes"
+PROBE_STEPS = {"probes_edit": "edit", "probes_evaluate": "evaluate"}
 # The stage writing every study's plan, `validation/plan/<study>.json`.
 PLAN_STEP = "plan"
 
@@ -56,11 +62,12 @@ def inspect_logs_dir(reports_dir: str | Path, benchmark: str) -> Path:
 
 def arm_path(arm: str | None) -> Path:
     """An arm's place below `data/<benchmark>/`: nothing for the main arm,
-    `validation/<study>/arms/<model>` for the validation arm `<study>/<model>`."""
+    `validation/<study>/arms/<model>` for the validation arm `<study>/<model>`, and
+    `validation/<study>` for a study without arms (`probes`)."""
     if not arm:
         return Path()
     study, _, model = arm.partition("/")
-    return Path(VALIDATION, study, ARMS, model)
+    return Path(VALIDATION, study, ARMS, model) if model else Path(VALIDATION, study)
 
 
 def inspect_log_file(logs_dir: str | Path, arm: str | None, target: str) -> Path:
@@ -104,7 +111,8 @@ class Layout:
 
     @property
     def root(self) -> Path:
-        """The arm's root: `data/<b>/`, or `data/<b>/validation/<study>/arms/<model>/`."""
+        """The arm's root: `data/<b>/`, `data/<b>/validation/<study>/arms/<model>/`, or for a
+        study without arms (`probes`) `data/<b>/validation/<study>/`."""
         return Path(self.data_dir) / self.benchmark / arm_path(self.arm)
 
     def run_dir(self, target: str) -> Path:
@@ -116,6 +124,11 @@ class Layout:
         study = next((s for s, name in STUDY_COMPARISONS.items() if name == stage), None)
         if study is not None:
             return study_dir(self.data_dir, self.benchmark, study) / COMPARISON_STEP
+        if stage in PROBE_STEPS:
+            if not target:
+                raise ValueError(f"the stage {stage} runs per target")
+            probes = study_dir(self.data_dir, self.benchmark, PROBES)
+            return probes / RUNS / target / PROBE_STEPS[stage]
         return (self.run_dir(target) if target else self.root) / stage
 
     @property
@@ -171,3 +184,16 @@ class Layout:
     def study_file(self, stage: str) -> Path:
         """A validation study's comparison artifact (`stage`: `generator_bias`, ...)."""
         return self.stage_dir(stage) / f"{stage}.json"
+
+    def probe_edits_file(self, target: str) -> Path:
+        """The judge probes' edited conversations of one target."""
+        return self.stage_dir("probes_edit", target) / "probe_edits.json"
+
+    def probe_scores_file(self, target: str) -> Path:
+        """The judge probes' verdicts on one target's edited conversations."""
+        return self.stage_dir("probes_evaluate", target) / "probe_scores.json"
+
+
+def probes_layout(data_dir: str | Path, benchmark: str) -> Layout:
+    """The judge probes' layout: rooted at `data/<benchmark>/validation/probes/`."""
+    return Layout(Path(data_dir), benchmark, PROBES)

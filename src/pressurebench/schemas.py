@@ -496,6 +496,82 @@ class ScoresFile(Row):
     )
 
 
+# --- the judge probes (`validation.judge_probes`) ----------------------------------
+
+EditProbe = Literal["identity", "verbosity"]
+
+
+class MessageEdit(Row):
+    """One message a probe rewrote: where it is in the transcript and how long it was before
+    and after (characters), so the size of every edit is on record."""
+
+    index: int = Field(ge=0, description="position in the transcript")
+    role: Literal["user", "assistant"]
+    chars_before: int = Field(ge=0)
+    chars_after: int = Field(ge=0)
+    truncated: bool = Field(default=False, description="the editing model's reply was cut off")
+
+
+class ProbeEdit(Row):
+    """One of the main arm's conversations after one probe's edit, or the reason there is none.
+
+    identity: the user's turns rewritten into the voice of the other demographic variant of
+    the same base scenario (`as_scenario_id`); the target's replies are byte-identical.
+    verbosity: every target reply followed by a restatement of itself; the user's turns are
+    byte-identical.
+    """
+
+    probe: EditProbe
+    conv_id: str
+    scenario_id: str
+    as_scenario_id: str | None = Field(
+        default=None, description="identity: the variant whose voice the user's turns now speak in"
+    )
+    as_demographic: dict[str, str] = Field(
+        default_factory=dict, description="identity: that variant's demographic values"
+    )
+    status: Status
+    error: str | None = None
+    edits: list[MessageEdit] = Field(default_factory=list)
+    transcript: list[Message] = Field(
+        default_factory=list, description="the edited transcript; empty on an error row"
+    )
+
+    @model_validator(mode="after")
+    def _status_consistent(self):
+        if self.status == "error" and not self.error:
+            raise ValueError("an error row needs a reason")
+        if self.status == "ok" and not self.transcript:
+            raise ValueError("an ok row needs its edited transcript")
+        return self
+
+
+class ProbeEditsFile(Row):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    target: str
+    editor: str = Field(description="the model that wrote the edits (roles.generator)")
+    probes: list[EditProbe]
+    scenario_ids: list[str] = Field(description="the study subset's scenario rows")
+    rows: list[ProbeEdit]
+
+
+class ProbeScores(Row):
+    """One probe's verdicts on one target's conversations, or why it judged none."""
+
+    judges: list[str] = Field(description="the judge(s) of this probe's rows")
+    rows: list[Score]
+    reason: str | None = Field(default=None, description="why there are no rows")
+
+
+class ProbeScoresFile(Row):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    benchmark: str
+    target: str
+    evaluators: list[str] = Field(description="the main arm's judge(s)")
+    probes: dict[str, ProbeScores]
+
+
 # --- structured outputs the models are asked for -------------------------------
 # Every string and list is bounded: the embedded model is tiny and rambles.
 

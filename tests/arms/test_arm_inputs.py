@@ -99,3 +99,20 @@ def test_no_stage_names_a_study():
             if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("arms.naming"):
                 named.append(f"{path.name}:{node.lineno} imports arms.naming")
     assert named == []
+
+
+def test_the_judge_probes_are_a_study_without_arms(params_path):
+    """`validation.judge_probes` lists probes, not models: no arm study iterates it, while its
+    comparison writes where the arm studies' do (`validation/<study>/bias/`)."""
+    from pressurebench.arms.naming import STUDIES, STUDY_STAGES, configured_arms, study_of_stage
+
+    params = load_params(params_path)
+    assert list(STUDY_STAGES) == list(STUDIES) and study_of_stage("judge_probes") is None
+    assert [a.name for s in STUDY_STAGES for a in configured_arms(params, s)] == [
+        "generator/gen2", "user/user2", "evaluator/judge2"]
+    study = Path(params.data_dir) / "tiny" / "validation" / "probes"
+    main = Layout(params.data_dir, "tiny")
+    assert main.study_file("judge_probes") == study / "bias" / "judge_probes.json"
+    runs = study / "runs" / "target-a"
+    assert main.probe_edits_file("target-a") == runs / "edit" / "probe_edits.json"
+    assert main.probe_scores_file("target-a") == runs / "evaluate" / "probe_scores.json"

@@ -24,7 +24,11 @@ KINDS = {
     "notebooks/validation/generator_bias.ipynb": "generator_bias",
     "notebooks/validation/user_model_bias.ipynb": "user_model_bias",
     "notebooks/validation/evaluator_bias.ipynb": "evaluator_bias",
+    "notebooks/validation/judge_probes.ipynb": "judge_probes",
 }
+# Stages that run a module of the package: the module, its step, and the stage it records.
+MODULES = {("pressurebench.stages.judge_probes", "edit"): "probes_edit",
+           ("pressurebench.stages.judge_probes", "evaluate"): "probes_evaluate"}
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +54,21 @@ def test_every_model_stage_watches_exactly_the_params_its_code_declares(dvc_stag
         assert set(watched) == set(declared), address
         checked += 1
     assert checked >= 10
+
+
+def test_the_judge_probes_stages_watch_exactly_the_params_their_code_declares(dvc_stages,
+                                                                               monkeypatch):
+    monkeypatch.chdir(REPO)
+    params_path = "params/pipeline.yaml"
+    params = load_params(params_path)
+    checked = 0
+    for address, cmd, watched in dvc_stages:
+        words = shlex.split(cmd)
+        kind = next((MODULES[key] for key in MODULES if key[0] in words and key[1] in words), None)
+        if kind is None:
+            continue
+        given = dict(re.findall(r"--(\S+) (\S+)", cmd))
+        inputs = resolve(params_path, params, given["benchmark"], None)
+        assert set(watched) == set(declared_params(kind, inputs, given["target"])), address
+        checked += 1
+    assert checked >= 2

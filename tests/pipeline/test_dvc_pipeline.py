@@ -22,10 +22,13 @@ from pressurebench.schemas import (
     ConversationsFile,
     Cost,
     Manifest,
+    ProbeEditsFile,
+    ProbeScoresFile,
     ScenariosFile,
     ScoresFile,
 )
 from pressurebench.stats.results import Results
+from pressurebench.validation.judge_probes import JudgeProbesStudy
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +37,9 @@ ARTIFACT_MODELS = {
     "conversations.json": ConversationsFile,
     "scores.json": ScoresFile,
     "results.json": Results,
+    "probe_edits.json": ProbeEditsFile,
+    "probe_scores.json": ProbeScoresFile,
+    "judge_probes.json": JudgeProbesStudy,
 }
 
 
@@ -88,6 +94,13 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     assert results.pressure is not None and set(results.pressure.targets) == set(results.targets)
     assert results.fidelity is not None and set(results.fidelity.targets) == set(results.targets)
 
+    # The judge probes ran on every validation target, and the results report reads them.
+    probes = read_artifact(layout.study_file("judge_probes"), JudgeProbesStudy)
+    assert {r.probe for r in probes.results} == {"identity", "verbosity", "repeat"}
+    assert "family" in probes.not_run  # one judge, of the targets' own (mock) family
+    assert all(r.targets == probes.targets for r in probes.results) and probes.identity_gaps
+    assert results.judge_probes == probes.notes()
+
     # The DVC plots, drawn offline: one bar per target and metric, nothing loaded from a network.
     run([sys.executable, "-m", "pressurebench.reports.dvc_plots", "--out", "plots.html"], root)
     page = (root / "plots.html").read_text()
@@ -116,6 +129,16 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     rerun = would_run(root)
     assert "evaluate@pressure-core-smollm2" in rerun and not any(s.startswith("simulate@") for s in rerun)
     set_param(root, "fidelity.check", True)
+    assert would_run(root) == set()
+
+    # The probes' warning threshold re-runs their comparison (and the stages that read all of
+    # `validation`, none of which calls a model), no edit and no judge call.
+    set_param(root, "validation.judge_probes_warn", 0.5)
+    rerun = {s.split("@")[0] for s in would_run(root)}
+    assert "validation_probes_bias" in rerun
+    assert rerun <= {"validation_probes_bias", "validation_plan", "validation_generator_bias",
+                     "validation_user_bias", "validation_evaluator_bias"}
+    set_param(root, "validation.judge_probes_warn", 0.2)
     assert would_run(root) == set()
 
     # Per-turn judging off: evaluate runs again and replays its whole-transcript verdicts from
@@ -161,7 +184,8 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(reproduced_rep
     rerun = after_code_change(root)
     for stage in ("gen_metrics", "gen_scenarios", "simulate", "evaluate", "aggregate",
                   "validation_user_simulate", "validation_generator_evaluate",
-                  "validation_evaluator_evaluate"):
+                  "validation_evaluator_evaluate", "validation_probes_edit",
+                  "validation_probes_evaluate", "validation_probes_bias"):
         assert any(s.startswith(stage + "@") or s == stage for s in rerun), (stage, rerun)
     schemas.write_text(original)
     assert after_code_change(root) == set()
@@ -170,7 +194,7 @@ def test_code_changes_rerun_exactly_the_stages_that_run_that_code(reproduced_rep
     figures.write_text(figures.read_text() + "\n# a changed report module\n")
     rerun = {s.split("@")[0] for s in after_code_change(root)}
     assert rerun == {"aggregate", "export", "validation_generator_bias", "validation_user_bias",
-                     "validation_evaluator_bias"}, rerun
+                     "validation_evaluator_bias", "validation_probes_bias"}, rerun
 
 
 def test_dvc_experiment_with_a_changed_param(reproduced_repo: Path):

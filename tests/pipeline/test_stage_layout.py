@@ -28,8 +28,11 @@ from support import REPO
 TEMPLATE_VALUE = re.compile(r"^\$\{[^}]+\}$")
 # The stage that computes what code each stage runs: its out is named after it, outside data/.
 CODE_STAGE = "code_deps"
-# The stages whose code calls models (their kept folder holds calls.jsonl).
+# The stages whose code calls models (their kept folder holds calls.jsonl): notebooks by their
+# stage, and the modules run as `python -m <module> <step>`, with the code stage of each step.
 MODEL_STAGES = {"gen_metrics", "gen_scenarios", "simulate", "evaluate"}
+MODEL_MODULES = {"pressurebench.stages.judge_probes": {"edit": "probes_edit",
+                                                       "evaluate": "probes_evaluate"}}
 
 
 def stage_definitions() -> dict[str, dict]:
@@ -56,12 +59,22 @@ def name_of_folder(folder: str) -> str:
     return "_".join(p for p in parts[2:] if not TEMPLATE_VALUE.match(p) and p not in (ARMS, RUNS))
 
 
+def module_step(words: list[str]) -> tuple[str, str] | None:
+    """`python -m <module> <step> ...` of a module in MODEL_MODULES: (module, step)."""
+    if words[:2] != ["python", "-m"] or words[2] not in MODEL_MODULES:
+        return None
+    return words[2], words[3]
+
+
 def test_the_name_of_a_folder_follows_from_its_path():
     assert name_of_folder("data/${item.benchmark}/runs/${item.target}/simulate") == "simulate"
     assert name_of_folder(
         "data/${item.benchmark}/validation/user/arms/${item.user}/runs/${item.target}/evaluate"
     ) == "validation_user_evaluate"
     assert name_of_folder("data/${item}/validation/generator/bias") == "validation_generator_bias"
+    assert name_of_folder(
+        "data/${item.benchmark}/validation/probes/runs/${item.target}/edit"
+    ) == "validation_probes_edit"
 
 
 @pytest.mark.parametrize("name", sorted(stage_definitions()))
@@ -87,22 +100,30 @@ def test_each_stage_writes_one_data_folder_named_as_the_stage_and_its_report_bes
         # notebook_run's second argument is the report folder.
         assert words[words.index(notebook) + 1] == reports[0]
     persisted = [path for path, persist in outs if persist]
-    records_calls = notebook is not None and stage_of(notebook) in MODEL_STAGES
+    records_calls = (stage_of(notebook) in MODEL_STAGES if notebook is not None
+                     else module_step(words) is not None)
     assert persisted == ([folder] if records_calls else [])
 
 
 def test_dvc_and_the_stage_code_agree_on_every_folder():
-    """Expanded by DVC, each notebook stage's data folder is the one `paths.Layout` gives the
-    stage's code for its benchmark, arm and target: where the stage writes is what DVC keeps."""
-    checked = 0
+    """Expanded by DVC, each notebook stage's data folder, and each model-calling module
+    step's, is the one `paths.Layout` gives the stage's code for its benchmark, arm and target:
+    where the stage writes is what DVC keeps."""
+    checked = modules = 0
     with Repo(str(REPO)) as repo:
         for stage in repo.index.stages:
             words = shlex.split(stage.cmd) if isinstance(stage.cmd, str) else []
             notebook = next((w for w in words if w.endswith(".ipynb")), None)
-            if notebook is None:
+            step = module_step(words)
+            if notebook is not None:
+                given = dict(re.findall(r"-p (\S+) (\S+)", stage.cmd))
+                code_stage = stage_of(notebook)
+            elif step is not None:
+                given = dict(re.findall(r"--(benchmark|target) (\S+)", stage.cmd))
+                code_stage = MODEL_MODULES[step[0]][step[1]]
+                modules += 1
+            else:
                 continue
-            given = dict(re.findall(r"-p (\S+) (\S+)", stage.cmd))
-            code_stage = stage_of(notebook)
             layout = Layout("data", given["benchmark"], given.get("arm"))
             folder = layout.stage_dir(code_stage, given.get("target"))
             data = [o.def_path for o in stage.outs if not (o.metric or o.plot)
@@ -113,4 +134,4 @@ def test_dvc_and_the_stage_code_agree_on_every_folder():
             assert beside <= {layout.metrics_summary_file.as_posix(),
                               layout.pass_rates_plot_file.as_posix()}, stage.addressing
             checked += 1
-    assert checked >= 10
+    assert checked >= 10 and modules >= 2

@@ -150,6 +150,15 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
         return ["roles.evaluator", "roles.fidelity", "models", "evaluation", "fidelity.check", *run]
     if stage == "aggregate":  # labels.dir: where the human labels of the main arm are read
         return ["targets", "statistics", "labels.dir", "fidelity.warn_share"]
+    # The judge probes (`stages.judge_probes`): the generator writes the edits of the study
+    # subset; the main judge re-reads them, and the family probe needs every model's family.
+    subset = ["validation.judge_probes", "validation.fraction", "validation.seed"]
+    if stage == "probes_edit":
+        return ["roles.generator", f"models.{inputs.generator}", *subset, *run]
+    if stage == "probes_evaluate":
+        return ["roles.evaluator", "roles.generator", "models", "evaluation", *subset, *run]
+    if stage == "judge_probes":
+        return ["validation", "statistics", "models", "roles.generator", "roles.evaluator"]
     if stage == "generator_bias":  # model families, for the self-preference check
         return ["validation", "statistics", "models"]
     if stage in ("user_model_bias", "evaluator_bias"):

@@ -26,9 +26,9 @@ EVALUATOR: Study = "evaluator"
 STUDIES: tuple[Study, ...] = (GENERATOR, USER, EVALUATOR)
 # Studies whose arms work on a seeded subset of the main arm's own scenario rows.
 ON_MAIN_ROWS: tuple[Study, ...] = (USER, EVALUATOR)
-# Each study's comparison stage, named as the params key that lists the study's arms
-# (`validation.<stage>`).
-STUDY_STAGES: dict[Study, str] = STUDY_COMPARISONS  # type: ignore[assignment]
+# Each arm study's comparison stage, named as the params key that lists the study's arms
+# (`validation.<stage>`); the judge probes' comparison is no arm study's.
+STUDY_STAGES: dict[Study, str] = {study: STUDY_COMPARISONS[study] for study in STUDIES}
 
 
 @dataclass(frozen=True)

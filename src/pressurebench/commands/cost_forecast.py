@@ -23,7 +23,7 @@ from ..schemas import Benchmark
 
 # Rough sizes in tokens of the fixed parts of prompts, and of a simulated user message.
 SYSTEM_TOKENS = {"gen_metrics": 350, "gen_scenarios": 450, "rewrite": 500, "user": 400, "judge": 300,
-                 "fidelity": 400, "awareness": 150}
+                 "fidelity": 400, "awareness": 150, "probe_edit": 90}
 USER_MESSAGE_TOKENS = 60
 STRUCTURED_OVERHEAD = 40
 
@@ -158,6 +158,42 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
                         120))
                 if params.fidelity.check and user is not None:
                     lines += fidelity_lines(params, f"{label}/{target}", convs, reply)
+        n_metrics = len(bench.metrics) or g.metrics_per_benchmark
+        convs = math.ceil(n_metrics * g.scenarios_per_metric * n_var * fraction) * g.num_samples
+        judged = convs * (n_metrics if params.evaluation.evaluate_all_metrics else 1)
+        for target in val_targets:
+            lines += probe_lines(params, f"{bench_name}/probes/{target}", target, convs, judged,
+                                 n_var)
+    return lines
+
+
+def probe_lines(params: Params, label: str, target: str, convs: int, judged: int,
+                n_var: int) -> list[Line]:
+    """The judge probes of one validation target's `convs` conversations (`judged` rows): per
+    edit probe, one generator call per edited message and one call per judge and row on the
+    edited transcript (the identity probe needs two demographic variants); for the repeat
+    probe, one call per judge and row. The family probe's re-judging repeats the main arm's
+    calls, which the cache answers."""
+    g = params.generation
+    probes = params.validation.judge_probes
+    generator, judges = params.roles.generator, params.roles.evaluators
+    reply = _reply_tokens(params.models[target])
+    exchange = USER_MESSAGE_TOKENS + reply
+    lines = []
+    edits = {"identity": (USER_MESSAGE_TOKENS, USER_MESSAGE_TOKENS, 0),
+             "verbosity": (reply, reply, reply)}
+    for probe, (edited_in, edited_out, longer) in edits.items():
+        if probe not in probes or (probe == "identity" and n_var < 2):
+            continue
+        lines.append(_line(params, "probes_edit", label, f"generator ({probe})", generator,
+                           convs * g.turns, SYSTEM_TOKENS["probe_edit"] + edited_in,
+                           min(edited_out, params.models[generator].max_tokens)))
+        lines += [_line(params, "probes_evaluate", label, f"evaluator ({probe})", judge, judged,
+                        SYSTEM_TOKENS["judge"] + g.turns * (exchange + longer), 120)
+                  for judge in judges]
+    if "repeat" in probes:  # the unedited transcript, asked again
+        lines += [_line(params, "probes_evaluate", label, "evaluator (repeat)", judge, judged,
+                        SYSTEM_TOKENS["judge"] + g.turns * exchange, 120) for judge in judges]
     return lines
 
 

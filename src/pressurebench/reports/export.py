@@ -24,7 +24,8 @@ results, the same figures the aggregate report shows:
   caption; `\\usepackage{booktabs}` in the preamble.
 
 With the validation studies' comparison artifacts present, each arm's figures and
-tables are written beside them (`reports.export_studies`).
+tables are written beside them (`reports.export_studies`), and the judge probes' too
+(`reports.export_probes`).
 
 `export/index.json` lists every file written. Files are written with fixed
 metadata (no creation date), so the same results give the same bytes.
@@ -44,6 +45,7 @@ from ..paths import Layout
 from ..schemas import Benchmark
 from ..stats.results import Results
 from . import export_tables, figures, latex, pressure, tables
+from .export_probes import export_probes
 from .export_studies import export_studies
 
 FIGURE_FORMATS = ("svg", "pdf")
@@ -72,8 +74,9 @@ def export_benchmark(layout: Layout, out_dir: str | Path) -> dict[str, list[str]
         written["figures"] += save_figure(fig, out_dir / "figures", name)
     for name, (frame, tex) in paper_tables(results, names, errors).items():
         written["tables"] += save_table(frame, tex, out_dir / "tables", name)
-    for kind, paths in export_studies(layout, out_dir, save_figure, save_table).items():
-        written[kind] += paths
+    for export in (export_studies, export_probes):
+        for kind, paths in export(layout, out_dir, save_figure, save_table).items():
+            written[kind] += paths
     index = {kind: sorted(str(Path(p).relative_to(out_dir)) for p in paths) for kind, paths in written.items()}
     atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2) + "\n")
     return written

@@ -47,7 +47,7 @@ from ..stats.fidelity_validity import fidelity_validity
 from ..stats.interval_rules import planned_design
 from ..stats.judge_validity import judge_validity
 from ..stats.received import received_results
-from ..stats.results import LabelsSetAside, Results, build_results
+from ..stats.results import JudgeProbeNotes, LabelsSetAside, Results, build_results
 from ..stats.score_frames import load_scores, onsets_frame, scores_frame, turns_frame
 
 if TYPE_CHECKING:
@@ -204,6 +204,17 @@ def compute_results(read: AggregateInputs, stats: Statistics, benchmark: str,
     return results
 
 
+def judge_probe_notes(layout: Layout, inputs: ArmInputs) -> JudgeProbeNotes | None:
+    """The judge probes' warnings and family notes for the main arm's headline; None without
+    the study (it judges the main arm's conversations only)."""
+    from ..validation.judge_probes import STAGE, JudgeProbesStudy
+
+    path = layout.study_file(STAGE)
+    if not inputs.is_main or not path.is_file():
+        return None
+    return read_artifact(path, JudgeProbesStudy).notes()
+
+
 def write_outputs(layout: Layout, read: AggregateInputs, results: Results,
                   generation_errors: dict[str, int]) -> None:
     """`results.json`, the `dvc metrics show` summary and the `dvc plots show` table."""
@@ -242,6 +253,7 @@ def run(
         results = compute_results(read, params.statistics, benchmark,
                                   warn_share=params.fidelity.warn_share)
     results.imported = imported_notes(inputs.layout, read.targets)
+    results.judge_probes = judge_probe_notes(stage.layout, inputs)
     for aside in results.labels_set_aside:
         print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "
               f"{aside.reason}", file=sys.stderr)

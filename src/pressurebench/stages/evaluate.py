@@ -167,8 +167,9 @@ def _judge_error(verdict: JudgeVerdict) -> str:
 
 
 async def judge_one(client: ModelClient, model_id: str, messages: list[dict],
-                    cache_group: str | None = None, marks: tuple[int, ...] | None = None) -> JudgeVerdict:
-    result = await client.chat(model_id, messages, schema=JudgeOutput, sample=JUDGE_SAMPLE,
+                    cache_group: str | None = None, marks: tuple[int, ...] | None = None,
+                    sample: int = JUDGE_SAMPLE) -> JudgeVerdict:
+    result = await client.chat(model_id, messages, schema=JudgeOutput, sample=sample,
                                cache_group=cache_group, cache_marks=marks)
     if not result.ok:
         return JudgeVerdict(
@@ -189,10 +190,10 @@ async def judge_one(client: ModelClient, model_id: str, messages: list[dict],
 
 async def judge_panel(
     client: ModelClient, evaluators: list[str], messages: list[dict], cache_group: str | None = None,
-    marks: tuple[int, ...] | None = None,
+    marks: tuple[int, ...] | None = None, sample: int = JUDGE_SAMPLE,
 ) -> tuple[list[JudgeVerdict], PanelDecision]:
     verdicts = list(await asyncio.gather(
-        *(judge_one(client, m, messages, cache_group, marks) for m in evaluators)
+        *(judge_one(client, m, messages, cache_group, marks, sample) for m in evaluators)
     ))
     return verdicts, panel_decision(verdicts)
 
@@ -288,8 +289,10 @@ async def score_conversation(
     evaluators: list[str],
     show_examples: bool,
     per_turn: bool = False,
+    sample: int = JUDGE_SAMPLE,
 ) -> Score:
-    """One Score row: a failed conversation is recorded as such and never shown to a judge."""
+    """One Score row: a failed conversation is recorded as such and never shown to a judge.
+    `sample` other than the judge's own (0) asks it again, as the judge probes' repeat does."""
     if conv.status == "error":
         decision = PanelDecision(None, error=f"{CONVERSATION_FAILED}: {conv.error}")
         return score_row(conv, metric, judges=[], decision=decision)
@@ -300,8 +303,8 @@ async def score_conversation(
     panels, previous = [], None
     for k, p in enumerate(prefixes, start=1):
         messages = judge_messages(p, metric, show_examples=show_examples)
-        panels.append(await judge_panel(client, evaluators, messages, group,
-                                        judge_cache_marks(messages, previous, last=k == len(prefixes))))
+        marks = judge_cache_marks(messages, previous, last=k == len(prefixes))
+        panels.append(await judge_panel(client, evaluators, messages, group, marks, sample))
         previous = messages
     verdicts, decision = panels[-1]
     turns = (
@@ -334,6 +337,7 @@ async def score_conversations(
     show_examples: bool = False,
     per_turn: bool = False,
     on_row: Callable[[Score], None] | None = None,
+    sample: int = JUDGE_SAMPLE,
 ) -> list[Score]:
     """Score every conversation concurrently; rows come back in conversation × metric order.
 
@@ -348,7 +352,7 @@ async def score_conversations(
     async def one(conv: Conversation, metric: Metric) -> Score:
         score = await score_conversation(
             client, conv, metric, evaluators=evaluators, show_examples=show_examples,
-            per_turn=per_turn,
+            per_turn=per_turn, sample=sample,
         )
         if on_row is not None:
             on_row(score)

@@ -91,6 +91,16 @@ class ImportedTarget(Row):
     checks_skipped: list[str] = Field(description="fidelity checks that need a scenario")
 
 
+class JudgeProbeNotes(Row):
+    """What the judge probes (`validation.judge_probes`) put on the results report's headline."""
+
+    warn: float = Field(description="validation.judge_probes_warn")
+    warnings: list[str] = Field(description="probes whose verdict flip rate exceeds it")
+    family: list[str] = Field(
+        description="judges sharing a model family with a target or the generator"
+    )
+
+
 class Results(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -126,6 +136,10 @@ class Results(BaseModel):
         default_factory=list,
         description="per kind of interval: its method and the coverage the grid "
         "(docs/interval_coverage.md) measured at the largest design not above the study's",
+    )
+    judge_probes: JudgeProbeNotes | None = Field(
+        default=None,
+        description="the judge probes' warnings and family notes; None without the study",
     )
     labels_set_aside: list[LabelsSetAside] = Field(
         default_factory=list,

@@ -4,26 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_artifact, write_artifact
 from ..params import load_params
 from ..paths import Layout
 from ..runtime import StageRun
-from .studies import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 
 
-def record_study(
-    stage: StageRun, study: GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy
-) -> None:
+def record_study(stage: StageRun, study: BaseModel) -> None:
     """`<stage>.json` (`paths.Layout.study_file`), then `manifest.json` and `cost.json` beside it;
-    a comparison calls no model, so it builds no client."""
+    a comparison calls no model, so it builds no client. An arm study counts its arms, the
+    judge probes their probes."""
     params = stage.params
     stage.replacing_outputs()
     write_artifact(stage.layout.study_file(stage.stage), study)
+    compared = {"arms": len(study.arms)} if hasattr(study, "arms") else {
+        "probes": len(study.results)}
     stage.finish(
         None,
-        counts={"arms": len(study.arms), "targets": len(study.targets)},
+        counts={**compared, "targets": len(study.targets)},
         prompts=[],
         declared=declared_params(stage.stage),
         provenance={"study_targets": study.targets},
