@@ -267,6 +267,13 @@ class ModelSpec(Section):
         return self
 
     @property
+    def conversations_imported(self) -> bool:
+        """The model's conversations are imported (`pressurebench import`), not simulated."""
+        from .llm.providers.registry import api_class
+
+        return api_class(self.provider).conversations_imported
+
+    @property
     def family(self) -> str:
         """A coarse model family, used by the generator self-preference check."""
         name = self.model.lower().rsplit("/", 1)[-1]
@@ -435,7 +442,8 @@ class Validation(Section):
     )
     targets: list[ModelId] | None = Field(
         default=None,
-        description="targets the studies run on (written out as a list under DVC); null: every target",
+        description="targets the studies run on (written out as a list under DVC); null: every "
+        "simulated (not imported) target",
     )
     fraction: float = Field(
         default=1.0, gt=0.0, le=1.0,
@@ -628,6 +636,11 @@ class Params(Section):
             raise ValueError("validation.evaluator_bias lists an entry twice")
         return self
 
+    def simulated_targets(self) -> list[str]:
+        """The targets whose conversations are simulated (not imported): what the validation
+        studies run on when `validation.targets` is null."""
+        return [t for t in self.targets if not self.models[t].conversations_imported]
+
     def model_refs(self) -> list[tuple[str, str]]:
         """Every (field, model id) reference, so unknown ids can be reported by field."""
         refs = [("roles.generator", self.roles.generator), ("roles.user", self.roles.user)]
@@ -690,6 +703,13 @@ def load_params(path: str | Path) -> Params:
         for i, t in enumerate(params.validation.targets):
             if t not in params.targets:
                 raise ConfigError(path, f"'{t}' is not one of the targets", f"validation.targets[{i}]")
+            if params.models[t].conversations_imported:
+                raise ConfigError(
+                    path,
+                    f"'{t}' is an imported target: the validation studies vary or edit what was "
+                    "simulated, which an imported target does not have; leave it out",
+                    f"validation.targets[{i}]",
+                )
     return params
 
 

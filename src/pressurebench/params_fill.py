@@ -25,7 +25,7 @@ INTERPOLATION = re.compile(r"\$\{\s*([^${}]+?)\s*\}")
 # Keys whose default the params model spells None but DVC needs as a value: None in the model
 # stands for another key's value, which is what is written.
 DVC_VALUES = {
-    "validation.targets": lambda params: list(params.targets),
+    "validation.targets": lambda params: params.simulated_targets(),
 }
 
 FILLED_COMMENT = "default, written by pressurebench check"

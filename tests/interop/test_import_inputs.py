@@ -209,3 +209,21 @@ def test_the_epochs_of_an_inspect_sample_are_samples_of_one_scenario_in_one_clus
     assert first.scenario_id == second.scenario_id and first.base_id == second.base_id == "s1"
     assert (first.sample, second.sample) == (0, 1) and first.conv_id != second.conv_id
     assert first.model_versions == {"target": "anthropic/claude-x"}
+
+
+def test_the_validation_studies_run_on_the_simulated_targets_and_refuse_an_imported_one(
+    project, imported
+):
+    from pressurebench.arms.naming import validation_targets
+    from pressurebench.params_fill import DVC_VALUES
+
+    params = load_params(project.params_path)
+    assert "chats" in params.targets and params.validation.targets is None
+    assert "chats" not in validation_targets(params)
+    assert "chats" not in DVC_VALUES["validation.targets"](params)
+    raw = yaml.safe_load(project.params_path.read_text())
+    raw.setdefault("validation", {})["targets"] = ["chats"]
+    project.params_path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match="'chats' is an imported target") as err:
+        load_params(project.params_path)
+    assert "validation.targets[0]" in str(err.value)

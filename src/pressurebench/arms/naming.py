@@ -52,8 +52,8 @@ def study_of_stage(stage: str) -> Study | None:
 
 
 def validation_targets(params: Params) -> list[str]:
-    """`validation.targets`, or every target when it is null."""
-    return list(params.validation.targets or params.targets)
+    """`validation.targets`, or every simulated (not imported) target when it is null."""
+    return list(params.validation.targets or params.simulated_targets())
 
 
 def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:

@@ -95,7 +95,7 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
         bench = read_yaml_model(benchmark_source(bench_name, root), Benchmark)
         judges = list(params.roles.evaluators)
         arms = [("main", params.roles.generator, params.roles.user, judges, params.targets, 1.0)]
-        val_targets = params.validation.targets or params.targets
+        val_targets = params.validation.targets or params.simulated_targets()
         fraction = params.validation.fraction
         arms += [(f"generator/{m}", m, params.roles.user, judges, val_targets, fraction)
                  for m in params.validation.generator_bias]
