@@ -19,6 +19,7 @@ import pytest
 import yaml
 from pipeline_support import run
 
+import pressurebench
 from docs_support import recipes
 
 pytestmark = pytest.mark.slow
@@ -62,12 +63,22 @@ def assistant_replies(root: Path) -> dict[tuple[str, str], int]:
     return replies
 
 
+# The fixed openings of the judge probes' edit prompts: the editor's calls ask for plain text.
+PROBE_EDITS = tuple(
+    (Path(pressurebench.__file__).parent / "prompts" / f"{name}.txt").read_text().split("{{")[0]
+    for name in ("probe_identity", "probe_verbosity")
+)
+
+
 def target_requests(server) -> list[dict]:
-    """Chat requests without a structured answer: the targets' (user, judge and generator
-    calls all ask for JSON)."""
+    """Chat requests without a structured answer that are not a judge probe's edit: the
+    targets' (user, judge and generator calls all ask for JSON; the probes' editor edits the
+    grown conversations anew, with one message of its own prompt)."""
     return [e.body for e in server.request_log
             if e.path.endswith("/chat/completions") and e.body is not None
-            and "response_format" not in e.body and "tools" not in e.body]
+            and "response_format" not in e.body and "tools" not in e.body
+            and not (len(e.body["messages"]) == 1
+                     and e.body["messages"][0]["content"].startswith(PROBE_EDITS))]
 
 
 def set_turns(root: Path, turns: int) -> None:
