@@ -46,8 +46,15 @@ def new_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def is_write_in_progress(path: Path) -> bool:
+    """Whether `path` is the temporary file of a write not yet renamed into place (maybe
+    another process's): whoever clears a folder leaves it to its writer."""
+    return path.name.startswith(".") and path.name.endswith(".tmp")
+
+
 def temp_file_beside(path: Path) -> tuple[int, str]:
-    """A temporary file in `path`'s folder, to be renamed to `path`, with a new file's mode."""
+    """A temporary file in `path`'s folder, to be renamed to `path`, with a new file's mode
+    (`.<name>.<random>.tmp`: `is_write_in_progress` knows it)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, new_file_mode())

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from . import __version__
 from .errors import ConfigError, StageFailed
-from .io import write_artifact
+from .io import is_write_in_progress, write_artifact
 from .llm.client import ModelClient, ProviderFactory, add_cost
 from .llm.providers.registry import api_class, provider_names
 from .params import Params, load_params, param_values, require_api_keys
@@ -133,11 +133,12 @@ class StageRun:
         removes what its last run wrote, as DVC removes the outputs of a stage it does not
         keep; the old manifest and cost file go with the artifacts they describe, so a crash
         before the new manifest leaves none, never the old one beside new artifacts. Input
-        errors found earlier leave everything as it was."""
+        errors found earlier leave everything as it was. A file being written (the temporary
+        file of another run of the same stage, say) is its writer's to rename or remove."""
         if not self.folder.is_dir():
             return
         for entry in self.folder.iterdir():
-            if entry.name == CALLS:
+            if entry.name == CALLS or is_write_in_progress(entry):
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
