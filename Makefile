@@ -50,7 +50,7 @@ perf: $(STAMP)
 # thread each (about 15 minutes on 2 otherwise idle CPUs).
 coverage: $(STAMP)
 	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m stats_support.coverage_grid \
-		--benchmarks 1000 --jobs 2 --out ../docs/interval_coverage.md \
+		--benchmarks 1000 --jobs 2 --sensitivity --out ../docs/interval_coverage.md \
 		--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json
 
 # The coverage and width of judge-corrected pass rates over label budgets, judge qualities and

@@ -4,14 +4,21 @@ writes docs/interval_coverage.md."""
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
+import numpy as np
+from scipy.stats import norm
+
+from pressurebench.stats.cluster_t import degrees_of_freedom_scaled, t_quantile
 from pressurebench.stats.interval_rules import RATE
 from stats_support.coverage_grid import (
     HIGH,
     LOW,
     STATISTICS,
+    Cell,
+    band_rules,
     coverage_grid,
+    measured_rules,
     monte_carlo_error,
     rule_of,
     simulate_cell,
@@ -70,3 +77,55 @@ def test_below_its_rule_a_statistic_is_withheld_with_the_design_that_gives_one()
     assert below.reported["overall"] == 0 and below.coverage["overall"] is None
     assert at.reported["overall"] == 1
     assert below.reported["metric (min)"] == at.reported["metric (min)"] == 0
+
+
+def _cell(k: int, **coverage: float) -> Cell:
+    values = {name: coverage.get(name.replace(" ", "_"), 0.95) for name in STATISTICS}
+    return Cell(4, k, 2, 0.1, 0.7, values, {name: 1.0 for name in STATISTICS})
+
+
+def test_the_band_holds_from_the_design_where_no_larger_one_leaves_it_beyond_monte_carlo_error():
+    """"in band from" reads both sides of the band with the same two-error tolerance as the
+    rules read the lower one: a cell just above HIGH but within the error is in band, one
+    beyond it is not, and a short cell at a larger design moves the verdict past it."""
+    tolerance = 2 * monte_carlo_error(1000, 0.95)
+    cells = [
+        _cell(3, overall=HIGH + 2 * tolerance, positive=HIGH + tolerance / 2),
+        _cell(5, overall=0.95, positive=0.95, target_difference=LOW - 2 * tolerance),
+        _cell(8),
+    ]
+    found = band_rules(cells, 1000)
+    assert found["overall"] == 5
+    assert found["positive"] == 3
+    assert found["target difference"] == 8
+    assert measured_rules(cells, 1000)["overall"] == 3  # not short: wide is not withheld
+
+
+def test_the_quantile_sensitivity_measures_the_same_benchmarks_with_a_narrower_quantile():
+    """`only` draws a design's cells from the streams the whole grid gives them, so a factor
+    of 1 reproduces the grid's cells and the normal quantile differs from them only through
+    the quantile: never wider, so never covering more."""
+    kwargs = {"benchmarks": 60, "metrics": (4,), "base_per_metric": (3, 5), "samples": (2,),
+              "iccs": (0.1,), "seed": 11}
+    whole = coverage_grid(**kwargs)
+    only = frozenset({(4, 5)})
+    again = coverage_grid(**kwargs, only=only)
+    normal = coverage_grid(**kwargs, only=only, df_factor=math.inf)
+    assert [c.coverage for c in again] == [c.coverage for c in whole if c.base_per_metric == 5]
+    names = ("overall", "positive", "target difference", "demographic gap")
+    pairs = [(z.coverage[n], t.coverage[n]) for t, z in zip(again, normal) for n in names]
+    assert all(z <= t for z, t in pairs)
+    assert any(z < t for z, t in pairs)
+
+
+def test_scaling_the_degrees_of_freedom_changes_the_quantile_only_within_the_block():
+    df = np.array([4.0, 8.0, 0.0])
+    before = t_quantile(df, 0.95)
+    with degrees_of_freedom_scaled(math.inf):
+        normal = t_quantile(df, 0.95)
+    with degrees_of_freedom_scaled(2.0):
+        doubled = t_quantile(df, 0.95)
+    assert np.allclose(normal[:2], norm.ppf(0.975))
+    assert np.allclose(doubled[:2], t_quantile(np.array([8.0, 16.0]), 0.95))
+    assert np.isnan(normal[2]) and np.isnan(doubled[2])
+    assert np.array_equal(t_quantile(df, 0.95), before, equal_nan=True)

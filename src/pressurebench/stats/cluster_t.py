@@ -29,6 +29,9 @@ reason, never replaced by a narrower one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import numpy as np
@@ -117,10 +120,30 @@ def stratified_variance(
     return DesignVariance(variance=variance, df=df, reason=reason)
 
 
+# Set only while the coverage grid measures how its coverage moves with the quantile
+# (`degrees_of_freedom_scaled`): every interval's degrees of freedom times this factor.
+_DF_SCALE: ContextVar[float] = ContextVar("degrees_of_freedom_scale", default=1.0)
+
+
+@contextmanager
+def degrees_of_freedom_scaled(factor: float) -> Iterator[None]:
+    """Within the block, every t quantile is taken on `factor` times its degrees of freedom
+    (`math.inf`: the normal quantile). How the coverage grid shows what a narrower quantile
+    would do to each interval's coverage at the small designs (docs/interval_coverage.md)."""
+    token = _DF_SCALE.set(factor)
+    try:
+        yield
+    finally:
+        _DF_SCALE.reset(token)
+
+
 def t_quantile(df: np.ndarray, confidence_level: float) -> np.ndarray:
     """Two-sided Student t quantile; NaN where df < 1."""
     df = np.asarray(df, dtype=float)
+    scale = _DF_SCALE.get()
     with np.errstate(invalid="ignore"):
+        if scale != 1.0:
+            df = np.where(df >= 1, df * scale, df)
         return np.where(df >= 1, student_t.ppf(0.5 + confidence_level / 2, np.maximum(df, 1)), np.nan)
 
 
