@@ -21,7 +21,10 @@ from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.schemas import ConversationsFile, ScoresFile
+from pressurebench.stats import methods
+from pressurebench.stats.interval_rules import RATE, with_margin
 from pressurebench.stats.results import Results
+from stats_support.coverage_grid import LOW
 from support import REPO
 
 pytestmark = pytest.mark.slow
@@ -78,4 +81,23 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
             scores = read_artifact(layout.scores_file(target), ScoresFile).rows
             assert conversations and all(c.status == "ok" for c in conversations)
             assert scores and all(s.status == "ok" for s in scores)
-        assert read_artifact(layout.results_file, Results)
+        results = read_artifact(layout.results_file, Results)
+        _shows_what_its_design_supports(results, params.generation.scenarios_per_metric)
+
+
+def _shows_what_its_design_supports(results: Results, planned: int) -> None:
+    """An example plans enough base scenarios for the pooled intervals (3 per metric with
+    valid rows, `interval_rules`), so they are shown with their method and the coverage
+    grid's figures beside them; each metric's rate (5 per metric) is shown only when planned."""
+    assert planned >= with_margin(RATE.pooled)
+    kinds = {entry.interval: entry for entry in results.intervals}
+    for kind in ("overall rate", "difference between targets", "demographic gap"):
+        entry = kinds[kind]
+        assert entry.reason is None and entry.coverage_low is not None, entry
+        assert LOW - 0.02 <= entry.coverage_low <= entry.coverage_high, entry
+    for target, found in results.targets.items():
+        assert found.overall.ci_low is not None, (target, found.overall.reason)
+        assert found.overall.ci_method != methods.NONE
+    metric_rate = kinds["rate of a metric"]
+    if planned < RATE.single:
+        assert metric_rate.reason and str(RATE.single) in metric_rate.reason, metric_rate
