@@ -131,11 +131,12 @@ def dvc_noop() -> tuple[str, float | None, str]:
     dvc = str(Path(sys.executable).parent / "dvc")
     if not (REPO / "dvc.yaml").exists():
         return "dvc repro", None, "no dvc.yaml in the repository"
-    status = subprocess.run([dvc, "status", "-q"], cwd=REPO, capture_output=True, text=True)
+    status = subprocess.run([dvc, "status", "-q"], cwd=REPO, capture_output=True, text=True,
+                            check=False)
     has_run = (REPO / "dvc.lock").exists() and status.returncode == 0
     command = [dvc, "repro"] if has_run else [dvc, "status"]
     t0 = time.perf_counter()
-    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         return " ".join(command[1:]), None, f"failed: {(proc.stderr or proc.stdout).strip()[-300:]}"

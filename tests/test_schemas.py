@@ -23,9 +23,9 @@ from pressurebench.schemas import (
 
 
 def score(**kw) -> dict:
-    row = dict(conv_id="m01_s001_v01__t__s0", scenario_id="m01_s001_v01", base_id="m01_s001",
-               metric_id="m01", scenario_metric_id="m01", metric_type="negative", target="t",
-               sample=0, status="ok", present=True, passed=False, justification="j")
+    row = {"conv_id": "m01_s001_v01__t__s0", "scenario_id": "m01_s001_v01", "base_id": "m01_s001",
+               "metric_id": "m01", "scenario_metric_id": "m01", "metric_type": "negative", "target": "t",
+               "sample": 0, "status": "ok", "present": True, "passed": False, "justification": "j"}
     row.update(kw)
     return row
 
@@ -39,8 +39,8 @@ def test_lineage_ids():
 
 
 def test_scenario_lineage_must_match():
-    ok = dict(id="m01_s002_v01", metric_id="m01", base_id="m01_s002", persona="p", user_goal="g",
-              latent_adversarial_goal="l")
+    ok = {"id": "m01_s002_v01", "metric_id": "m01", "base_id": "m01_s002", "persona": "p", "user_goal": "g",
+              "latent_adversarial_goal": "l"}
     Scenario.model_validate(ok)
     with pytest.raises(ValidationError, match="base_id"):
         Scenario.model_validate({**ok, "base_id": "m01_s003"})
@@ -64,8 +64,8 @@ def test_error_score_carries_no_verdict():
 
 
 def test_ok_conversation_needs_a_reply():
-    base = dict(conv_id="c", scenario_id="m01_s001_v01", base_id="m01_s001", metric_id="m01",
-                target="t", sample=0, user_model="u")
+    base = {"conv_id": "c", "scenario_id": "m01_s001_v01", "base_id": "m01_s001", "metric_id": "m01",
+                "target": "t", "sample": 0, "user_model": "u"}
     with pytest.raises(ValidationError, match="assistant reply"):
         Conversation.model_validate({**base, "status": "ok", "transcript": []})
     Conversation.model_validate({**base, "status": "error", "error": "empty transcript"})
@@ -79,14 +79,14 @@ def test_judge_output_rejects_string_booleans():
 
 
 def test_duplicate_metric_ids_rejected():
-    metric = dict(id="m01", name="n", type="positive", definition="d")
+    metric = {"id": "m01", "name": "n", "type": "positive", "definition": "d"}
     with pytest.raises(ValidationError, match="duplicate metric id 'm01'"):
         Benchmark(name="b", description="d", metrics=[metric, metric])
 
 
 def test_invalid_metric_type_rejected():
     with pytest.raises(ValidationError):
-        Benchmark(name="b", description="d", metrics=[dict(id="m01", name="n", type="neutral", definition="d")])
+        Benchmark(name="b", description="d", metrics=[{"id": "m01", "name": "n", "type": "neutral", "definition": "d"}])
 
 
 def test_artifact_round_trip_and_version_check(tmp_path):
