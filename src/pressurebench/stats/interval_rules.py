@@ -130,9 +130,11 @@ RULES = {rule.statistic: rule for rule in (RATE, DIFFERENCE, INDEPENDENT_DIFFERE
 
 
 def scenarios_for_intervals(metrics: int, rules: tuple[IntervalRule, ...] | None = None) -> int:
-    """Fewest base scenarios per metric at which every rule in `rules` (all measured ones by
-    default) reports its pooled interval over `metrics` metrics."""
-    chosen = tuple(RULES.values()) if rules is None else rules
+    """Fewest base scenarios per metric at which every rule in `rules` reports its pooled
+    interval over `metrics` metrics; by default every measured rule but the curve difference's,
+    which only a study comparing targets turn by turn needs (`plan` lists it beside the rest)."""
+    default = tuple(rule for rule in RULES.values() if rule is not CURVE_DIFFERENCE)
+    chosen = default if rules is None else rules
     return max(rule.per_metric(metrics) for rule in chosen)
 
 
