@@ -165,9 +165,11 @@ def test_a_sensitivity_difference_below_its_rule_is_withheld_and_at_it_reported(
         f"needs {SENSITIVITY.pooled} per metric)")
     at = _sensitivity_at(SENSITIVITY.pooled).overall.difference
     assert at.reason is None and at.ci_low < at.difference < at.ci_high
+    assert at.ci_method == SENSITIVITY.method
     one_below = _sensitivity_at(SENSITIVITY.single - 1).by_metric["m01"].difference
     assert one_below.ci_low is None and one_below.reason.startswith(
         "too few base scenarios for a sensitivity difference interval "
         f"({SENSITIVITY.single - 1} with valid rows in one metric")
     one_at = _sensitivity_at(SENSITIVITY.single).by_metric["m01"].difference
     assert one_at.reason is None and one_at.ci_low is not None
+    assert one_at.ci_method == SENSITIVITY.method_on_one_metric
