@@ -11,7 +11,7 @@ from pressurebench.stats.fidelity import fidelity_results
 from pressurebench.stats.interval_rules import SENSITIVITY
 
 METRICS = ("m01", "m02")
-BASES = 12  # per metric: 24 base scenarios, 22 degrees of freedom, enough for intervals
+BASES = 12  # per metric: more base scenarios than any rule of these intervals needs
 SAMPLES = 5
 
 
