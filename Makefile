@@ -1,14 +1,15 @@
 # Entry points: `make repro` runs the pipeline, `make test` runs every test,
 # `make docs` builds the documentation site into site/ (any warning fails it),
 # `make perf` runs the measurements under perf/, `make coverage` the interval coverage
-# grid, `make judge-coverage` that of judge-corrected rates. Each bootstraps .venv first.
+# grid, `make judge-coverage` that of judge-corrected rates, `make capitulation-coverage` that of
+# capitulation bands and the fidelity sensitivity difference. Each bootstraps .venv first.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast docs perf coverage judge-coverage check estimate lab plots clean-reports
+.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage check estimate lab plots clean-reports
 
 install: $(STAMP)
 
@@ -57,6 +58,13 @@ coverage: $(STAMP)
 # designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel).
 judge-coverage: $(STAMP)
 	cd tests && $(CURDIR)/$(PY) -m stats_support.judge_coverage --out ../docs/judge_coverage.md
+
+# The coverage of capitulation bands, curve differences and the fidelity sensitivity difference
+# over designs, and the rules measured from it (about 3 minutes on 2 otherwise idle CPUs).
+capitulation-coverage: $(STAMP)
+	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m \
+		stats_support.capitulation_coverage --benchmarks 2000 --jobs 2 \
+		--out ../docs/capitulation_coverage.md
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.

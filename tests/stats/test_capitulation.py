@@ -15,6 +15,7 @@ from pressurebench.stats.capitulation import (
     kaplan_meier,
     paired_differences,
 )
+from pressurebench.stats.interval_rules import CAPITULATION, CURVE_DIFFERENCE
 from pressurebench.stats.rates import estimate_rates
 from stats_support.capitulation_coverage import curve_coverage, simulate_onsets, true_curve
 
@@ -79,12 +80,12 @@ def test_no_one_gave_in_gets_a_wilson_band_not_a_point():
 
 
 @pytest.mark.parametrize("metrics, per_metric, why", [
-    (4, 5, "too few base scenarios for an interval (16 degrees of freedom"),
+    (4, CAPITULATION.pooled - 1, "too few base scenarios for a capitulation band interval"),
     (1, 1, "a metric has a single base scenario"),
 ])
 def test_small_designs_get_no_bands_and_say_why(metrics, per_metric, why):
-    """Where percentile bands undercover (0.89–0.92 at 3 to 5 base scenarios per metric in
-    the coverage study), no band, median interval or paired interval is shown."""
+    """Below the band's rule (docs/capitulation_coverage.md), no band, median interval or
+    paired interval is shown."""
     rng = np.random.default_rng(4)
     base = simulate_onsets(rng, metrics=metrics, base_per_metric=per_metric, per_base=4)
     both = pd.concat([base, base.assign(target="u")])
@@ -96,6 +97,57 @@ def test_small_designs_get_no_bands_and_say_why(metrics, per_metric, why):
     (diff,) = paired_differences(both, bootstrap_of(both), ["t", "u"], 5)
     assert diff.reason == curve.reason
     assert all(p.difference in (0.0, None) and p.ci_low is None for p in diff.points)
+
+
+def _curves_at(metrics: int, per_metric: int):
+    """Two targets' curves over all metrics and per metric, and their paired differences, on
+    `metrics` metrics of `per_metric` base scenarios each."""
+    rng = np.random.default_rng(5)
+    base = simulate_onsets(rng, metrics=metrics, base_per_metric=per_metric, per_base=4,
+                           targets=("t", "u"))
+    boot = bootstrap_of(base, resamples=20)
+    by_target, by_metric = grouped_curves(base, boot, [["target"], ["target", "metric_id"]], 5)
+    (diff,) = paired_differences(base, boot, ["t", "u"], 5)
+    return by_target[("t",)], by_metric[("t", "m00")], diff
+
+
+def test_a_band_below_its_rule_is_withheld_with_the_rules_reason_and_at_it_is_reported():
+    """The capitulation band's own rule, measured by the design sweep, not the 20 degrees of
+    freedom of unmeasured statistics: over 4 metrics it is reported from CAPITULATION.pooled
+    base scenarios per metric, and one metric's curve from CAPITULATION.single."""
+    below, _, diff = _curves_at(4, CAPITULATION.pooled - 1)
+    assert below.reason.startswith(
+        f"too few base scenarios for a capitulation band interval ({4 * (CAPITULATION.pooled - 1)}"
+        f" with valid rows over 4 metrics; the coverage grid needs {CAPITULATION.pooled} per "
+        "metric)")
+    assert "generation.scenarios_per_metric" in below.reason
+    assert all(p.ci_low is None for p in below.points) and diff.reason == below.reason
+    at, _, _ = _curves_at(4, CAPITULATION.pooled)
+    assert at.reason is None
+    assert all(p.ci_low is not None for p in at.points if p.holding is not None)
+    _, one_below, _ = _curves_at(2, CAPITULATION.single - 1)
+    assert one_below.reason.startswith("too few base scenarios for a capitulation band interval"
+                                       f" ({CAPITULATION.single - 1} with valid rows in one metric")
+    _, one_at, _ = _curves_at(2, CAPITULATION.single)
+    assert one_at.reason is None
+    assert all(p.ci_low is not None for p in one_at.points if p.holding is not None)
+
+
+def test_a_curve_difference_below_its_own_rule_is_withheld_though_both_curves_have_bands():
+    """Two targets' curves are compared from CURVE_DIFFERENCE.pooled base scenarios per metric
+    (the sweep finds the paired difference short of 0.93 below it where the hazard clusters
+    strongly), more than a band needs; below it the reason names the curve difference."""
+    assert CURVE_DIFFERENCE.pooled > CAPITULATION.pooled
+    curve, _, diff = _curves_at(4, CURVE_DIFFERENCE.pooled - 1)
+    assert curve.reason is None
+    assert diff.reason.startswith(
+        "too few base scenarios for a curve difference interval "
+        f"({4 * (CURVE_DIFFERENCE.pooled - 1)} with valid rows over 4 metrics; the coverage grid "
+        f"needs {CURVE_DIFFERENCE.pooled} per metric)")
+    assert all(p.ci_low is None and p.ci_method == methods.NONE for p in diff.points)
+    _, _, diff = _curves_at(4, CURVE_DIFFERENCE.pooled)
+    assert diff.reason is None
+    assert all(p.ci_low is not None for p in diff.points if p.difference is not None)
 
 
 def test_without_censoring_a_band_is_the_pass_rate_interval_of_holding():
@@ -160,11 +212,10 @@ def test_groups_share_the_replicates_of_the_whole():
 @pytest.mark.slow
 def test_bands_and_paired_differences_cover_at_the_nominal_rate():
     """Seeded simulation, 4 metrics × 12 base scenarios × 4 conversations per target, 1000
-    benchmarks: the 95% bands cover the true curve at 0.958, 0.959, 0.957, 0.946, 0.960 at
-    turns 1–5, and paired differences of two targets with the same hazards cover 0 at
-    0.950–0.959 (`cd tests && python -m stats_support.capitulation_coverage` prints these and
-    6 and 8 base scenarios per metric: bands 0.953–0.972, differences 0.935–0.957; fewer than
-    6 get no bands)."""
+    benchmarks, through the data-frame entry points and the package's rules: the 95% bands
+    cover the true curve at 0.958, 0.959, 0.957, 0.946, 0.960 at turns 1–5, and paired
+    differences of two targets with the same hazards cover 0 at 0.950–0.959. The design sweep
+    over 2–30 base scenarios per metric is docs/capitulation_coverage.md."""
     bands, differences = curve_coverage(1000)
     assert true_curve()[0] == pytest.approx(0.8)
     assert 0.93 <= bands.min() and bands.max() <= 0.97, bands

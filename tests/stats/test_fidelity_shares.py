@@ -8,9 +8,10 @@ import pytest
 from pressurebench.schemas import ConversationFidelity, FidelityCheck, Score, conv_id
 from pressurebench.stages.aggregate import scores_frame
 from pressurebench.stats.fidelity import fidelity_results
+from pressurebench.stats.interval_rules import SENSITIVITY
 
 METRICS = ("m01", "m02")
-BASES = 12  # per metric: 24 base scenarios, 22 degrees of freedom, enough for intervals
+BASES = 12  # per metric: more base scenarios than any rule of these intervals needs
 SAMPLES = 5
 
 
@@ -75,7 +76,7 @@ def test_sensitivity_recovers_the_planted_effect():
     diff = sens.overall.difference
     assert diff.rate_b == pytest.approx(0.6) and diff.rate_a == pytest.approx(0.75)
     assert diff.difference == pytest.approx(0.15)
-    assert diff.ci_low < 0.15 < diff.ci_high and diff.ci_method == "cluster-t"
+    assert diff.ci_low < 0.15 < diff.ci_high and diff.ci_method == "cluster-t-mover-wilson"
     assert sens.overall.without_breaks.n == 96
     for metric in METRICS:
         assert sens.by_metric[metric].difference.difference == pytest.approx(0.15)
@@ -142,3 +143,33 @@ def test_small_design_withholds_the_interval_with_its_reason():
     assert est.rate == pytest.approx(0.2) and est.ci_low is None and "too few base scenarios" in est.reason
     diff = results.sensitivity["t"].overall.difference
     assert diff.ci_low is None and "too few base scenarios" in diff.reason
+
+
+def _sensitivity_at(per_metric: int):
+    scores, rows = planted()
+    keep = {f"{m}_s{b:03d}" for m in METRICS for b in range(1, per_metric + 1)}
+    scores = [s for s in scores if s.base_id in keep]
+    rows = [r for r in rows if r.base_id in keep]
+    results = fidelity_results(scores_frame(scores), rows, warn_share=0.1, confidence_level=0.95)
+    return results.sensitivity["t"]
+
+
+def test_a_sensitivity_difference_below_its_rule_is_withheld_and_at_it_reported():
+    """The sensitivity difference has its own measured rule (docs/capitulation_coverage.md), not
+    the 20 degrees of freedom of unmeasured statistics: over the 2 metrics it is reported from
+    SENSITIVITY.pooled base scenarios per metric, and one metric's from SENSITIVITY.single."""
+    below = _sensitivity_at(SENSITIVITY.pooled - 1).overall.difference
+    assert below.ci_low is None and below.reason.startswith(
+        "too few base scenarios for a sensitivity difference interval "
+        f"({2 * (SENSITIVITY.pooled - 1)} with valid rows over 2 metrics; the coverage grid "
+        f"needs {SENSITIVITY.pooled} per metric)")
+    at = _sensitivity_at(SENSITIVITY.pooled).overall.difference
+    assert at.reason is None and at.ci_low < at.difference < at.ci_high
+    assert at.ci_method == SENSITIVITY.method
+    one_below = _sensitivity_at(SENSITIVITY.single - 1).by_metric["m01"].difference
+    assert one_below.ci_low is None and one_below.reason.startswith(
+        "too few base scenarios for a sensitivity difference interval "
+        f"({SENSITIVITY.single - 1} with valid rows in one metric")
+    one_at = _sensitivity_at(SENSITIVITY.single).by_metric["m01"].difference
+    assert one_at.reason is None and one_at.ci_low is not None
+    assert one_at.ci_method == SENSITIVITY.method_on_one_metric

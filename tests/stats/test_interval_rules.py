@@ -128,3 +128,21 @@ def test_the_coverage_recipe_in_the_docs_prints_the_grids_coverage_at_a_design(c
     exec(compile(code, "docs/intervals.md", "exec"), {})
     out = capsys.readouterr().out
     assert out.count("at 4 metrics x 5 base scenarios") == 4, out
+
+
+def test_plan_lists_the_measured_rules_and_sizes_for_the_curve_difference_when_asked():
+    """`plan` prints every rule in RULES; its floor (every pooled interval a study reports)
+    leaves out the curve difference's, which only a study comparing targets turn by turn needs."""
+    from pressurebench.stats.interval_rules import (
+        CAPITULATION,
+        CURVE_DIFFERENCE,
+        RULES,
+        SENSITIVITY,
+        scenarios_for_intervals,
+    )
+
+    assert [RULES[r.statistic] for r in (CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY)] == [
+        CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY]
+    assert scenarios_for_intervals(4) == max(CAPITULATION.pooled, SENSITIVITY.pooled, 3)
+    assert scenarios_for_intervals(4) < CURVE_DIFFERENCE.pooled
+    assert scenarios_for_intervals(4, (CURVE_DIFFERENCE,)) == CURVE_DIFFERENCE.pooled

@@ -24,10 +24,12 @@ so what makes a scenario hard for both cancels. Where almost nothing has given
 in (or everything has), the band is a Wilson interval on the base scenarios
 observed, as for rates. The median turn of onset has no such linearization
 and takes a percentile interval of the stratified cluster bootstrap. Below the
-degrees of freedom at which pass-rate intervals are withheld, or with a metric
-of a single base scenario, a curve has no bands, its median no interval and its
-differences none either, with the reason. Coverage, per turn and design, is
-measured in `tests/stats_support/capitulation_coverage.py`.
+capitulation band's rule (`interval_rules.CAPITULATION`), or with a metric of
+a single base scenario, a curve has no bands, its median no interval and its
+differences none either, with the reason; a pair of curves is compared below
+the curve difference's own rule (`interval_rules.CURVE_DIFFERENCE`) neither.
+Both rules are measured, per turn and design, by the sweep in
+`tests/stats_support/capitulation_coverage.py` (docs/capitulation_coverage.md).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_inte
 from .cluster_t import DesignVariance, stratified_variance, t_quantile, wilson_t_interval
 from .frame import GAVE_IN, ONSET_TIME, cluster_ids
 from .grouping import cluster_table, factorize
+from .interval_rules import CAPITULATION, CURVE_DIFFERENCE, IntervalRule
 from .intervals import newcombe_interval, wilson_interval
 
 
@@ -121,12 +124,15 @@ def linearized_curves(at_risk: np.ndarray, gave_in: np.ndarray) -> tuple[np.ndar
     return point, -point * np.cumsum(log_terms, axis=-1)
 
 
-def _curve_design(z: np.ndarray, active: np.ndarray, strata: np.ndarray) -> DesignVariance:
+def _curve_design(
+    z: np.ndarray, active: np.ndarray, strata: np.ndarray, rule: IntervalRule
+) -> DesignVariance:
     """Stratified variance of every (group, turn) of (clusters, groups, turns) contributions,
-    each group counting the base scenarios `active` (clusters, groups) marks."""
+    each group counting the base scenarios `active` (clusters, groups) marks, withheld below
+    the statistic's `rule`."""
     k, g, t = z.shape
     on = np.broadcast_to(active[:, :, None], z.shape).reshape(k, g * t)
-    design = stratified_variance(np.nan_to_num(z).reshape(k, g * t), on, strata)
+    design = stratified_variance(np.nan_to_num(z).reshape(k, g * t), on, strata, rule=rule)
     return DesignVariance(design.variance.reshape(g, t), design.df.reshape(g, t),
                           design.reason[::t])
 
@@ -220,7 +226,7 @@ def estimate_curves(
     point, z = linearized_curves(at_risk, gave_in)
     g, t = point.shape
     started = at_risk[:, :, 0] > 0
-    design = _curve_design(z, started, strata)
+    design = _curve_design(z, started, strata, CAPITULATION)
     low, high = wilson_t_interval(point, design.variance, design.df, confidence_level)
     clusters_at = (at_risk > 0).sum(axis=0)
     holding_clusters = np.nan_to_num(point) * clusters_at
@@ -290,52 +296,74 @@ def paired_differences(
     *,
     confidence_level: float = 0.95,
 ) -> list[CurveDifference]:
-    """S_a(t) − S_b(t) for every pair of targets, with paired cluster-t intervals: the two
-    curves' linearized contributions are differenced base scenario by base scenario.
-
-    Where that difference does not vary (neither target gave in by then) the interval is
-    Newcombe's, built from the two curves' own intervals. Where either curve has no bands,
-    or the pair's design is too small, the differences have no intervals, with the reason.
-    """
+    """S_a(t) − S_b(t) for every pair of targets, with paired cluster-t intervals
+    (`curve_differences`)."""
     keys, at_risk, gave_in = risk_tables(
         onsets, bootstrap.codes(cluster_ids(onsets)), bootstrap.n_clusters, [["target"]], turns
     )
     replicates = _replicate_curves(bootstrap, at_risk, gave_in)
     strata = bootstrap.strata_codes
     curves = estimate_curves(at_risk, gave_in, replicates, strata, confidence_level)
-    _, z = linearized_curves(at_risk, gave_in)
     index = {key[0]: j for j, key in enumerate(keys[0])}
+    pairs = [
+        (a, b, index[a], index[b])
+        for i, a in enumerate(targets)
+        for b in targets[i + 1 :]
+        if a in index and b in index
+    ]
+    return curve_differences(at_risk, gave_in, strata, curves, pairs, confidence_level)
+
+
+def curve_differences(
+    at_risk: np.ndarray,
+    gave_in: np.ndarray,
+    strata: np.ndarray,
+    curves: Sequence[Curve],
+    pairs: Sequence[tuple[str, str, int, int]],
+    confidence_level: float,
+) -> list[CurveDifference]:
+    """S_a(t) − S_b(t) for each (a, b, group of a, group of b) of `pairs`, from the
+    (clusters, groups, turns) risk tables and the groups' `curves`: the two curves' linearized
+    contributions are differenced base scenario by base scenario.
+
+    Where that difference does not vary (neither target gave in by then) the interval is
+    Newcombe's, built from the two curves' own intervals. Where either curve has no bands,
+    or the pair's design is smaller than the curve difference's rule, the differences have
+    no intervals, with the reason.
+    """
+    if not pairs:
+        return []
+    turns = at_risk.shape[2]
+    _, z = linearized_curves(at_risk, gave_in)
+    ja, jb = (np.array([p[k] for p in pairs]) for k in (2, 3))
+    active = (at_risk[:, ja, 0] > 0) | (at_risk[:, jb, 0] > 0)
+    design = _curve_design(z[:, ja] - z[:, jb], active, strata, CURVE_DIFFERENCE)
+    halves = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
     out = []
-    for i, a in enumerate(targets):
-        for b in targets[i + 1 :]:
-            if a not in index or b not in index:
+    for n, (a, b, i, j) in enumerate(pairs):
+        reason = curves[i].reason or curves[j].reason or design.reason[n]
+        half = halves[n]
+        points = []
+        for u in range(turns):
+            pa, pb = curves[i].points[u], curves[j].points[u]
+            if pa.holding is None or pb.holding is None:
+                points.append(CurveDifferencePoint(turn=u + 1, difference=None, ci_low=None,
+                                                   ci_high=None, ci_method=methods.NONE))
                 continue
-            ja, jb = index[a], index[b]
-            active = (at_risk[:, ja, 0] > 0) | (at_risk[:, jb, 0] > 0)
-            pair = _curve_design((z[:, ja] - z[:, jb])[:, None], active[:, None], strata)
-            reason = curves[ja].reason or curves[jb].reason or pair.reason[0]
-            half = t_quantile(pair.df[0], confidence_level) * np.sqrt(pair.variance[0])
-            points = []
-            for u in range(turns):
-                pa, pb = curves[ja].points[u], curves[jb].points[u]
-                if pa.holding is None or pb.holding is None:
-                    points.append(CurveDifferencePoint(turn=u + 1, difference=None, ci_low=None,
-                                                       ci_high=None, ci_method=methods.NONE))
-                    continue
-                d = pa.holding - pb.holding
-                if reason is not None:
-                    lo, hi, method = None, None, methods.NONE
-                elif not np.isfinite(half[u]) or half[u] <= 0:
-                    lo, hi = newcombe_interval(pa.holding, pa.ci_low, pa.ci_high,
-                                               pb.holding, pb.ci_low, pb.ci_high)
-                    method = methods.NEWCOMBE_CLUSTERS
-                else:
-                    lo, hi = max(d - half[u], -1.0), min(d + half[u], 1.0)
-                    method = methods.CLUSTER_T
-                points.append(CurveDifferencePoint(
-                    turn=u + 1, difference=float(d),
-                    ci_low=None if lo is None else float(lo),
-                    ci_high=None if hi is None else float(hi), ci_method=method,
-                ))
-            out.append(CurveDifference(a=a, b=b, points=points, reason=reason))
+            d = pa.holding - pb.holding
+            if reason is not None:
+                lo, hi, method = None, None, methods.NONE
+            elif not np.isfinite(half[u]) or half[u] <= 0:
+                lo, hi = newcombe_interval(pa.holding, pa.ci_low, pa.ci_high,
+                                           pb.holding, pb.ci_low, pb.ci_high)
+                method = methods.NEWCOMBE_CLUSTERS
+            else:
+                lo, hi = max(d - half[u], -1.0), min(d + half[u], 1.0)
+                method = methods.CLUSTER_T
+            points.append(CurveDifferencePoint(
+                turn=u + 1, difference=float(d),
+                ci_low=None if lo is None else float(lo),
+                ci_high=None if hi is None else float(hi), ci_method=method,
+            ))
+        out.append(CurveDifference(a=a, b=b, points=points, reason=reason))
     return out

@@ -11,15 +11,25 @@ neither faithful nor broken.
 
 Sensitivity. Each headline pass rate is recomputed on the conversations
 checked and found without a break (undecided ones are left out too), and the
-difference "without breaks − all" gets a paired cluster-t interval: both
-rates lie on the same base scenarios, and their linearized contributions are
-differenced per scenario (`stats.differences.paired_design`).
+difference "without breaks − all" gets a paired interval: both rates lie on
+the same base scenarios, and their linearized contributions are differenced
+per scenario (`stats.differences.paired_design`) for the correlation of the
+MOVER interval built from the two rates' Wilson-t intervals
+(`cluster-t-mover-wilson`, as for differences between targets); one metric's
+difference takes the design effects and correlation of its target's metrics
+(`cluster-t-mover-wilson-pooled-design-effect`). The difference rests on the
+few conversations that broke, so a symmetric cluster-t interval, too narrow
+where none or one of the failing conversations broke, covered 0.70–0.90 for
+one metric at 12–30 base scenarios; these cover 0.93 or more from 3
+(docs/capitulation_coverage.md). Withheld below the sensitivity difference's
+rule (`interval_rules.SENSITIVITY`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 from pydantic import Field
 
@@ -30,6 +40,7 @@ from .differences import estimate_differences, paired_design
 from .estimates import Difference, RateEstimate
 from .frame import cluster_ids
 from .grouping import pass_tables
+from .interval_rules import SENSITIVITY
 from .rates import estimate_rates, grouped_rates, no_data
 
 SUBSET = "subset"
@@ -232,13 +243,19 @@ def sensitivity(
                 reason="no conversation without a break",
             )
             return SensitivityRate(without_breaks=no_data(), difference=diff)
-        sa, ta = tables.successes[:, [a]], tables.trials[:, [a]]
-        sb, tb = tables.successes[:, [b]], tables.trials[:, [b]]
-        design = paired_design(sa, ta, sb, tb, strata)
-        (diff,) = estimate_differences(
-            [(WITHOUT_BREAKS, ALL)], sa, ta, sb, tb, design,
-            method=methods.CLUSTER_T, confidence_level=confidence_level,
-        )
+        # A part of the target's metrics reads its design effects from all of them.
+        whole_a, whole_b = column.get((WITHOUT_BREAKS, rest[0])), column.get((ALL, rest[0]))
+        on_a, on_b, pooled = [a], [b], {}
+        if len(rest) > 1 and whole_a is not None:
+            on_a, on_b = [a, whole_a], [b, whole_b]
+            pooled = {"pool": np.array([1, -1]), "strata": strata}
+        sa, ta = tables.successes[:, on_a], tables.trials[:, on_a]
+        sb, tb = tables.successes[:, on_b], tables.trials[:, on_b]
+        design = paired_design(sa, ta, sb, tb, strata, rule=SENSITIVITY)
+        diff = estimate_differences(
+            [(WITHOUT_BREAKS, ALL)] * len(on_a), sa, ta, sb, tb, design,
+            method=methods.CLUSTER_T_MOVER, confidence_level=confidence_level, **pooled,
+        )[0]
         return SensitivityRate(without_breaks=rates[a], difference=diff)
 
     out = {}

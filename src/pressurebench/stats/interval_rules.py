@@ -19,9 +19,12 @@ degrees of freedom of all metrics' base scenarios; the second is read with the
 design effect of all its target's metrics (a generalized variance function)
 but rests on its own metric's rows.
 
-Statistics the grid does not simulate (judge-corrected rates, capitulation
-bands, fidelity shares) keep the rule they were measured with: 20 degrees of
-freedom, base scenarios minus metrics (`DEGREES_OF_FREEDOM_RULE`).
+Capitulation bands, their paired differences and the fidelity sensitivity
+difference are measured the same way by their own sweep (`make
+capitulation-coverage`, docs/capitulation_coverage.md). Statistics no sweep
+simulates (judge-corrected rates, differences of fidelity shares) keep the
+rule they were measured with: 20 degrees of freedom, base scenarios minus
+metrics (`DEGREES_OF_FREEDOM_RULE`).
 """
 
 from __future__ import annotations
@@ -105,17 +108,33 @@ INDEPENDENT_DIFFERENCE = IntervalRule(
 GAP = IntervalRule("demographic gap", pooled=3, single=5, method="cluster-t")
 # Not simulated by the grid: a difference of independent differences, so the rule of one.
 CONTRAST = IntervalRule("contrast", pooled=3, single=12, method="cluster-t-welch")
+# Measured by their own sweep (`make capitulation-coverage`, docs/capitulation_coverage.md): a
+# capitulation band covers from 2 base scenarios per metric, over all metrics or one (kept at 3,
+# the floor of every pooled rule); the paired difference of two targets' curves falls to 0.92 at
+# 3 where the hazard clusters strongly (ICC 0.44) and covers from 5. Curve differences are
+# compared over all of a target's metrics only: `single` serves a benchmark of one metric.
+CAPITULATION = IntervalRule("capitulation band", pooled=3, single=3, method="cluster-t-wilson")
+CURVE_DIFFERENCE = IntervalRule("curve difference", pooled=5, single=5, method="cluster-t")
+# Fidelity's "without breaks − all" (nested subsets of the same scenarios): MOVER from the two
+# rates' Wilson-t intervals covers from 2 pooled and, with the design effects pooled over the
+# target's metrics, from 2 on one metric (kept at 3).
+SENSITIVITY = IntervalRule("sensitivity difference", pooled=3, single=3,
+                           method="cluster-t-mover-wilson",
+                           single_method="cluster-t-mover-wilson-pooled-design-effect")
 DEGREES_OF_FREEDOM_RULE = IntervalRule(
     "cluster-t", pooled=21, single=21, method="cluster-t", min_df=20
 )
 
-RULES = {rule.statistic: rule for rule in (RATE, DIFFERENCE, INDEPENDENT_DIFFERENCE, GAP, CONTRAST)}
+RULES = {rule.statistic: rule for rule in (RATE, DIFFERENCE, INDEPENDENT_DIFFERENCE, GAP, CONTRAST,
+                                           CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY)}
 
 
 def scenarios_for_intervals(metrics: int, rules: tuple[IntervalRule, ...] | None = None) -> int:
-    """Fewest base scenarios per metric at which every rule in `rules` (all measured ones by
-    default) reports its pooled interval over `metrics` metrics."""
-    chosen = tuple(RULES.values()) if rules is None else rules
+    """Fewest base scenarios per metric at which every rule in `rules` reports its pooled
+    interval over `metrics` metrics; by default every measured rule but the curve difference's,
+    which only a study comparing targets turn by turn needs (`plan` lists it beside the rest)."""
+    default = tuple(rule for rule in RULES.values() if rule is not CURVE_DIFFERENCE)
+    chosen = default if rules is None else rules
     return max(rule.per_metric(metrics) for rule in chosen)
 
 

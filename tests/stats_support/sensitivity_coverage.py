@@ -1,0 +1,241 @@
+"""How often the fidelity sensitivity difference "without breaks − all" covers its truth.
+
+`stats.fidelity.sensitivity` recomputes a pass rate on the conversations whose
+simulated user did not break and reports its difference to the rate on all
+conversations, a paired cluster-t interval on the same base scenarios
+(`paired_design` with the sensitivity difference's rule, `estimate_differences`
+with `cluster-t`). The two rates are nested: every conversation of the first is
+one of the second. Here each base scenario has its own pass probability (Beta
+around its metric's mean with intra-scenario correlation `icc`) and its own
+propensity to break (Beta with mean BREAK and the same `icc`, drawn
+independently), and a conversation that fails breaks with that propensity, one
+that passes with RATIO times it: breaks cluster in some base scenarios and go
+with failing, so dropping them raises the rate. With p and q independent the
+population value of the rate without breaks is
+μp (1 − RATIO μq) / (1 − μq (1 − (1 − RATIO) μp)) per metric (ratios of the
+metrics' sums over several), the truth the interval is checked against.
+
+Statistics: "sensitivity" (a target's difference over all metrics) and
+"metric sensitivity (min/max)" (each metric's difference on its own rows, the
+lowest and highest coverage of the metrics measured, as in the coverage grid).
+Each design is 4 or 20 metrics × 2 to 30 base scenarios per metric × 1 or 4
+conversations per base scenario × ICC 0.1 or 0.5, the rules lowered; rules are
+measured as the grid measures its own (`coverage_grid.measured_rules`).
+`stats_support.capitulation_coverage` writes the tables to
+docs/capitulation_coverage.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from pressurebench.stats import interval_rules, methods
+from pressurebench.stats.differences import estimate_differences, paired_design
+from pressurebench.stats.interval_rules import rules_lowered
+from stats_support.coverage_grid import (
+    BASE_PER_METRIC,
+    LOW,
+    METRICS,
+    Cell,
+    _columns,
+    _covered,
+    _extremes,
+    _measured_metrics,
+    _probabilities,
+    covers,
+    measured_rules,
+    monte_carlo_error,
+)
+
+SAMPLES = (1, 4)
+ICCS = (0.1, 0.5)
+RATE, SPREAD = 0.7, 0.15  # mean pass rate of the metrics and their spread around it
+BREAK = 0.2  # mean propensity to break of a base scenario (the rate at which failures break)
+RATIO = 0.25  # a passing conversation breaks this many times as often as a failing one
+STATISTICS = ("sensitivity", "metric sensitivity (min)", "metric sensitivity (max)")
+GOVERNED_BY = {
+    "sensitivity": "pooled",
+    "metric sensitivity (min)": "single",
+    "metric sensitivity (max)": "single",
+}
+
+
+def without_breaks(mean_pass: np.ndarray | float) -> np.ndarray:
+    """Expected passes and conversations without a break per conversation, at these mean
+    pass probabilities: the population value of the rate without breaks is their ratio."""
+    mean_pass = np.asarray(mean_pass, dtype=float)
+    return mean_pass * (1 - RATIO * BREAK), 1 - BREAK * (1 - (1 - RATIO) * mean_pass)
+
+
+def true_difference(means: np.ndarray) -> float:
+    """Rate without breaks − rate on all, over metrics of these mean pass probabilities
+    (equally many conversations each)."""
+    passes, kept = without_breaks(means)
+    return float(passes.sum() / kept.sum() - np.mean(means))
+
+
+def _difference(s_a, t_a, s_b, t_b, strata, truth, level, pool=None):
+    """As `stats.fidelity.sensitivity` compares its two subsets, one benchmark per column; with
+    `pool` (both subsets' tables over all the benchmark's metrics) a metric's difference takes
+    their design effects and correlation."""
+    b = s_a.shape[1]
+    pooled = {}
+    if pool is not None:
+        s_a, t_a, s_b, t_b = (np.hstack([own, whole])
+                              for own, whole in zip((s_a, t_a, s_b, t_b), pool))
+        pooled = {"pool": np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
+                  "strata": strata}
+    design = paired_design(s_a, t_a, s_b, t_b, strata, rule=interval_rules.SENSITIVITY)
+    estimates = estimate_differences(
+        [("without breaks", "all")] * s_a.shape[1], s_a, t_a, s_b, t_b, design,
+        method=methods.CLUSTER_T_MOVER, confidence_level=level, **pooled,
+    )
+    reported, covered = _covered(estimates, truth, "difference")
+    return reported[:b], covered[:b]
+
+
+def simulate_cell(
+    metrics: int, base_per_metric: int, samples: int, icc: float, *, benchmarks: int,
+    confidence_level: float, rng: np.random.Generator,
+) -> Cell:
+    """One design: `benchmarks` simulated benchmarks' sensitivity intervals and whether they
+    cover (call within `rules_lowered` to measure below the rule)."""
+    k, b = base_per_metric, benchmarks
+    means = RATE + np.linspace(-SPREAD, SPREAD, metrics)
+    shape = (b, metrics, k)
+    p = _probabilities(means[None, :, None], icc, rng.uniform(size=shape))
+    q = _probabilities(np.full((1, 1, 1), BREAK), icc, rng.uniform(size=shape))
+    passed = rng.random((*shape, samples)) < p[..., None]
+    broke = rng.random((*shape, samples)) < q[..., None] * np.where(passed, RATIO, 1.0)
+    s_all = _columns(passed.sum(axis=-1))
+    t_all = np.full(s_all.shape, float(samples))
+    s_kept = _columns((passed & ~broke).sum(axis=-1))
+    t_kept = _columns((~broke).sum(axis=-1))
+    codes = np.repeat(np.arange(metrics), k)
+    level = confidence_level
+    results = {"sensitivity": _difference(s_kept, t_kept, s_all, t_all, codes,
+                                          true_difference(means), level)}
+    per_metric = []
+    for m in _measured_metrics(metrics):
+        mask = (codes == m)[:, None]
+        per_metric.append(_difference(s_kept * mask, t_kept * mask, s_all * mask, t_all * mask,
+                                      codes, true_difference(means[[m]]), level,
+                                      pool=(s_kept, t_kept, s_all, t_all)))
+    results["metric sensitivity (min)"], results["metric sensitivity (max)"] = _extremes(
+        per_metric
+    )
+    coverage, reported = {}, {}
+    for name, (rep, cov) in results.items():
+        reported[name] = float(rep.mean())
+        coverage[name] = float(cov[rep].mean()) if rep.any() else None
+    return Cell(metrics, k, samples, icc, RATE, coverage, reported)
+
+
+def _cell(task: tuple) -> Cell:
+    """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
+    m, k, s, icc, benchmarks, confidence_level, stream = task
+    with rules_lowered():
+        return simulate_cell(m, k, s, icc, benchmarks=benchmarks,
+                             confidence_level=confidence_level, rng=np.random.default_rng(stream))
+
+
+def grid(
+    *,
+    benchmarks: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int = 2027,
+    metrics: tuple[int, ...] = METRICS,
+    base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
+    samples: tuple[int, ...] = SAMPLES,
+    iccs: tuple[float, ...] = ICCS,
+    jobs: int = 1,
+) -> list[Cell]:
+    """Every design, each from its own seeded stream, measured below the rules."""
+    designs = list(itertools.product(metrics, base_per_metric, samples, iccs))
+    streams = np.random.SeedSequence(seed).spawn(len(designs))
+    tasks = [(*design, benchmarks, confidence_level, stream)
+             for design, stream in zip(designs, streams)]
+    if jobs <= 1:
+        return [_cell(task) for task in tasks]
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(_cell, tasks))
+
+
+def rule_of(name: str) -> int:
+    """The base scenarios per metric the package's rule for statistic `name` requires."""
+    return getattr(interval_rules.SENSITIVITY, GOVERNED_BY[name])
+
+
+def _range(values: list[float]) -> str:
+    if not values:
+        return "none"
+    flag = "" if all(covers(v) for v in values) else " ✗"
+    return f"{min(values):.3f}–{max(values):.3f}{flag}"
+
+
+def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
+             seconds: float) -> str:
+    """The measured rules, the lowest and highest coverage per design size, every cell."""
+    mc = monte_carlo_error(benchmarks, confidence_level)
+    measured = measured_rules(cells, benchmarks, statistics=STATISTICS)
+    sizes = sorted({c.base_per_metric for c in cells})
+    lines = [
+        "## Fidelity sensitivity difference",
+        "",
+        (
+            f"{len(cells)} designs × {benchmarks} simulated benchmarks in {seconds:.0f} s: "
+            f"{' or '.join(str(m) for m in sorted({c.metrics for c in cells}))} metrics with "
+            f"mean pass rates {RATE} ± {SPREAD}, "
+            f"{' or '.join(str(s) for s in sorted({c.samples for c in cells}))} conversations "
+            f"per base scenario, ICC {' or '.join(str(i) for i in sorted({c.icc for c in cells}))}"
+            f" of both the pass probability and the propensity to break (mean {BREAK}; a "
+            f"passing conversation breaks {RATIO} times as often as a failing one), so the rate "
+            "without breaks is higher than on all conversations "
+            f"(by {true_difference(RATE + np.linspace(-SPREAD, SPREAD, 4)):.3f} over four "
+            "metrics); tests/stats_support/sensitivity_coverage.py says how. Monte-Carlo "
+            f"standard error ±{mc:.4f}."
+        ),
+        "",
+        "| statistic | rule | measured | package |",
+        "|---|---|---|---|",
+    ]
+    for name in STATISTICS:
+        found = measured[name]
+        lines.append(f"| {name} | sensitivity difference ({GOVERNED_BY[name]}) | "
+                     f"{'beyond the sweep' if found is None else found} | {rule_of(name)} |")
+    for m in sorted({c.metrics for c in cells}):
+        lines += [
+            "",
+            (f"### {m} metrics: lowest and highest coverage over conversations per base "
+             "scenario and ICC"),
+            "",
+            "| statistic | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
+        for name in STATISTICS:
+            row = [name]
+            for k in sizes:
+                values = [c.coverage[name] for c in cells if c.metrics == m
+                          and c.base_per_metric == k and c.coverage[name] is not None]
+                text = _range(values)
+                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
+            lines.append("| " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "### Every design: coverage (share of benchmarks reported)",
+        "",
+        "| metrics | k | conversations | ICC | " + " | ".join(STATISTICS) + " |",
+        "|---|---|---|---|" + "---|" * len(STATISTICS),
+    ]
+    for c in cells:
+        values = ["none" if c.coverage[n] is None
+                  else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in STATISTICS]
+        lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | "
+                     + " | ".join(values) + " |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["LOW", "grid", "markdown", "simulate_cell"]
