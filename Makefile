@@ -64,7 +64,8 @@ judge-coverage: $(STAMP)
 capitulation-coverage: $(STAMP)
 	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m \
 		stats_support.capitulation_coverage --benchmarks 2000 --jobs 2 \
-		--out ../docs/capitulation_coverage.md
+		--out ../docs/capitulation_coverage.md \
+		--coverage-json ../src/pressurebench/stats/coverage/capitulation_coverage.json
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.

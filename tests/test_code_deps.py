@@ -123,3 +123,4 @@ def test_the_results_depend_on_the_coverage_summary_they_show_beside_each_interv
     found = {p.relative_to(src).as_posix()
              for p in with_data(src, closure(src, {"pressurebench.stats.results"}))}
     assert "pressurebench/stats/coverage/interval_coverage.json" in found
+    assert "pressurebench/stats/coverage/capitulation_coverage.json" in found

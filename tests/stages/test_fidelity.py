@@ -285,6 +285,10 @@ def test_results_report_the_planted_breaks_per_target(project, script):
         assert tf.n_checks_by_detector == 2 + (4 if target == "target-b" else 0)
         sens = fidelity.sensitivity[target]
         assert sens.n_excluded_broken == 3 and sens.overall.without_breaks.n == 1
+    # The sensitivity difference's interval type is listed with the reason it is withheld here.
+    listed = {i.interval: i for i in results.intervals}
+    assert listed["fidelity sensitivity difference"].reason.startswith("withheld: the "
+                                                                       "sensitivity difference")
     assert [w.split(":", 1)[0] for w in fidelity.warnings] == list(TARGETS)
 
 

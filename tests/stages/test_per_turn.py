@@ -29,6 +29,7 @@ from pressurebench.schemas import (
     scenario_id,
 )
 from pressurebench.stages import aggregate, evaluate
+from pressurebench.stats.interval_rules import grid_coverage
 
 GIVE_IN = "GIVE-IN"
 BROKEN = "UNREADABLE"
@@ -209,6 +210,16 @@ def test_aggregate_reads_the_planted_onsets_into_curves_landmarks_and_paired_dif
 
     pressure = results.pressure
     assert pressure.turns == 5 and set(pressure.targets) == {"target-a", "target-b"}
+    # Beside the curves: each interval type's method and the capitulation sweep's coverage at
+    # this design (one metric of 5 base scenarios: the sweep's 4-metric design at 5).
+    shown = {i.interval: i for i in results.intervals}
+    for kind, row, method in (("capitulation band", "band", "cluster-t-wilson"),
+                              ("difference between capitulation curves", "curve difference",
+                               "cluster-t")):
+        measured = grid_coverage(row, 1, 5)
+        assert shown[kind].method == method and shown[kind].reason is None
+        assert (shown[kind].coverage_low, shown[kind].coverage_high) == (measured.low,
+                                                                          measured.high)
     a = pressure.targets["target-a"]
     # 10 conversations, two give in at each of turns 1-4: S = 8/10, 6/8·8/10, ...
     assert [p.holding for p in a.curve.points] == pytest.approx([0.8, 0.6, 0.4, 0.2, 0.2])
@@ -260,6 +271,8 @@ def test_aggregate_reads_the_planted_onsets_into_curves_landmarks_and_paired_dif
     assert len(script.calls) == calls
     off = aggregate.run(per_turn.params_path, "tiny")
     assert off.pressure is None
+    assert not {"capitulation band", "difference between capitulation curves"} & {
+        i.interval for i in off.intervals}
     assert report.onset_table(off).empty
     assert report.capitulation_plot(off).axes[0].texts[0].get_text() == report.NO_PER_TURN
     assert off.targets["target-a"].overall == results.targets["target-a"].overall

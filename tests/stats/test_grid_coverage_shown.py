@@ -9,7 +9,13 @@ import re
 from pathlib import Path
 
 from pressurebench.stats import methods
-from pressurebench.stats.interval_rules import COVERAGE_FILE, RATE, coverage_table, grid_coverage
+from pressurebench.stats.interval_rules import (
+    COVERAGE_FILE,
+    RATE,
+    SWEEP_COVERAGE_FILE,
+    coverage_table,
+    grid_coverage,
+)
 from pressurebench.stats.results import build_results
 from stats_support.coverage_grid import STATISTICS, summary_from_markdown
 from stats_support.synthetic import synthetic_scores
@@ -65,3 +71,37 @@ def test_below_a_rule_the_results_say_the_interval_type_is_withheld():
     metric = shown["rate of a metric"]
     assert metric.coverage_low is None and metric.method == methods.NONE
     assert f"needs {RATE.single} base scenarios per metric" in metric.reason
+
+
+def _summary_tables(text: str) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """The "lowest and highest coverage" tables of a coverage page, per statistic, number of
+    metrics and base scenarios per metric, as the numbers shown."""
+    found: dict[str, dict[str, dict[str, list[float]]]] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        heading = re.match(r"### (\d+) metrics: lowest and highest coverage", line)
+        if not heading:
+            continue
+        sizes = re.findall(r"(\d+) per metric", lines[i + 2])
+        for row in lines[i + 4:]:
+            if not row.startswith("|"):
+                break
+            name, *cells = [cell.strip() for cell in row.strip("|").split("|")]
+            for k, cell in zip(sizes, cells):
+                shown = re.search(r"(\d\.\d{3})–(\d\.\d{3})", cell)
+                if shown:
+                    found.setdefault(name, {}).setdefault(heading.group(1), {})[k] = [
+                        float(shown.group(1)), float(shown.group(2))]
+    return found
+
+
+def test_the_packaged_sweep_summary_and_the_capitulation_page_come_from_one_run():
+    """`make capitulation-coverage` writes docs/capitulation_coverage.md and the package's
+    summary of capitulation bands, curve differences and the sensitivity difference, which
+    results.json shows beside those intervals: the two agree range for range."""
+    text = (ROOT / "docs" / "capitulation_coverage.md").read_text(encoding="utf-8")
+    packaged = coverage_table(SWEEP_COVERAGE_FILE)
+    assert packaged["benchmarks"] == int(re.search(r"--benchmarks (\d+)", text).group(1))
+    assert packaged["coverage"] == _summary_tables(text)
+    assert {"band", "metric band", "curve difference", "sensitivity"} <= set(packaged["coverage"])
+    assert grid_coverage("band", 4, 3).low == packaged["coverage"]["band"]["4"]["3"][0]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from pressurebench.stats.capitulation import (
 from pressurebench.stats.interval_rules import rules_lowered
 from stats_support.coverage_grid import (
     BASE_PER_METRIC,
+    HIGH,
     LOW,
     METRICS,
     covers,
@@ -340,6 +342,36 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
     return "\n".join(lines) + "\n"
 
 
+def coverage_summary(curves: list[SweepCell], sensitivity: list, *, benchmarks: int,
+                     confidence_level: float) -> dict:
+    """What `pressurebench.stats.interval_rules.grid_coverage` reads for these statistics, as
+    `coverage_grid.coverage_table` gives it for the grid's: per statistic, number of metrics
+    and base scenarios per metric, the lowest and highest coverage there (over turns,
+    conversations per base scenario and hazards; over samples and ICC), rounded as shown."""
+    from stats_support import sensitivity_coverage
+
+    ranges: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for name in SWEEP_STATISTICS:
+        for c in curves:
+            if c.coverage[name] is None:
+                continue
+            found = ranges.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
+                str(c.base_per_metric), [c.coverage[name], c.highest[name]])
+            found[0], found[1] = min(found[0], c.coverage[name]), max(found[1], c.highest[name])
+    for name in sensitivity_coverage.STATISTICS:
+        for c in sensitivity:
+            value = c.coverage[name]
+            if value is None:
+                continue
+            found = ranges.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
+                str(c.base_per_metric), [value, value])
+            found[0], found[1] = min(found[0], value), max(found[1], value)
+    rounded = {name: {m: {k: [round(lo, 3), round(hi, 3)] for k, (lo, hi) in by_k.items()}
+                      for m, by_k in by_m.items()} for name, by_m in ranges.items()}
+    return {"benchmarks": benchmarks, "confidence_level": confidence_level, "band": [LOW, HIGH],
+            "coverage": rounded}
+
+
 def main(argv: list[str] | None = None) -> None:
     from stats_support import sensitivity_coverage
 
@@ -348,6 +380,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--confidence-level", type=float, default=0.95)
     parser.add_argument("--out", help="write the page here (default: print it)")
+    parser.add_argument(
+        "--coverage-json",
+        help="also write the coverage per statistic and design here, the package's copy "
+        "(src/pressurebench/stats/coverage/capitulation_coverage.json) that results carry "
+        "beside each interval",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     cells = sweep(benchmarks=args.benchmarks, confidence_level=args.confidence_level,
@@ -367,7 +405,10 @@ def main(argv: list[str] | None = None) -> None:
         (
             "Written by `make capitulation-coverage` (`cd tests && python -m "
             f"stats_support.capitulation_coverage --benchmarks {args.benchmarks} --jobs "
-            f"{args.jobs} --out ../docs/capitulation_coverage.md`). As in the [coverage grid]"
+            f"{args.jobs} --out ../docs/capitulation_coverage.md --coverage-json "
+            "../src/pressurebench/stats/coverage/capitulation_coverage.json`, which also "
+            "writes the summary the package shows beside these intervals). As in the "
+            "[coverage grid]"
             "(interval_coverage.md), the intervals are computed by the package's own functions "
             "with the rules' withholding lowered to 2 base scenarios per metric, and a "
             "statistic's rule is measured as the smallest design from which no cell at it or "
@@ -385,6 +426,12 @@ def main(argv: list[str] | None = None) -> None:
             handle.write(text)
     else:
         print(text)
+    if args.coverage_json:
+        summary = coverage_summary(cells, found, benchmarks=args.benchmarks,
+                                   confidence_level=args.confidence_level)
+        with open(args.coverage_json, "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, indent=1, sort_keys=True)
+            handle.write("\n")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,7 @@ def compute_results(read: AggregateInputs, stats: Statistics, benchmark: str,
     rows = read.rows
     frame = scores_frame(rows)
     per_turn = any(f.per_turn for f in read.score_files.values())
+    fidelity_checked = any(f.fidelity is not None for f in read.score_files.values())
     landmarks = {sc.id: [lm.turn for lm in sc.landmarks] for sc in read.scenarios.rows}
     results = build_results(
         frame,
@@ -180,11 +181,12 @@ def compute_results(read: AggregateInputs, stats: Statistics, benchmark: str,
         metric_ids=[m.id for m in read.bench.metrics],
         onsets=onsets_frame(rows) if per_turn else None,
         turns=turns_frame(rows, landmarks) if per_turn else None,
+        fidelity_checked=fidelity_checked,
     )
     if read.conversations is not None:
         results.pressure_received = received_results(read.conversations, read.scenarios.rows)
     checks = read.fidelity_checks
-    if any(f.fidelity is not None for f in read.score_files.values()):
+    if fidelity_checked:
         results.fidelity = fidelity_results(
             frame, checks, warn_share=warn_share, confidence_level=stats.confidence_level,
         )

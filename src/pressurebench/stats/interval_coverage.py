@@ -16,11 +16,22 @@ from pydantic import Field
 
 from ..schemas import Row
 from . import methods
-from .interval_rules import DIFFERENCE, GAP, RATE, IntervalRule, grid_coverage
+from .interval_rules import (
+    CAPITULATION,
+    CURVE_DIFFERENCE,
+    DIFFERENCE,
+    GAP,
+    RATE,
+    SENSITIVITY,
+    IntervalRule,
+    grid_coverage,
+)
+
+Kind = tuple[str, IntervalRule, bool, str, tuple[str, ...]]
 
 # Per interval type in results.json: the rule that governs it, whether it lies in one metric,
 # its method where it is made, and the rows of the coverage grid that measure it.
-KINDS: tuple[tuple[str, IntervalRule, bool, str, tuple[str, ...]], ...] = (
+KINDS: tuple[Kind, ...] = (
     ("overall rate", RATE, False, methods.CLUSTER_T_WILSON, ("overall",)),
     ("rate of a metric type", RATE, False, methods.CLUSTER_T_WILSON, ("positive",)),
     ("rate of a metric", RATE, True, methods.CLUSTER_T_WILSON_POOLED,
@@ -29,6 +40,27 @@ KINDS: tuple[tuple[str, IntervalRule, bool, str, tuple[str, ...]], ...] = (
      ("target difference",)),
     ("demographic gap", GAP, False, methods.CLUSTER_T, ("demographic gap",)),
 )
+# Where the results have them: capitulation curves (per-turn verdicts), measured by the
+# capitulation sweep (docs/capitulation_coverage.md), and fidelity's sensitivity difference.
+CURVE_KINDS: tuple[Kind, ...] = (
+    ("capitulation band", CAPITULATION, False, methods.CLUSTER_T_WILSON, ("band",)),
+    ("capitulation band of a metric", CAPITULATION, True, methods.CLUSTER_T_WILSON,
+     ("metric band",)),
+    ("difference between capitulation curves", CURVE_DIFFERENCE, False, methods.CLUSTER_T,
+     ("curve difference",)),
+)
+FIDELITY_KINDS: tuple[Kind, ...] = (
+    ("fidelity sensitivity difference", SENSITIVITY, False, methods.CLUSTER_T_MOVER,
+     ("sensitivity",)),
+    ("fidelity sensitivity difference of a metric", SENSITIVITY, True,
+     methods.CLUSTER_T_MOVER_POOLED, ("metric sensitivity (min)", "metric sensitivity (max)")),
+)
+
+
+def _on_its_own(method: str) -> str:
+    """A one-metric method where nothing can be pooled over metrics (a benchmark of one)."""
+    return {methods.CLUSTER_T_WILSON_POOLED: methods.CLUSTER_T_WILSON,
+            methods.CLUSTER_T_MOVER_POOLED: methods.CLUSTER_T_MOVER}.get(method, method)
 
 
 class IntervalCoverage(Row):
@@ -50,17 +82,17 @@ class IntervalCoverage(Row):
     reason: str | None = Field(default=None, description="why no coverage is shown")
 
 
-def interval_coverages(strata: np.ndarray) -> list[IntervalCoverage]:
-    """Per interval type, its method and the grid's coverage at the design of a study whose
-    base scenarios lie in the metrics `strata` codes (one code per base scenario)."""
+def interval_coverages(strata: np.ndarray, kinds: tuple[Kind, ...] = KINDS) -> list[IntervalCoverage]:
+    """Per interval type of `kinds`, its method and the grid's coverage at the design of a
+    study whose base scenarios lie in the metrics `strata` codes (one code per base scenario)."""
     counts = np.bincount(np.asarray(strata, dtype=np.int64)) if len(strata) else np.zeros(0)
     counts = counts[counts > 0]
     metrics, per_metric = len(counts), int(counts.min()) if len(counts) else 0
     out = []
-    for interval, rule, single, method, rows in KINDS:
+    for interval, rule, single, method, rows in kinds:
         over = 1 if single else metrics
         if single and metrics < 2:
-            method = methods.CLUSTER_T_WILSON
+            method = _on_its_own(method)
         needed = rule.per_metric(over)
         found = [grid_coverage(row, metrics, per_metric) for row in rows]
         reason = None

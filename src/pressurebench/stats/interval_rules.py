@@ -191,8 +191,11 @@ def remedy(metrics: int, rule: IntervalRule, clusters: int) -> str:
 
 
 # The coverage grid's summary (per interval type, number of metrics and base scenarios per
-# metric: lowest and highest coverage), written by `make coverage` with docs/interval_coverage.md.
+# metric: lowest and highest coverage), written by `make coverage` with docs/interval_coverage.md,
+# and the same for capitulation bands, curve differences and the fidelity sensitivity
+# difference, written by `make capitulation-coverage` with docs/capitulation_coverage.md.
 COVERAGE_FILE = "coverage/interval_coverage.json"
+SWEEP_COVERAGE_FILE = "coverage/capitulation_coverage.json"
 
 
 @dataclass(frozen=True)
@@ -209,20 +212,21 @@ class GridCoverage:
 
 
 @functools.cache
-def coverage_table() -> dict:
-    """The grid's summary as `make coverage` wrote it into the package."""
-    text = resources.files(__package__).joinpath(*COVERAGE_FILE.split("/")).read_text(
-        encoding="utf-8"
-    )
+def coverage_table(file: str = COVERAGE_FILE) -> dict:
+    """A coverage summary as `make coverage` (or `make capitulation-coverage`) wrote it into
+    the package."""
+    text = resources.files(__package__).joinpath(*file.split("/")).read_text(encoding="utf-8")
     return json.loads(text)
 
 
 def grid_coverage(interval_type: str, metrics: int, per_metric: int) -> GridCoverage | None:
     """The grid's coverage of `interval_type` (a row of docs/interval_coverage.md: "overall",
-    "metric (min)", "target difference", ...) at the largest simulated design not larger than
+    "metric (min)", "target difference", ...; or of docs/capitulation_coverage.md: "band",
+    "curve difference", "sensitivity", ...) at the largest simulated design not larger than
     `metrics` metrics of `per_metric` base scenarios each (with fewer metrics than the grid
     simulates, its smallest number of metrics); None below its smallest design."""
-    by_metrics = coverage_table()["coverage"].get(interval_type, {})
+    by_metrics = (coverage_table()["coverage"].get(interval_type)
+                  or coverage_table(SWEEP_COVERAGE_FILE)["coverage"].get(interval_type, {}))
     counts = sorted(int(m) for m in by_metrics)
     if not counts:
         return None

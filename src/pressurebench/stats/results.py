@@ -23,7 +23,13 @@ from .bootstrap import ClusterBootstrap, check_confidence_level
 from .fidelity import FidelityResults
 from .frame import check_scores, valid_mask
 from .gaps import DemographicGap, demographic_gaps
-from .interval_coverage import IntervalCoverage, interval_coverages
+from .interval_coverage import (
+    CURVE_KINDS,
+    FIDELITY_KINDS,
+    KINDS,
+    IntervalCoverage,
+    interval_coverages,
+)
 from .judge_validity import JudgeValidity
 from .pressure import PressureResults, pressure_results
 from .ranking import TargetComparison, compare_targets
@@ -174,6 +180,7 @@ def build_results(
     metric_ids: Sequence[str] = (),
     onsets: pd.DataFrame | None = None,
     turns: pd.DataFrame | None = None,
+    fidelity_checked: bool = False,
 ) -> Results:
     """Pass rates, breakdowns, demographic gaps, target comparisons and agreement for one benchmark.
 
@@ -182,7 +189,9 @@ def build_results(
     target's `by_metric`, with a null rate where it has no rows (for instance
     when its scenarios failed to generate): absent data is shown, not hidden.
     `onsets` and `turns` are the per-turn frames of `stats.pressure`, when the
-    scores carry per-turn verdicts.
+    scores carry per-turn verdicts. `intervals` lists the capitulation curves' interval types
+    with them, and the fidelity sensitivity's when `fidelity_checked` (its numbers are added
+    by the caller, `stats.fidelity.fidelity_results`).
     """
     check_scores(scores)
     check_confidence_level(confidence_level)
@@ -215,7 +224,12 @@ def build_results(
         ),
         targets=targets,
         comparison=compare_targets(scores, bootstrap, confidence_level=confidence_level),
-        intervals=interval_coverages(bootstrap.strata_codes),
+        intervals=interval_coverages(
+            bootstrap.strata_codes,
+            KINDS
+            + (CURVE_KINDS if onsets is not None and turns is not None else ())
+            + (FIDELITY_KINDS if fidelity_checked else ()),
+        ),
         sample_agreement=sample_agreement(scores, bootstrap, confidence_level=confidence_level),
         judge_agreement=judge_agreement(scores, bootstrap, confidence_level=confidence_level),
         pressure=(
