@@ -14,6 +14,7 @@ from pressurebench.stats.cluster_t import (
     welch_df,
     wilson_t_interval,
 )
+from pressurebench.stats.interval_rules import CORRECTED_DIFFERENCE, CORRECTED_RATE
 from pressurebench.stats.ppi import (
     MIN_LABELLED_PER_METRIC,
     PPITables,
@@ -241,3 +242,47 @@ def test_a_tuned_lambda_is_never_a_negative_zero():
     tables = ppi_tables(cluster, group, strata.size, 1, f, np.ones(y.size), human, np.ones(y.size))
     out = ppi_rates(tables, strata, 0.95)
     assert out.lam[0] == 0.0 and not np.signbit(out.lam[0])
+
+
+def _rule_design(per_metric: int, metrics: int, groups: int = 1):
+    """`metrics` metrics of `per_metric` base scenarios × 4 rows, every other row labelled,
+    the rows alternating between `groups` groups (two targets on the same scenarios)."""
+    cluster, strata, y, f = clustered_rows(10, clusters_per_stratum=per_metric, strata=metrics)
+    group = np.arange(y.size) % groups
+    human = np.where(np.arange(y.size) % 4 < 2, y, np.nan)
+    tables = ppi_tables(cluster, group, strata.size, groups, f, np.ones(y.size), human,
+                        np.ones(y.size))
+    return tables, strata
+
+
+@pytest.mark.parametrize(("metrics", "side"), [(4, "pooled"), (1, "single")])
+def test_a_corrected_rate_is_withheld_just_below_its_rule_and_reported_at_it(metrics, side):
+    """The corrected rate's interval follows its own measured rule (`CORRECTED_RATE`, docs/
+    judge_coverage.md), not the 20 degrees of freedom it had before: one base scenario per
+    metric fewer than the rule withholds it with the rule's reason and remedy."""
+    needed = getattr(CORRECTED_RATE, side)
+    tables, strata = _rule_design(needed - 1, metrics)
+    out = ppi_rates(tables, strata, 0.95)
+    assert np.isfinite(out.estimate[0]) and np.isnan(out.ci_low[0])
+    assert out.reason[0].startswith(
+        f"too few base scenarios for a corrected rate interval ({(needed - 1) * metrics} with "
+        f"valid rows"
+    )
+    assert f"the coverage grid needs {needed} per metric" in out.reason[0]
+    assert f"an interval needs at least {needed} base scenarios per metric" in out.reason[0]
+    tables, strata = _rule_design(needed, metrics)
+    out = ppi_rates(tables, strata, 0.95)
+    assert out.reason[0] is None and out.ci_method == [methods.PPI_CLUSTER_T_WILSON]
+    assert out.ci_low[0] <= out.estimate[0] <= out.ci_high[0]
+
+
+def test_a_corrected_difference_is_withheld_just_below_its_rule_and_reported_at_it():
+    needed = CORRECTED_DIFFERENCE.pooled
+    tables, strata = _rule_design(needed - 1, 4, groups=2)
+    out = ppi_differences(tables, strata, [(0, 1)], 0.95)
+    assert np.isfinite(out.estimate[0]) and np.isnan(out.ci_low[0])
+    assert out.reason[0].startswith("too few base scenarios for a corrected difference interval")
+    assert f"the coverage grid needs {needed} per metric" in out.reason[0]
+    tables, strata = _rule_design(needed, 4, groups=2)
+    out = ppi_differences(tables, strata, [(0, 1)], 0.95)
+    assert out.reason[0] is None and out.ci_method == [methods.PPI_CLUSTER_T]

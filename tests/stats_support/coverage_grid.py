@@ -332,15 +332,19 @@ def covers(value: float | None, tolerance: float = 0.0) -> bool:
     return value is not None and value >= LOW - tolerance
 
 
-def measured_rules(cells: list[Cell], benchmarks: int) -> dict[str, int | None]:
+def measured_rules(
+    cells: list[Cell], benchmarks: int, statistics: tuple[str, ...] = STATISTICS
+) -> dict[str, int | None]:
     """Per interval type, the fewest base scenarios per metric from which no cell (any number
     of metrics, samples, ICC and rate) at that design or any larger one covers less than LOW
     by more than two Monte-Carlo standard errors (a cell at 0.95 falls that far in about one
-    of 40 cells by chance); None when even the largest design does."""
+    of 40 cells by chance); None when even the largest design does. Any cells with
+    `base_per_metric` and a `coverage` per name in `statistics` will do (the judge-corrected
+    sweep's too)."""
     tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
     sizes = sorted({c.base_per_metric for c in cells})
     out: dict[str, int | None] = {}
-    for name in STATISTICS:
+    for name in statistics:
         passing = [
             all(covers(c.coverage[name], tolerance) for c in cells if c.base_per_metric == k)
             for k in sizes
