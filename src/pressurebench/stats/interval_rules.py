@@ -19,8 +19,10 @@ degrees of freedom of all metrics' base scenarios; the second is read with the
 design effect of all its target's metrics (a generalized variance function)
 but rests on its own metric's rows.
 
-Statistics the grid does not simulate (judge-corrected rates, capitulation
-bands, fidelity shares) keep the rule they were measured with: 20 degrees of
+Judge-corrected rates and their paired differences have rules measured the
+same way by the judge-corrected sweep (`make judge-coverage`,
+docs/judge_coverage.md). Statistics neither simulates (capitulation bands,
+fidelity shares) keep the rule they were measured with: 20 degrees of
 freedom, base scenarios minus metrics (`DEGREES_OF_FREEDOM_RULE`).
 """
 
@@ -109,8 +111,8 @@ CONTRAST = IntervalRule("contrast", pooled=3, single=12, method="cluster-t-welch
 # the judge-corrected sweep measured them (docs/judge_coverage.md, "Rules"): pooled rates
 # cover from 2 base scenarios per metric (3, the floor of every pooled rule); a paired
 # difference fell to 0.903 at 8 of 4 metrics with 3 labels per cell, so it takes 12. One
-# metric's corrected rate covered as little as 0.82 at every design from 5 to 30 with 10
-# labels per metric (Wilson's interval on ten labels, not the design): no design of the sweep
+# metric's corrected rate fell short at every design from 8 to 30 (to 0.82) with 10 labels
+# per metric (likely an interval on ten labels, not the design): no design of the sweep
 # supports it, and it is withheld below one more than the largest (30). Corrected
 # differences are reported only pooled (between targets; demographic gaps over a target's
 # metrics), so one metric's rule is the pooled one.
