@@ -24,6 +24,13 @@ qualities and designs into docs/judge_coverage.md (`--judge` and `--base`
 run part of it), and the label budgets too small for a correction
 (`budget_rows`): how often the corrected value is withheld there, and how
 the intervals given cover.
+
+Before them it runs the design sweep (`sweep`): the coverage grid's designs
+(4 and 20 metrics × 2 to 30 base scenarios per metric), two judges and two
+label budgets, the rules' withholding lowered, from which the corrected
+intervals' rules (`interval_rules.CORRECTED_RATE`, `CORRECTED_DIFFERENCE`)
+are measured as `coverage_grid.measured_rules` measures the others
+(`--sweep-only` runs it alone, `--jobs` in worker processes).
 """
 
 from __future__ import annotations
