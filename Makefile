@@ -55,9 +55,12 @@ coverage: $(STAMP)
 		--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json
 
 # The coverage and width of judge-corrected pass rates over label budgets, judge qualities and
-# designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel).
+# designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel), after
+# the design sweep that measures the corrected intervals' rules (two worker processes of one BLAS
+# thread each).
 judge-coverage: $(STAMP)
-	cd tests && $(CURDIR)/$(PY) -m stats_support.judge_coverage --out ../docs/judge_coverage.md
+	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m stats_support.judge_coverage \
+		--jobs 2 --out ../docs/judge_coverage.md
 
 # The coverage of capitulation bands, curve differences and the fidelity sensitivity difference
 # over designs, and the rules measured from it (about 3 minutes on 2 otherwise idle CPUs).

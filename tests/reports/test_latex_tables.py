@@ -182,7 +182,8 @@ def test_a_caption_keeps_the_reason_and_drops_the_advice():
 
     from pressurebench.stats.cluster_t import stratified_variance
 
-    (reason,) = stratified_variance(np.ones(4), np.ones(4), np.array([0, 0, 1, 1])).reason
+    (reason,) = stratified_variance(np.ones(4), np.ones(4), np.array([0, 0, 1, 1]),
+                                    min_df=20).reason
     assert "generation.scenarios_per_metric" in reason  # what the report tells the user
     said = latex.data_reason(reason)
     assert said.startswith("too few base scenarios for an interval (2 degrees of freedom")

@@ -14,6 +14,7 @@ from pressurebench.stats.cluster_t import (
     welch_df,
     wilson_t_interval,
 )
+from pressurebench.stats.interval_rules import CORRECTED_DIFFERENCE, CORRECTED_RATE
 from pressurebench.stats.ppi import (
     MIN_LABELLED_PER_METRIC,
     PPITables,
@@ -137,7 +138,7 @@ def test_with_every_row_labelled_the_rate_and_its_interval_are_the_human_ones():
     assert out.estimate[0] == pytest.approx(y.mean(), abs=1e-12) and out.lam[0] == 0.0
     passes = np.bincount(cluster, weights=y, minlength=k)[:, None]
     rows = np.bincount(cluster, minlength=k).astype(float)[:, None]
-    human = stratified_variance(rate_z(passes, rows), rows > 0, strata)
+    human = stratified_variance(rate_z(passes, rows), rows > 0, strata, min_df=0)
     assert residual_floor(tables, out.lam)[0] < human.variance[0]
     low, high = wilson_t_interval(np.array([y.mean()]), human.variance, human.df, 0.95)
     assert out.df[0] == human.df[0]
@@ -241,3 +242,60 @@ def test_a_tuned_lambda_is_never_a_negative_zero():
     tables = ppi_tables(cluster, group, strata.size, 1, f, np.ones(y.size), human, np.ones(y.size))
     out = ppi_rates(tables, strata, 0.95)
     assert out.lam[0] == 0.0 and not np.signbit(out.lam[0])
+
+
+def _rule_design(per_metric: int, metrics: int, groups: int = 1):
+    """`metrics` metrics of `per_metric` base scenarios × 4 rows, every other row labelled,
+    the rows alternating between `groups` groups (two targets on the same scenarios)."""
+    cluster, strata, y, f = clustered_rows(10, clusters_per_stratum=per_metric, strata=metrics)
+    group = np.arange(y.size) % groups
+    human = np.where(np.arange(y.size) % 4 < 2, y, np.nan)
+    tables = ppi_tables(cluster, group, strata.size, groups, f, np.ones(y.size), human,
+                        np.ones(y.size))
+    return tables, strata
+
+
+def test_one_metrics_corrected_rate_is_withheld_at_any_design_and_says_why():
+    """No design of the judge-corrected sweep gives one metric's corrected rate its coverage
+    (docs/judge_coverage.md): however many base scenarios, it is withheld with that reason and
+    pointed at the raw rate, never told to plan more scenarios."""
+    for per_metric in (5, CORRECTED_RATE.single + 4):
+        tables, strata = _rule_design(per_metric, 1)
+        out = ppi_rates(tables, strata, 0.95)
+        assert np.isfinite(out.estimate[0]) and np.isnan(out.ci_low[0])
+        assert out.reason[0].startswith("no corrected rate interval on one metric: with the "
+                                        "labels of one metric")
+        assert "raw rate" in out.reason[0] and "scenarios_per_metric" not in out.reason[0]
+
+
+@pytest.mark.parametrize(("metrics", "side"), [(4, "pooled")])
+def test_a_corrected_rate_is_withheld_just_below_its_rule_and_reported_at_it(metrics, side):
+    """The corrected rate's interval follows its own measured rule (`CORRECTED_RATE`, docs/
+    judge_coverage.md), not the 20 degrees of freedom it had before: one base scenario per
+    metric fewer than the rule withholds it with the rule's reason and remedy."""
+    needed = getattr(CORRECTED_RATE, side)
+    tables, strata = _rule_design(needed - 1, metrics)
+    out = ppi_rates(tables, strata, 0.95)
+    assert np.isfinite(out.estimate[0]) and np.isnan(out.ci_low[0])
+    assert out.reason[0].startswith(
+        f"too few base scenarios for a corrected rate interval ({(needed - 1) * metrics} with "
+        f"valid rows"
+    )
+    assert f"the coverage grid needs {needed} per metric" in out.reason[0]
+    assert f"an interval needs at least {needed} base scenarios per metric" in out.reason[0]
+    tables, strata = _rule_design(needed, metrics)
+    out = ppi_rates(tables, strata, 0.95)
+    assert out.reason[0] is None and out.ci_method == [methods.PPI_CLUSTER_T_WILSON]
+    assert out.ci_low[0] <= out.estimate[0] <= out.ci_high[0]
+
+
+def test_a_corrected_difference_is_withheld_just_below_its_rule_and_reported_at_it():
+    needed = CORRECTED_DIFFERENCE.pooled
+    tables, strata = _rule_design(needed - 1, 4, groups=2)
+    out = ppi_differences(tables, strata, [(0, 1)], 0.95)
+    assert np.isfinite(out.estimate[0]) and np.isnan(out.ci_low[0])
+    assert out.reason[0].startswith("too few base scenarios for a corrected difference interval")
+    assert f"the coverage grid needs {needed} per metric" in out.reason[0]
+    tables, strata = _rule_design(needed, 4, groups=2)
+    out = ppi_differences(tables, strata, [(0, 1)], 0.95)
+    assert out.reason[0] is None and out.ci_method == [methods.PPI_CLUSTER_T]

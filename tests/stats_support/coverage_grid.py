@@ -351,7 +351,9 @@ def measured_rules(
     """Per interval type, the fewest base scenarios per metric from which no cell (any number
     of metrics, samples, ICC and rate) at that design or any larger one covers less than LOW
     by more than two Monte-Carlo standard errors (a cell at 0.95 falls that far in about one
-    of 40 cells by chance); None when even the largest design does."""
+    of 40 cells by chance); None when even the largest design does. Any cells with
+    `base_per_metric` and a `coverage` per name in `statistics` will do (the judge-corrected
+    sweep's too)."""
     tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
     sizes = sorted({c.base_per_metric for c in cells})
     out: dict[str, int | None] = {}

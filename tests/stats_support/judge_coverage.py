@@ -24,25 +24,45 @@ qualities and designs into docs/judge_coverage.md (`--judge` and `--base`
 run part of it), and the label budgets too small for a correction
 (`budget_rows`): how often the corrected value is withheld there, and how
 the intervals given cover.
+
+Before them it runs the design sweep (`sweep`): the coverage grid's designs
+(4 and 20 metrics × 2 to 30 base scenarios per metric), two judges and two
+label budgets, the rules' withholding lowered, from which the corrected
+intervals' rules (`interval_rules.CORRECTED_RATE`, `CORRECTED_DIFFERENCE`)
+are measured as `coverage_grid.measured_rules` measures the others
+(`--sweep-only` runs it alone, `--jobs` in worker processes).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from pressurebench.stats import interval_rules
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.corrected_rates import human_passes
 from pressurebench.stats.differences import estimate_differences, paired_design
-from pressurebench.stats.frame import passes, valid_mask
+from pressurebench.stats.frame import DEMOGRAPHIC_PREFIX, passes, valid_mask
 from pressurebench.stats.grouping import factorize, pass_tables
+from pressurebench.stats.interval_rules import DIFFERENCE, rules_lowered
 from pressurebench.stats.judge_validity import PANEL, label_items
 from pressurebench.stats.ppi import ppi_differences, ppi_rates, ppi_tables
 from pressurebench.stats.rates import grouped_rates
+from stats_support.coverage_grid import (
+    LOW,
+    _extremes,
+    _measured_metrics,
+    measured_rules,
+    monte_carlo_error,
+)
 from stats_support.synthetic import synthetic_scores
 
 TRUE_RATES = {"a": 0.85, "b": 0.3}
@@ -223,7 +243,7 @@ def intervals(scores: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict]:
     a, b = tables.successes[:, [0]], tables.trials[:, [0]]
     c, d = tables.successes[:, [1]], tables.trials[:, [1]]
     (raw_diff,) = estimate_differences(
-        [("a", "b")], a, b, c, d, paired_design(a, b, c, d, strata),
+        [("a", "b")], a, b, c, d, paired_design(a, b, c, d, strata, rule=DIFFERENCE),
         method="cluster-t", confidence_level=0.95,
     )
     out["a − b"]["raw"] = (
@@ -233,7 +253,14 @@ def intervals(scores: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict]:
 
 
 def coverage(replications: int = 500, *, seed: int = 11, **design) -> Coverage:
-    """Simulate `replications` benchmarks (`simulate(**design)`) and count covering intervals."""
+    """Simulate `replications` benchmarks (`simulate(**design)`) and count covering intervals,
+    the rules' withholding lowered (`rules_lowered`): `withheld` counts what the labels
+    withhold (`stats.ppi.untrusted`), whatever the design."""
+    with rules_lowered():
+        return _coverage(replications, seed=seed, **design)
+
+
+def _coverage(replications: int, *, seed: int, **design) -> Coverage:
     rng = np.random.default_rng(seed)
     truths = {**TRUE_RATES, "a − b": TRUE_RATES["a"] - TRUE_RATES["b"]}
     hits = {k: dict.fromkeys(INTERVALS, 0) for k in truths}
@@ -341,8 +368,244 @@ def budget_section(rows: list[str]) -> list[str]:
     ]
 
 
-def document(rows: list[str], replications: int, small: list[str] | None = None) -> str:
-    """docs/judge_coverage.md: what was simulated, then the grid's rows."""
+# The design sweep: the designs of the coverage grid (stats_support.coverage_grid), at the
+# default judge and a worse one, with labels.per_cell's default and a small budget that still
+# gives a correction (`stats.ppi.MIN_LABELLED_PER_METRIC` is 2), rules lowered to 2 base
+# scenarios per metric, from which the corrected rules are measured (`measured_rules`).
+SWEEP_METRICS = (4, 20)
+SWEEP_BASES = (2, 3, 5, 8, 12, 20, 30)
+SWEEP_JUDGES = ("Se 0.8, Sp 0.9", "Se 0.6, Sp 0.6")
+SWEEP_PER_CELL = (10, 3)
+SWEEP_BENCHMARKS = 300
+# Interval types of the sweep and the rule (`stats.interval_rules`) and side governing each.
+SWEEP_GOVERNED_BY = {
+    f"rate {TRUE_RATES['a']}": ("corrected rate", "pooled"),
+    f"rate {TRUE_RATES['b']}": ("corrected rate", "pooled"),
+    "metric rate (min)": ("corrected rate", "single"),
+    "metric rate (max)": ("corrected rate", "single"),
+    "difference a − b": ("corrected difference", "pooled"),
+    f"gap at {TRUE_RATES['a']}": ("corrected difference", "pooled"),
+    f"gap at {TRUE_RATES['b']}": ("corrected difference", "pooled"),
+}
+SWEEP_STATISTICS = tuple(SWEEP_GOVERNED_BY)
+# A design counts towards an interval type's rule where the labels let it be reported in at
+# least this share of the benchmarks (`sweep_measured_rules`).
+MOSTLY_REPORTED = 0.5
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """One design of the sweep and, per interval type, its coverage among the benchmarks where
+    it was reported (None: never) and the share of benchmarks where it was."""
+
+    metrics: int
+    base_per_metric: int
+    judge: str
+    per_cell: int
+    coverage: dict[str, float | None]
+    reported: dict[str, float]
+
+
+def corrected_intervals(scores: pd.DataFrame, labels: pd.DataFrame, metrics: int) -> dict:
+    """Per interval type of the sweep: for each of its intervals in this benchmark, whether it
+    was reported and whether it covered the truth, as the package computes them
+    (`corrected_rates` groups the same way): the targets' corrected rates, each metric's, the
+    paired difference a − b and each target's demographic gap (no true gap)."""
+    bootstrap = _bootstrap(scores)
+    human, weight = human_passes(scores, label_items(labels))
+    cluster, strata = bootstrap.codes(scores["base_id"]), bootstrap.strata_codes
+    judge, valid = passes(scores), valid_mask(scores)
+
+    def tables_of(columns: list[str]):
+        group, keys = factorize(scores, columns)
+        return [tuple(map(str, k)) for k in keys], ppi_tables(
+            cluster, group, bootstrap.n_clusters, len(keys), judge, valid, human, weight
+        )
+
+    def judged(out, i: int, truth: float) -> tuple[bool, bool]:
+        low, high = out.ci_low[i], out.ci_high[i]
+        given = bool(np.isfinite(low))
+        return given, given and bool(low <= truth <= high)
+
+    found: dict[str, list[tuple[bool, bool]]] = {}
+    keys, tables = tables_of(["target"])
+    rates = ppi_rates(tables, strata, 0.95)
+    for target in ("a", "b"):
+        found[f"rate {TRUE_RATES[target]}"] = [judged(rates, keys.index((target,)), TRUE_RATES[target])]
+    diff = ppi_differences(tables, strata, [(keys.index(("a",)), keys.index(("b",)))], 0.95)
+    found["difference a − b"] = [judged(diff, 0, TRUE_RATES["a"] - TRUE_RATES["b"])]
+    keys, tables = tables_of(["target", "metric_id"])
+    rates = ppi_rates(tables, strata, 0.95)
+    offsets = np.linspace(-METRIC_SPREAD, METRIC_SPREAD, metrics)
+    found["metric rate"] = [
+        judged(rates, keys.index((target, f"m{m + 1:02d}")), TRUE_RATES[target] + offsets[m])
+        for target in ("a", "b") for m in _measured_metrics(metrics)
+    ]
+    keys, tables = tables_of(["target", DEMOGRAPHIC_PREFIX + "tone"])
+    gaps = ppi_differences(
+        tables, strata, [(keys.index((t, "x")), keys.index((t, "y"))) for t in ("a", "b")], 0.95
+    )
+    for i, target in enumerate(("a", "b")):
+        found[f"gap at {TRUE_RATES[target]}"] = [judged(gaps, i, 0.0)]
+    return found
+
+
+def sweep_cell(task: tuple) -> SweepCell:
+    """One design of the sweep from its own stream, the rules lowered (a picklable task)."""
+    metrics, base, judge, per_cell, benchmarks, stream = task
+    rng = np.random.default_rng(stream)
+    runs: dict[str, list] = {}
+    with rules_lowered():
+        for _ in range(benchmarks):
+            scores, labels, _ = simulate(
+                rng, metrics=metrics, base_per_metric=base, labelled_per_group=per_cell,
+                rater_accuracy=1.0, **JUDGES[judge],
+            )
+            for name, got in corrected_intervals(scores, labels, metrics).items():
+                runs.setdefault(name, []).append(got)
+    coverage: dict[str, float | None] = {}
+    reported: dict[str, float] = {}
+    for name, got in runs.items():
+        arrays = np.array(got, dtype=bool)  # (benchmarks, intervals, (reported, covered))
+        columns = [(arrays[:, j, 0], arrays[:, j, 1]) for j in range(arrays.shape[1])]
+        if name == "metric rate":
+            columns = dict(zip(("metric rate (min)", "metric rate (max)"), _extremes(columns)))
+        else:
+            columns = {name: columns[0]}
+        for label, (rep, cov) in columns.items():
+            reported[label] = float(rep.mean())
+            coverage[label] = float(cov[rep].mean()) if rep.any() else None
+    return SweepCell(metrics, base, judge, per_cell, coverage, reported)
+
+
+def sweep(
+    *,
+    benchmarks: int = SWEEP_BENCHMARKS,
+    metrics: tuple[int, ...] = SWEEP_METRICS,
+    bases: tuple[int, ...] = SWEEP_BASES,
+    judges: tuple[str, ...] = SWEEP_JUDGES,
+    per_cell: tuple[int, ...] = SWEEP_PER_CELL,
+    seed: int = 2025,
+    jobs: int = 1,
+) -> list[SweepCell]:
+    """Every design of the sweep, each from its own seeded stream."""
+    designs = list(itertools.product(metrics, bases, judges, per_cell))
+    streams = np.random.SeedSequence(seed).spawn(len(designs))
+    tasks = [(*design, benchmarks, stream) for design, stream in zip(designs, streams)]
+    if jobs <= 1:
+        return [sweep_cell(task) for task in tasks]
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(sweep_cell, tasks))
+
+
+def sweep_rule_of(name: str) -> int:
+    """The base scenarios per metric the package's rule for sweep interval type `name` needs."""
+    statistic, side = SWEEP_GOVERNED_BY[name]
+    return getattr(interval_rules.RULES[statistic], side)
+
+
+def sweep_measured_rules(cells: list[SweepCell], benchmarks: int) -> dict[str, int | None]:
+    """Per interval type, the rule the sweep measures (`coverage_grid.measured_rules`) over
+    the designs where the labels let it be reported in at least half of the benchmarks: a
+    label budget too small for a group (a demographic value's share of 3 labels per cell)
+    withholds the corrected value whatever the design (`stats.ppi.untrusted`), and coverage
+    over a few benchmarks says nothing about the design."""
+    return {
+        name: measured_rules(
+            [c for c in cells if c.reported[name] >= MOSTLY_REPORTED], benchmarks, (name,)
+        )[name]
+        for name in SWEEP_STATISTICS
+    }
+
+
+def sweep_section(cells: list[SweepCell], benchmarks: int, seconds: float) -> list[str]:
+    """The sweep's part of docs/judge_coverage.md: the rules it measures, the lowest and
+    highest coverage per interval type and design, and every cell."""
+    error = monte_carlo_error(benchmarks, 0.95)
+    measured = sweep_measured_rules(cells, benchmarks)
+    sizes = sorted({c.base_per_metric for c in cells})
+    lines = [
+        "",
+        "## Rules: fewest base scenarios per metric for a corrected interval",
+        "",
+        (
+            f"The design sweep (`sweep`, in {seconds:.0f} s on {len(cells)} designs): "
+            f"{' or '.join(map(str, sorted({c.metrics for c in cells})))} metrics × base "
+            f"scenarios per metric {', '.join(map(str, sizes))}, 2 variants × 2 samples, judges "
+            f"{' and '.join(sorted({c.judge for c in cells}))}, "
+            f"{' or '.join(map(str, sorted({c.per_cell for c in cells})))} labels per target × "
+            "metric (`labels.per_cell`; its default and a small budget that still gives a "
+            f"correction), raters always right; {benchmarks} simulated benchmarks per design, "
+            f"Monte-Carlo standard error of a coverage near 0.95: ±{error:.3f}. The intervals "
+            "are the package's own (`stats.ppi`, grouped as `corrected_rates` groups them), "
+            "with the rules' withholding lowered to 2 base scenarios per metric "
+            "(`rules_lowered`), so the designs below each rule are measured too; the label "
+            "budget's own withholding (`stats.ppi.untrusted`) stays. \"measured\": the "
+            f"smallest design from which no design at it or larger covers less than {LOW} by "
+            f"more than two Monte-Carlo standard errors (±{2 * error:.3f}), among the designs "
+            f"where the labels let the interval be reported in at least {MOSTLY_REPORTED:.0%} "
+            "of the benchmarks (a demographic value's share of 3 labels per cell is too "
+            "small for a correction in most; the share is in brackets), as for the other "
+            "intervals ([interval_coverage.md](interval_coverage.md)); \"package\": what "
+            "`pressurebench.stats.interval_rules` requires (`CORRECTED_RATE`, "
+            "`CORRECTED_DIFFERENCE`), never less. Metric rate (min/max): the metric with the "
+            "lowest and the highest coverage (of 20 metrics, four are measured); gap: a "
+            "target's demographic gap, no true gap."
+        ),
+        "",
+        "| interval type | rule | measured | package |",
+        "|---|---|---|---|",
+    ]
+    for name in SWEEP_STATISTICS:
+        statistic, side = SWEEP_GOVERNED_BY[name]
+        found = measured[name]
+        rule = interval_rules.RULES[statistic]
+        package = ("none (withheld at every design)"
+                   if side == "single" and rule.single_unsupported else sweep_rule_of(name))
+        lines.append(f"| {name} | {statistic} ({side}) | "
+                     f"{'beyond the sweep' if found is None else found} | {package} |")
+    for m in sorted({c.metrics for c in cells}):
+        lines += [
+            "",
+            (f"### {m} metrics: lowest and highest coverage over judges × label budgets "
+             "(lowest share reported)"),
+            "",
+            "| interval type | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
+        for name in SWEEP_STATISTICS:
+            row = [name]
+            for k in sizes:
+                at = [c for c in cells if c.metrics == m and c.base_per_metric == k]
+                shown = [c.coverage[name] for c in at if c.coverage[name] is not None]
+                text = "none" if not shown else f"{min(shown):.3f}–{max(shown):.3f}"
+                text += f" ({min(c.reported[name] for c in at):.2f})"
+                row.append(text if k >= sweep_rule_of(name) else f"withheld: {text}")
+            lines.append("| " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "### Every design: coverage (share reported)",
+        "",
+        "| metrics | base / metric | judge | labels / cell | " + " | ".join(SWEEP_STATISTICS)
+        + " |",
+        "|---:|---:|---|---:|" + "---:|" * len(SWEEP_STATISTICS),
+    ]
+    for c in cells:
+        values = [
+            ("none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}")
+            + f" ({c.reported[n]:.2f})"
+            for n in SWEEP_STATISTICS
+        ]
+        lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.judge} | {c.per_cell} | "
+                     + " | ".join(values) + " |")
+    return lines
+
+
+def document(
+    rows: list[str], replications: int, small: list[str] | None = None,
+    swept: list[str] | None = None,
+) -> str:
+    """docs/judge_coverage.md: what was simulated, the sweep's rules, then the grid's rows."""
     error = np.sqrt(0.95 * 0.05 / replications)
     lines = [
         "# Coverage of judge-corrected pass rates (prediction-powered inference)",
@@ -360,6 +623,9 @@ def document(rows: list[str], replications: int, small: list[str] | None = None)
             "and its mean width where given: corrected (PPI++, `stats.ppi`), the labelled rows "
             "alone (λ = 0) and the raw judged rate; λ is the mean power tuning."
         ),
+        *(swept or []),
+        "",
+        "## Label budgets, judge qualities and designs",
         "",
         "| base / metric | judge | labels / target | rate | corrected | width "
         + "| labelled only | width | raw | width | λ |",
@@ -381,14 +647,27 @@ def main() -> None:
     parser.add_argument("--out", help="write the markdown here instead of printing it")
     parser.add_argument("--small-budgets-only", action="store_true",
                         help="only the table of label budgets too small for a correction")
+    parser.add_argument("--sweep-benchmarks", type=int, default=SWEEP_BENCHMARKS,
+                        help="simulated benchmarks per design of the sweep (0: no sweep)")
+    parser.add_argument("--sweep-only", action="store_true",
+                        help="only the sweep's rules and tables")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes of the sweep")
     args = parser.parse_args()
-    judges = {k: v for k, v in JUDGES.items() if not args.judge or k in args.judge}
-    small = list(budget_rows(args.replications, SMALL_BUDGETS, SMALL_BUDGET_BASES))
-    if args.small_budgets_only:
-        text = "\n".join(budget_section(small)) + "\n"
+    swept: list[str] = []
+    if args.sweep_benchmarks:
+        start = time.perf_counter()
+        cells = sweep(benchmarks=args.sweep_benchmarks, jobs=args.jobs)
+        swept = sweep_section(cells, args.sweep_benchmarks, time.perf_counter() - start)
+    if args.sweep_only:
+        text = "\n".join(swept) + "\n"
     else:
-        rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
-        text = document(rows, args.replications, small)
+        judges = {k: v for k, v in JUDGES.items() if not args.judge or k in args.judge}
+        small = list(budget_rows(args.replications, SMALL_BUDGETS, SMALL_BUDGET_BASES))
+        if args.small_budgets_only:
+            text = "\n".join(budget_section(small)) + "\n"
+        else:
+            rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
+            text = document(rows, args.replications, small, swept)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

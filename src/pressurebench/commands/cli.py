@@ -284,11 +284,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{GENERATION_MARGIN:.0%} (at least one) for base scenarios lost in generation (failed, "
           "rejected as near-duplicates, or without a valid row); conversations count those.")
     print("Intervals are reported from these base scenarios per metric with valid rows "
-          "(pressurebench.stats.interval_rules, measured by the coverage grid):")
+          "(pressurebench.stats.interval_rules, each measured by its coverage simulations):")
     for rule in RULES.values():
+        single = ("none for a single metric" if rule.single_unsupported
+                  else f"{rule.single} for a single metric")
         print(f"  {rule.statistic}: {rule.per_metric(metrics)} over all {metrics} metrics, "
-              f"{rule.single} for a single metric ({rule.method}; one metric: "
-              f"{rule.method_on_one_metric})")
+              f"{single} ({rule.method}; one metric: {rule.method_on_one_metric})")
     print("below that the results withhold them, with the reason and the design that gives one.")
     return 0
 

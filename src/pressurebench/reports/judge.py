@@ -30,7 +30,8 @@ CORRECTED_NOTE = (
     "prediction-powered inference (PPI++): the judge's rate on every judged row plus the "
     "human-minus-judge difference on the labelled rows, with λ (0 to 1) the weight the "
     "judge's verdicts earn from how well they track the labels. Unbiased whatever the judge's "
-    "quality; its interval is withheld where the raw rate's is, and the corrected value itself "
+    "quality; its interval is withheld below its own rule (the fewest base scenarios per metric "
+    "at which the judge-corrected coverage sweep finds it covering), and the corrected value itself "
     "where too few labels can carry it (the note says which labels would give one)."
 )
 AGREEMENT_COLUMNS = ["judge", "items", "accuracy", "Cohen's κ", "Krippendorff's α",

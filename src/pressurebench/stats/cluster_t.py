@@ -38,7 +38,7 @@ import numpy as np
 from scipy.stats import chi2
 from scipy.stats import t as student_t
 
-from .interval_rules import DEGREES_OF_FREEDOM_RULE, IntervalRule, remedy
+from .interval_rules import IntervalRule, remedy
 
 
 class DesignVariance(NamedTuple):
@@ -75,7 +75,7 @@ def stratified_variance(
     active: np.ndarray,
     strata: np.ndarray,
     *,
-    rule: IntervalRule = DEGREES_OF_FREEDOM_RULE,
+    rule: IntervalRule | None = None,
     min_df: int | None = None,
 ) -> DesignVariance:
     """Variance of Σ z over clusters, stratified, counting only each group's active clusters.
@@ -83,12 +83,15 @@ def stratified_variance(
     `z` and `active` are (clusters, groups); `strata` gives each cluster's
     stratum code. A stratum in which a group has exactly one active cluster
     makes that group's variance inestimable; a design smaller than the
-    statistic's `rule` (`stats.interval_rules`; `min_df` replaces it by a
-    bare degrees-of-freedom rule, 0 for a component that is never withheld)
-    makes it too unstable for an interval. Both set a reason.
+    statistic's `rule` (`stats.interval_rules`, measured for each statistic;
+    or `min_df`, a bare degrees-of-freedom rule, 0 for a component of a
+    statistic that is never withheld on its own) makes it too unstable for an
+    interval. Both set a reason.
     """
+    if (rule is None) == (min_df is None):
+        raise TypeError("give the statistic's rule (stats.interval_rules) or min_df, not both")
     if min_df is not None:
-        rule = IntervalRule(rule.statistic, 0, 0, rule.method, min_df=min_df)
+        rule = IntervalRule("variance component", 0, 0, "cluster-t", min_df=min_df)
     z = np.asarray(z, dtype=float)
     flat = z.ndim == 1
     if flat:

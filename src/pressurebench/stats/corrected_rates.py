@@ -18,9 +18,10 @@ labelled row weighs its `stratum_weight`, the rows of its stratum per row
 labelled in it, so a group spanning several target × metric cells counts
 each cell by its rows, whatever number of items were drawn from it.
 
-An interval is withheld where the raw rate's is (too few base scenarios, or
-a metric with one), never because the judge is weak: a weak judge gets a
-small λ and the interval the labelled rows alone would give. Where the labels
+An interval is withheld below its own measured rule (too few base scenarios:
+`interval_rules.CORRECTED_RATE`, `CORRECTED_DIFFERENCE`), or on a metric with
+one, never because the judge is weak: a weak judge gets a small λ and the
+interval the labelled rows alone would give. Where the labels
 cannot carry a correction (none in the group, fewer than two with a human
 answer in one of its metrics, or all on one base scenario per metric, where
 λ is undefined) the corrected value itself is withheld, with the reason and

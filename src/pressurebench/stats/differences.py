@@ -38,7 +38,7 @@ from .cluster_t import (
     wilson_t_interval,
 )
 from .estimates import Difference
-from .interval_rules import DEGREES_OF_FREEDOM_RULE, IntervalRule
+from .interval_rules import IntervalRule
 from .intervals import newcombe_interval, wilson_interval
 
 MOVER_METHODS = frozenset({methods.CLUSTER_T_MOVER, methods.CLUSTER_T_WELCH_MOVER})
@@ -51,7 +51,7 @@ def paired_design(
     trials_b: np.ndarray,
     strata: np.ndarray,
     *,
-    rule: IntervalRule = DEGREES_OF_FREEDOM_RULE,
+    rule: IntervalRule,
 ) -> DesignVariance:
     """Variance of each group's a − b when both sides lie on the same clusters, withheld
     below the statistic's `rule`."""
@@ -72,7 +72,7 @@ def independent_design(
     trials_b: np.ndarray,
     strata_b: np.ndarray,
     *,
-    rule: IntervalRule = DEGREES_OF_FREEDOM_RULE,
+    rule: IntervalRule,
 ) -> DesignVariance:
     """Variance of each group's a − b when the sides lie on unrelated clusters (Welch df);
     withheld when either side is smaller than the statistic's `rule`."""

@@ -58,8 +58,10 @@ coverage grid, docs/judge_coverage.md, measures them):
 
 Without them, the estimate and the t interval on this variance are
 ppi-python's in the i.i.d. case (`tests/stats/test_ppi.py`). An interval is
-withheld where the raw rate's is: too few base scenarios, or a metric with a
-single one; never because the judge is weak.
+withheld below its own rule (`interval_rules.CORRECTED_RATE` and
+`CORRECTED_DIFFERENCE`: the fewest base scenarios per metric at which the
+judge-corrected sweep, docs/judge_coverage.md, finds it covering), or on a
+metric with a single base scenario; never because the judge is weak.
 
 Where the labels cannot carry a correction, the corrected value itself is
 withheld, with the reason and the labels that would give one (`untrusted`):
@@ -91,6 +93,7 @@ from .cluster_t import (
     wilson_t_interval,
 )
 from .grouping import cluster_table
+from .interval_rules import CORRECTED_DIFFERENCE, CORRECTED_RATE, IntervalRule
 
 # Below this share of V(b), V(e) is rounding: the labelled rows are the judged rows, so the
 # estimate does not depend on λ.
@@ -275,10 +278,12 @@ def _design(
     active: np.ndarray,
     labelled: np.ndarray,
     strata: np.ndarray,
+    rule: IntervalRule,
 ) -> _Design:
     """Variance of Σ (judge + residual) with the residual's part at least `floor`, and the
-    Welch–Satterthwaite degrees of freedom of the two parts, at most the design's."""
-    whole = stratified_variance(judge + residual, active, strata)
+    Welch–Satterthwaite degrees of freedom of the two parts, at most the design's; the
+    interval is withheld below the statistic's `rule` (`stats.interval_rules`)."""
+    whole = stratified_variance(judge + residual, active, strata, rule=rule)
     v_judge = stratified_variance(judge, active, strata, min_df=0).variance
     v_residual = stratified_variance(residual, active, strata, min_df=0).variance
     raised = np.maximum(v_residual, floor)
@@ -344,12 +349,12 @@ def ppi_rates(
 
     A group whose labels cannot carry a correction (`untrusted`: none, too few
     in a metric, λ undefined) has no estimate (NaN, with the reason); a design
-    too small for the raw rate's interval gives none here either.
+    below `CORRECTED_RATE` gives no interval.
     """
     parts = ppi_contributions(tables, strata, lam)
     design = _design(
         parts.judge, parts.residual, residual_floor(tables, parts.lam), _active(tables),
-        tables.weight > 0, strata,
+        tables.weight > 0, strata, CORRECTED_RATE,
     )
     estimate = np.clip(parts.estimate, 0.0, 1.0)
     low, high = wilson_t_interval(estimate, design.variance, design.df, confidence_level)
@@ -389,7 +394,7 @@ def ppi_differences(
     variants of the same base scenario), and the variance is that of the
     per-scenario difference of their contributions, so what makes a scenario
     hard for both cancels. Each side's residual variance gets its floor, and
-    the interval is a t interval, withheld where the design is too small;
+    the interval is a t interval, withheld below `CORRECTED_DIFFERENCE`;
     the difference itself is withheld where either side's rate is (`untrusted`).
     """
     parts = ppi_contributions(tables, strata, lam)
@@ -405,6 +410,7 @@ def ppi_differences(
         active,
         labelled,
         strata,
+        CORRECTED_DIFFERENCE,
     )
     estimate = np.clip(parts.estimate, 0.0, 1.0)
     diff = estimate[a] - estimate[b]
