@@ -10,8 +10,10 @@ coverage grid (`make coverage`, docs/interval_coverage.md) finds no cell it
 simulates (samples × ICC × rate × 4 and 20 metrics) covering less than 0.93
 beyond Monte-Carlo error, at that design and every larger one. Below it the
 interval is withheld, with the reason and the design that gives one. Cells
-covering more than 0.975 are wider than they need to be; the grid flags them,
-and they are not withheld for it.
+covering more than 0.975 are wider than they need to be; the grid flags them
+(and says from which design every cell is within 0.93–0.975), and they are not
+withheld for it: no quantile brings the small designs' widest cells into the
+band without pushing others below it (docs/interval_coverage.md).
 
 A quantity pooled over several metrics and the same quantity on one metric
 are different statistics here (`pooled` and `single`): the first has the
@@ -132,7 +134,8 @@ SENSITIVITY = IntervalRule("sensitivity difference", pooled=3, single=3,
 # difference fell to 0.903 at 8 of 4 metrics with 3 labels per cell, so it takes 12. One
 # metric's corrected rate fell short at every design from 8 to 30 (to 0.82) with 10 labels
 # per metric (likely an interval on ten labels, not the design): no design of the sweep
-# supports it, and it is withheld below one more than the largest (30). Corrected
+# supports it, so it is withheld at every design (`single_unsupported`; `single` is one more
+# than the largest design simulated). Corrected
 # differences are reported only pooled (between targets; demographic gaps over a target's
 # metrics), so one metric's rule is the pooled one.
 CORRECTED_RATE = IntervalRule(
