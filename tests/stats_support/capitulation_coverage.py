@@ -33,7 +33,6 @@ import argparse
 import itertools
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +58,7 @@ from stats_support.coverage_grid import (
     covers,
     measured_rules,
     monte_carlo_error,
+    seeded_runs,
 )
 
 HAZARD_A, HAZARD_B = 1.0, 4.0  # mean hazard 0.2 per turn; intra-scenario correlation 1/6
@@ -252,14 +252,9 @@ def sweep(
     jobs: int = 1,
 ) -> list[SweepCell]:
     """Every cell of the sweep, each from its own seeded stream, measured below the rules."""
-    designs = list(itertools.product(metrics, base_per_metric, per_base, hazards))
-    streams = np.random.SeedSequence(seed).spawn(len(designs))
-    tasks = [(*design, benchmarks, confidence_level, stream)
-             for design, stream in zip(designs, streams)]
-    if jobs <= 1:
-        return [_sweep_cell(task) for task in tasks]
-    with ProcessPoolExecutor(jobs) as pool:
-        return list(pool.map(_sweep_cell, tasks))
+    designs = [(*design, benchmarks, confidence_level)
+               for design in itertools.product(metrics, base_per_metric, per_base, hazards)]
+    return seeded_runs(_sweep_cell, designs, seed=seed, jobs=jobs)
 
 
 def rule_of(name: str) -> int:

@@ -46,8 +46,10 @@ import itertools
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy.stats import beta
@@ -62,6 +64,8 @@ from pressurebench.stats.differences import (
 )
 from pressurebench.stats.interval_rules import rules_lowered
 from pressurebench.stats.rates import estimate_rates
+
+T = TypeVar("T")
 
 METRICS = (4, 20)
 BASE_PER_METRIC = (2, 3, 5, 8, 12, 20, 30)
@@ -282,11 +286,18 @@ def simulate_cell(
         level,
         methods.CLUSTER_T_WELCH_MOVER,
     )
-    coverage, reported = {}, {}
-    for name, (rep, cov) in results.items():
-        reported[name] = float(rep.mean())
-        coverage[name] = float(cov[rep].mean()) if rep.any() else None
+    coverage, reported = coverage_shares(results)
     return Cell(n_metrics, k, samples, icc, rate, coverage, reported)
+
+
+def coverage_shares(
+    results: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> tuple[dict[str, float | None], dict[str, float]]:
+    """Per interval type, from (reported, covered) per benchmark: the share covering among
+    the benchmarks given an interval (None where none was), and the share given one."""
+    coverage = {name: float(cov[rep].mean()) if rep.any() else None
+                for name, (rep, cov) in results.items()}
+    return coverage, {name: float(rep.mean()) for name, (rep, _) in results.items()}
 
 
 def coverage_grid(
@@ -307,22 +318,40 @@ def coverage_grid(
     (with `df_factor`, every t quantile on that many times its degrees of freedom; with
     `only`, just the cells of those (metrics, base scenarios per metric), on the same
     streams as in the whole grid)."""
-    designs = list(itertools.product(metrics, base_per_metric, samples, iccs, rates))
-    streams = np.random.SeedSequence(seed).spawn(len(designs))
-    tasks = [
-        (m, k, s, icc, rate, spread, benchmarks, confidence_level, stream, df_factor)
-        for (m, k, s, icc, (rate, spread)), stream in zip(designs, streams)
-        if only is None or (m, k) in only
+    designs = [
+        (m, k, s, icc, rate, spread, benchmarks, confidence_level, df_factor)
+        for m, k, s, icc, (rate, spread) in itertools.product(
+            metrics, base_per_metric, samples, iccs, rates
+        )
     ]
+    keep = None if only is None else (lambda design: (design[0], design[1]) in only)
+    return seeded_runs(_cell, designs, seed=seed, jobs=jobs, keep=keep)
+
+
+def seeded_runs(
+    work: Callable[[tuple], T],
+    designs: Sequence[tuple],
+    *,
+    seed: int,
+    jobs: int,
+    keep: Callable[[tuple], bool] | None = None,
+) -> list[T]:
+    """`work((*design, stream))` for each design kept (all by default), each design with its
+    own stream spawned from `seed` over all `designs` (so a design draws the same benchmarks
+    whichever others run), one after another or in `jobs` worker processes (`work` must then
+    be picklable): how every coverage sweep runs its designs."""
+    streams = np.random.SeedSequence(seed).spawn(len(designs))
+    tasks = [(*design, stream) for design, stream in zip(designs, streams)
+             if keep is None or keep(design)]
     if jobs <= 1:
-        return [_cell(task) for task in tasks]
+        return [work(task) for task in tasks]
     with ProcessPoolExecutor(jobs) as pool:
-        return list(pool.map(_cell, tasks))
+        return list(pool.map(work, tasks))
 
 
 def _cell(task: tuple) -> Cell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, s, icc, rate, spread, benchmarks, confidence_level, stream, df_factor = task
+    m, k, s, icc, rate, spread, benchmarks, confidence_level, df_factor, stream = task
     with rules_lowered(), degrees_of_freedom_scaled(df_factor):
         return simulate_cell(
             k, s, icc, rate, spread,
@@ -345,6 +374,20 @@ def covers(value: float | None, tolerance: float = 0.0) -> bool:
     return value is not None and value >= LOW - tolerance
 
 
+def _holds_from(
+    cells: list[Cell], statistics: tuple[str, ...], holds: Callable[[float | None], bool]
+) -> dict[str, int | None]:
+    """Per interval type, the fewest base scenarios per metric from which `holds` is true of
+    every cell at that design and at every larger one; None when it fails at the largest."""
+    sizes = sorted({c.base_per_metric for c in cells})
+    out: dict[str, int | None] = {}
+    for name in statistics:
+        passing = [all(holds(c.coverage[name]) for c in cells if c.base_per_metric == k)
+                   for k in sizes]
+        out[name] = next((k for i, k in enumerate(sizes) if all(passing[i:])), None)
+    return out
+
+
 def measured_rules(
     cells: list[Cell], benchmarks: int, statistics: tuple[str, ...] = STATISTICS
 ) -> dict[str, int | None]:
@@ -355,19 +398,7 @@ def measured_rules(
     `base_per_metric` and a `coverage` per name in `statistics` will do (the judge-corrected
     sweep's too)."""
     tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
-    sizes = sorted({c.base_per_metric for c in cells})
-    out: dict[str, int | None] = {}
-    for name in statistics:
-        passing = [
-            all(covers(c.coverage[name], tolerance) for c in cells if c.base_per_metric == k)
-            for k in sizes
-        ]
-        out[name] = None
-        for i, k in enumerate(sizes):
-            if all(passing[i:]):
-                out[name] = k
-                break
-    return out
+    return _holds_from(cells, statistics, lambda value: covers(value, tolerance))
 
 
 def band_rules(cells: list[Cell], benchmarks: int) -> dict[str, int | None]:
@@ -376,15 +407,7 @@ def band_rules(cells: list[Cell], benchmarks: int) -> dict[str, int | None]:
     errors on either side: where the interval is neither short nor wider than it needs to
     be; None when some cell of the largest design leaves the band."""
     tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
-    sizes = sorted({c.base_per_metric for c in cells})
-    out: dict[str, int | None] = {}
-    for name in STATISTICS:
-        inside = [
-            all(in_band(c.coverage[name], tolerance) for c in cells if c.base_per_metric == k)
-            for k in sizes
-        ]
-        out[name] = next((k for i, k in enumerate(sizes) if all(inside[i:])), None)
-    return out
+    return _holds_from(cells, STATISTICS, lambda value: in_band(value, tolerance))
 
 
 def rule_of(name: str) -> int:

@@ -39,7 +39,6 @@ import argparse
 import itertools
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -60,8 +59,10 @@ from stats_support.coverage_grid import (
     LOW,
     _extremes,
     _measured_metrics,
+    coverage_shares,
     measured_rules,
     monte_carlo_error,
+    seeded_runs,
 )
 from stats_support.synthetic import synthetic_scores
 
@@ -472,9 +473,9 @@ def sweep_cell(task: tuple) -> SweepCell:
             columns = dict(zip(("metric rate (min)", "metric rate (max)"), _extremes(columns)))
         else:
             columns = {name: columns[0]}
-        for label, (rep, cov) in columns.items():
-            reported[label] = float(rep.mean())
-            coverage[label] = float(cov[rep].mean()) if rep.any() else None
+        covered, given = coverage_shares(columns)
+        coverage.update(covered)
+        reported.update(given)
     return SweepCell(metrics, base, judge, per_cell, coverage, reported)
 
 
@@ -489,13 +490,9 @@ def sweep(
     jobs: int = 1,
 ) -> list[SweepCell]:
     """Every design of the sweep, each from its own seeded stream."""
-    designs = list(itertools.product(metrics, bases, judges, per_cell))
-    streams = np.random.SeedSequence(seed).spawn(len(designs))
-    tasks = [(*design, benchmarks, stream) for design, stream in zip(designs, streams)]
-    if jobs <= 1:
-        return [sweep_cell(task) for task in tasks]
-    with ProcessPoolExecutor(jobs) as pool:
-        return list(pool.map(sweep_cell, tasks))
+    designs = [(*design, benchmarks)
+               for design in itertools.product(metrics, bases, judges, per_cell)]
+    return seeded_runs(sweep_cell, designs, seed=seed, jobs=jobs)
 
 
 def sweep_rule_of(name: str) -> int:

@@ -28,7 +28,6 @@ docs/capitulation_coverage.md.
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -45,9 +44,11 @@ from stats_support.coverage_grid import (
     _extremes,
     _measured_metrics,
     _probabilities,
+    coverage_shares,
     covers,
     measured_rules,
     monte_carlo_error,
+    seeded_runs,
 )
 
 SAMPLES = (1, 4)
@@ -127,10 +128,7 @@ def simulate_cell(
     results["metric sensitivity (min)"], results["metric sensitivity (max)"] = _extremes(
         per_metric
     )
-    coverage, reported = {}, {}
-    for name, (rep, cov) in results.items():
-        reported[name] = float(rep.mean())
-        coverage[name] = float(cov[rep].mean()) if rep.any() else None
+    coverage, reported = coverage_shares(results)
     return Cell(metrics, k, samples, icc, RATE, coverage, reported)
 
 
@@ -154,14 +152,9 @@ def grid(
     jobs: int = 1,
 ) -> list[Cell]:
     """Every design, each from its own seeded stream, measured below the rules."""
-    designs = list(itertools.product(metrics, base_per_metric, samples, iccs))
-    streams = np.random.SeedSequence(seed).spawn(len(designs))
-    tasks = [(*design, benchmarks, confidence_level, stream)
-             for design, stream in zip(designs, streams)]
-    if jobs <= 1:
-        return [_cell(task) for task in tasks]
-    with ProcessPoolExecutor(jobs) as pool:
-        return list(pool.map(_cell, tasks))
+    designs = [(*design, benchmarks, confidence_level)
+               for design in itertools.product(metrics, base_per_metric, samples, iccs)]
+    return seeded_runs(_cell, designs, seed=seed, jobs=jobs)
 
 
 def rule_of(name: str) -> int:
