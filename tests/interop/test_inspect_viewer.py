@@ -8,19 +8,16 @@ turns), never for a time; the deadline only bounds a page that never gets there.
 from __future__ import annotations
 
 import functools
-import json
-import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from browser_support import WebDriver, chromedriver, needs_browser
 from pressurebench.commands.cli import main
 from pressurebench.io import read_artifact
 from pressurebench.paths import Layout, inspect_log_file, inspect_logs_dir
@@ -30,14 +27,6 @@ from pressurebench.stats.results import Results
 pytest.importorskip("inspect_ai")
 pytestmark = pytest.mark.slow
 
-CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
-                 if Path(p).exists()), shutil.which("chromium"))
-CHROMEDRIVER = ("/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists()
-                else shutil.which("chromedriver"))
-needs_browser = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="chromium and chromedriver not installed: apt-get install chromium chromium-driver",
-)
 INSPECT = Path(sys.executable).with_name("inspect")
 
 
@@ -46,63 +35,18 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Browser:
-    """Headless Chromium through chromedriver: open a URL, read the page's text."""
-
-    def __init__(self, profile: Path):
-        port = free_port()
-        self.driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                self.call("GET", "/status")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": CHROMIUM,
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", f"--user-data-dir={profile}"],
-        }}}}
-        self.session = self.call("POST", "/session", caps)["sessionId"]
-
-    def call(self, method: str, path: str, body: dict | None = None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return json.loads(resp.read())["value"]
-
-    def open(self, url: str) -> None:
-        self.call("POST", f"/session/{self.session}/url", {"url": url})
+class Browser(WebDriver):
+    """Headless Chromium: open a URL, read the page's text once it shows what is wanted."""
 
     def text_once_it_shows(self, wanted: list[str]) -> str:
         """The page's text once it holds every string of `wanted` (the viewer loads the log
         in its own time), or what it holds at the deadline."""
         deadline = time.monotonic() + 60
         while True:
-            text = self.call("POST", f"/session/{self.session}/execute/sync",
-                             {"script": "return document.body.innerText", "args": []})
+            text = self.script("return document.body.innerText")
             if all(w in text for w in wanted) or time.monotonic() > deadline:
                 return text
             time.sleep(0.1)
-
-    def quit(self) -> None:
-        try:
-            self.call("DELETE", f"/session/{self.session}")
-        finally:
-            self.driver.terminate()
-            self.driver.wait(timeout=30)
 
 
 @pytest.fixture
@@ -125,20 +69,21 @@ def served(run_dir):
 def test_the_viewer_lists_the_logs_and_shows_a_conversations_turns(run_dir, served, tmp_path):
     conv = next(c for c in read_artifact(run_dir / Layout("data", "tiny").conversations_file("target-b"),
                                          ConversationsFile).rows if c.status == "ok")
-    browser = Browser(tmp_path / "profile")
-    try:
-        browser.open(served)
-        listing = browser.text_once_it_shows(["pressurebench/tiny", "anthropic/target-b-model"])
-        assert "openai/target-a-model" in listing and "anthropic/target-b-model" in listing
-        results = read_artifact(run_dir / Layout("data", "tiny").results_file, Results)
-        for target in results.targets.values():  # each log's headline: its overall pass rate
-            assert f"{round(target.overall.rate, 3):g}" in listing.split()
-        log = inspect_log_file("", None, "target-b").as_posix()
-        browser.open(f"{served}#/logs/{log}/samples/sample/{conv.scenario_id}/{conv.sample + 1}")
-        turns = [m.content for m in conv.transcript]
-        text = browser.text_once_it_shows(turns)
-        for turn in turns:
-            assert turn in text
-        assert "ASSISTANT" in text.upper() and "USER" in text.upper()
-    finally:
-        browser.quit()
+    with chromedriver() as port:
+        browser = Browser(port, tmp_path / "profile")
+        try:
+            browser.open(served)
+            listing = browser.text_once_it_shows(["pressurebench/tiny", "anthropic/target-b-model"])
+            assert "openai/target-a-model" in listing and "anthropic/target-b-model" in listing
+            results = read_artifact(run_dir / Layout("data", "tiny").results_file, Results)
+            for target in results.targets.values():  # each log's headline: its overall pass rate
+                assert f"{round(target.overall.rate, 3):g}" in listing.split()
+            log = inspect_log_file("", None, "target-b").as_posix()
+            browser.open(f"{served}#/logs/{log}/samples/sample/{conv.scenario_id}/{conv.sample + 1}")
+            turns = [m.content for m in conv.transcript]
+            text = browser.text_once_it_shows(turns)
+            for turn in turns:
+                assert turn in text
+            assert "ASSISTANT" in text.upper() and "USER" in text.upper()
+        finally:
+            browser.quit()

@@ -8,16 +8,12 @@ folder.
 
 from __future__ import annotations
 
-import json
-import shutil
-import socket
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from browser_support import WebDriver, chromedriver, needs_browser
 from pressurebench.labels.export import write_export
 from pressurebench.labels.records import HumanLabel
 from pressurebench.labels.store import import_labels, read_labels_file
@@ -25,47 +21,23 @@ from pressurebench.params import load_params
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()),
-                shutil.which("chromium"))
-CHROMEDRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
-needs_browser = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="chromium and chromedriver not installed: apt-get install chromium chromium-driver",
-)
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C web element identifier
 ANSWER_KEYS = {"p": "present", "a": "absent", "u": "unsure"}
 
 
-class WebDriver:
-    """The few WebDriver commands a rater's session needs."""
+class RaterSession(WebDriver):
+    """The few WebDriver commands a rater's session needs, downloads allowed into a folder."""
 
     def __init__(self, port: int, download_dir: Path, profile: Path):
-        self.base = f"http://127.0.0.1:{port}"
-        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": CHROMIUM,
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", f"--user-data-dir={profile}"],
-            "prefs": {"download.default_directory": str(download_dir),
-                      "download.prompt_for_download": False},
-        }}}}
-        self.session = self.call("POST", "/session", caps)["sessionId"]
-        self.call("POST", f"/session/{self.session}/goog/cdp/execute", {
+        super().__init__(port, profile, prefs={"download.default_directory": str(download_dir),
+                                               "download.prompt_for_download": False})
+        self.call("POST", self.s("/goog/cdp/execute"), {
             "cmd": "Browser.setDownloadBehavior",
             "params": {"behavior": "allow", "downloadPath": str(download_dir)},
         })
 
-    def call(self, method: str, path: str, body: dict | None = None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return json.loads(resp.read())["value"]
-
-    def s(self, path: str) -> str:
-        return f"/session/{self.session}{path}"
-
     def get(self, url: str) -> None:
-        self.call("POST", self.s("/url"), {"url": url})
+        self.open(url)
         self.wait_until_ready()
 
     def reload(self) -> None:
@@ -111,50 +83,22 @@ class WebDriver:
     def text(self, css: str) -> str:
         return self.call("GET", self.s(f"/element/{self.find(css)}/text"))
 
-    def script(self, source: str):
-        return self.call("POST", self.s("/execute/sync"), {"script": source, "args": []})
-
     def press(self, keys: str) -> None:
         actions = [a for k in keys for a in ({"type": "keyDown", "value": k}, {"type": "keyUp", "value": k})]
         self.call("POST", self.s("/actions"), {"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})
 
-    def quit(self) -> None:
-        self.call("DELETE", self.s(""))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def browser(tmp_path):
-    port = free_port()
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as resp:
-                    if json.loads(resp.read())["value"]["ready"]:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("chromedriver did not start")
-            time.sleep(0.2)
-        driver = WebDriver(port, downloads, tmp_path / "profile")
+    with chromedriver() as port:
+        driver = RaterSession(port, downloads, tmp_path / "profile")
         try:
             yield driver, downloads
         finally:
             driver.quit()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def downloaded(folder: Path, suffix: str) -> Path:
