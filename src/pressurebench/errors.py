@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,20 @@ class ConfigError(PressurebenchError):
 
 class StageFailed(PressurebenchError):
     """A stage finished its artifacts but its error share is above `max_error_rate`."""
+
+
+# The command line's exit codes (docs/troubleshooting.md), under `dvc repro` too: 2 for a
+# problem in the inputs or settings the user can fix, 3 for a stage above
+# `run.max_error_rate`, 1 for anything unexpected.
+EXIT_UNEXPECTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_TOO_MANY_ERRORS = 3
+
+
+def reported(exc: PressurebenchError) -> int:
+    """Say `exc` on stderr in its one line, as every command does, and give its exit code."""
+    print(f"pressurebench: {exc}", file=sys.stderr)
+    return EXIT_TOO_MANY_ERRORS if isinstance(exc, StageFailed) else EXIT_BAD_INPUT
 
 
 def field_path(loc: tuple, data: Any = None) -> str:

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     without the rest of the command line's imports (a stage depends on what it imports)."""
     import sys
 
-    from ..errors import PressurebenchError
+    from ..errors import PressurebenchError, reported
 
     parser = argparse.ArgumentParser(prog="python -m pressurebench.arms.commands")
     add_arm_parser(parser.add_subparsers(dest="command", required=True))
@@ -55,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..arms import add_arm_parser
-from ..errors import ConfigError, PressurebenchError, StageFailed
+from ..errors import ConfigError, PressurebenchError, reported
 from ..io import read_yaml_model
 from ..params import Params, load_params
 from ..paths import benchmark_source
@@ -570,12 +570,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     try:
         return args.func(args)
-    except StageFailed as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 3
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
 
 
 if __name__ == "__main__":

@@ -267,9 +267,8 @@ def write_transcript_browser_for(
 def main(argv: list[str] | None = None) -> int:
     """`python -m pressurebench.reports.browser --benchmark B [--arm A] [--out F]` (the DVC stage)."""
     import argparse
-    import sys
 
-    from ..errors import PressurebenchError
+    from ..errors import PressurebenchError, reported
     from ..params import load_params
     from .models_note import models_note
 
@@ -288,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         write_transcript_browser_for(Layout(params.data_dir, args.benchmark, args.arm), targets,
                                      args.out, notes=notes)
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
     return 0
 
 

@@ -171,9 +171,8 @@ def save_table(frame: pd.DataFrame, tex: str, folder: Path, name: str) -> list[s
 def main(argv: list[str] | None = None) -> int:
     """`python -m pressurebench.reports.export --benchmark B`, as the DVC stage runs it."""
     import argparse
-    import sys
 
-    from ..errors import PressurebenchError
+    from ..errors import PressurebenchError, reported
     from ..params import load_params
 
     parser = argparse.ArgumentParser(prog="python -m pressurebench.reports.export",
@@ -188,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         out = params.reports_dir / args.benchmark / "export"
         written = export_benchmark(Layout(params.data_dir, args.benchmark), out)
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
     print(f"ok  {len(written['figures'])} figure files and {len(written['tables'])} table files in {out}")
     return 0
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import __version__
-from ..errors import PressurebenchError
+from ..errors import PressurebenchError, reported
 from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
 from ..paths import ARMS, COST, MANIFEST, RUNS, Layout
@@ -304,8 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         write_index(args.reports, args.out, data_dir=args.data, labels_dir=args.labels)
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
     return 0
 
 

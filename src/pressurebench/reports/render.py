@@ -27,7 +27,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from .. import __version__
-from ..errors import ConfigError, PressurebenchError
+from ..errors import ConfigError, PressurebenchError, reported
 from ..io import atomic_write_text
 from ..runtime import now_iso
 from .safety import TEMPLATES, content_security_policy
@@ -168,8 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         render_notebook(args.notebook, args.out, title=args.title)
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
     return 0
 
 

@@ -38,7 +38,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..errors import PressurebenchError
+from ..errors import PressurebenchError, reported
 from .native_crash import EXIT_NATIVE_CRASH, signal_name
 
 KERNEL = "python3"
@@ -256,8 +256,7 @@ def main(argv: list[str] | None = None, *, stage_process: bool = False) -> int:
             print(f"pressurebench: {exc}", file=sys.stderr)
         return exc.code
     except PressurebenchError as exc:  # the report could not be written
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
     return 0
 
 

@@ -21,9 +21,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-EXIT_UNEXPECTED = 1
-EXIT_BAD_INPUT = 2
-EXIT_TOO_MANY_ERRORS = 3
+from ..errors import EXIT_BAD_INPUT, EXIT_TOO_MANY_ERRORS, EXIT_UNEXPECTED
 
 ADVICE = {
     "StageFailed": (

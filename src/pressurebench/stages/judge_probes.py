@@ -242,9 +242,8 @@ def family_reason(inside: list[str], others: list[str], shared: list[str]) -> st
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m pressurebench.stages.judge_probes edit|evaluate ...`, as DVC runs it."""
-    import sys
 
-    from ..errors import PressurebenchError, StageFailed
+    from ..errors import PressurebenchError, reported
 
     parser = argparse.ArgumentParser(prog="python -m pressurebench.stages.judge_probes")
     parser.add_argument("step", choices=["edit", "evaluate"])
@@ -255,12 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     run = edit_run if args.step == "edit" else evaluate_run
     try:
         run(args.params, args.benchmark, args.target)
-    except StageFailed as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 3
     except PressurebenchError as exc:
-        print(f"pressurebench: {exc}", file=sys.stderr)
-        return 2
+        return reported(exc)
     return 0
 
 
