@@ -658,30 +658,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    cells = coverage_grid(
-        benchmarks=args.benchmarks,
-        confidence_level=args.confidence_level,
-        seed=args.seed,
-        metrics=tuple(args.metrics),
-        base_per_metric=tuple(args.base_per_metric),
-        jobs=args.jobs,
-    )
+    grid = {"benchmarks": args.benchmarks, "confidence_level": args.confidence_level,
+            "seed": args.seed, "metrics": tuple(args.metrics),
+            "base_per_metric": tuple(args.base_per_metric), "jobs": args.jobs}
+    cells = coverage_grid(**grid)
     sensitivity = None
     if args.sensitivity:
         only = frozenset(itertools.product(SENSITIVITY_METRICS, SENSITIVITY_BASE_PER_METRIC))
         sensitivity = {1.0: [c for c in cells if (c.metrics, c.base_per_metric) in only]}
         for factor in FACTOR_NAMES:
             if factor != 1.0:
-                sensitivity[factor] = coverage_grid(
-                    benchmarks=args.benchmarks,
-                    confidence_level=args.confidence_level,
-                    seed=args.seed,
-                    metrics=tuple(args.metrics),
-                    base_per_metric=tuple(args.base_per_metric),
-                    jobs=args.jobs,
-                    df_factor=factor,
-                    only=only,
-                )
+                sensitivity[factor] = coverage_grid(**grid, df_factor=factor, only=only)
     text = markdown(
         cells,
         benchmarks=args.benchmarks,
