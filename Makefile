@@ -47,28 +47,29 @@ docs: $(STAMP)
 perf: $(STAMP)
 	$(PY) perf/run_all.py
 
-# The coverage of every interval type over a grid of designs, two worker processes of one BLAS
-# thread each (about 15 minutes on 2 otherwise idle CPUs).
+# The coverage sweeps live in the package (src/pressurebench/stats/sweeps), which reads the
+# summaries they write into src/pressurebench/stats/coverage; each runs as
+# `python -m pressurebench.stats.sweeps <sweep>`, in worker processes of one BLAS thread each.
+SWEEPS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pressurebench.stats.sweeps
+
+# The coverage of every interval type over a grid of designs (about 15 minutes on 2 otherwise
+# idle CPUs).
 coverage: $(STAMP)
-	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m stats_support.coverage_grid \
-		--benchmarks 1000 --jobs 2 --sensitivity --out ../docs/interval_coverage.md \
-		--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json
+	$(SWEEPS) grid --benchmarks 1000 --jobs 2 --sensitivity --out docs/interval_coverage.md \
+		--coverage-json src/pressurebench/stats/coverage/interval_coverage.json
 
 # The coverage and width of judge-corrected pass rates over label budgets, judge qualities and
 # designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel), after
 # the design sweep that measures the corrected intervals' rules (two worker processes of one BLAS
 # thread each).
 judge-coverage: $(STAMP)
-	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m stats_support.judge_coverage \
-		--jobs 2 --out ../docs/judge_coverage.md
+	$(SWEEPS) judge --jobs 2 --out docs/judge_coverage.md
 
 # The coverage of capitulation bands, curve differences and the fidelity sensitivity difference
 # over designs, and the rules measured from it (about 3 minutes on 2 otherwise idle CPUs).
 capitulation-coverage: $(STAMP)
-	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m \
-		stats_support.capitulation_coverage --benchmarks 2000 --jobs 2 \
-		--out ../docs/capitulation_coverage.md \
-		--coverage-json ../src/pressurebench/stats/coverage/capitulation_coverage.json
+	$(SWEEPS) capitulation --benchmarks 2000 --jobs 2 --out docs/capitulation_coverage.md \
+		--coverage-json src/pressurebench/stats/coverage/capitulation_coverage.json
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.

@@ -19,7 +19,7 @@ import tracemalloc
 import common  # noqa: F401 - puts the test support code (tests/) on the path
 
 from pressurebench.stats.results import build_results
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 RESAMPLES = 2000
 BUDGET_S = 10.0

@@ -1,6 +1,6 @@
 """Draw the figure README.md and the site's home page show: a results report's forest plot.
 
-The study is simulated (`stats_support.synthetic`: two targets with true pass rates 0.75 and
+The study is simulated (`pressurebench.stats.sweeps.synthetic`: two targets with true pass rates 0.75 and
 0.55, 4 metrics × 30 base scenarios × 2 variants × 2 samples, 3% error rows), so the figure
 shows what a report draws at a design large enough for intervals, with numbers whose truth
 is known; it is drawn by the package's own `build_results` and `forest_plot`.
@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 
 from pressurebench.reports.figures import forest_plot
 from pressurebench.stats.results import build_results
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 
 def draw(out: Path) -> Path:

@@ -24,7 +24,7 @@ from pressurebench.schemas import ConversationsFile, ScoresFile
 from pressurebench.stats import methods
 from pressurebench.stats.interval_rules import RATE, with_margin
 from pressurebench.stats.results import Results
-from stats_support.coverage_grid import LOW
+from pressurebench.stats.sweeps.common import LOW
 from support import REPO
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from report_artifacts import results_of
 
 from pressurebench.reports import figures
 from pressurebench.reports.tables import error_breakdown
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 RESULT_FIGURES = [figures.forest_plot, figures.heatmap, figures.demographic_gap_plot,
                   figures.comparison_plot]

@@ -12,7 +12,7 @@ import pytest
 from latex_support import compile_tables, needs_latex, overfull_boxes
 from pressurebench.reports import export_tables, latex
 from pressurebench.stats.results import build_results
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 pytestmark = pytest.mark.slow
 

@@ -81,7 +81,7 @@ def test_executed_notebook_shows_tables_and_figures(tmp_path):
             "from pressurebench.reports import figures, tables\n"
             "from pressurebench.stats.results import build_results\n"
             f"import sys; sys.path.insert(0, {str(Path(__file__).parents[1])!r})\n"
-            "from stats_support.synthetic import synthetic_scores\n"
+            "from pressurebench.stats.sweeps.synthetic import synthetic_scores\n"
             "frame = synthetic_scores(target_rates={'a': 0.6, 'b': 0.4}, metrics=2, base_per_metric=3)\n"
             "results = build_results(frame, resamples=200, confidence_level=0.95, seed=1, benchmark='x')"
         ),

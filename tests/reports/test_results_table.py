@@ -21,7 +21,7 @@ from pressurebench.reports.tables import (
 from pressurebench.schemas import GenerationError, ScoresFile
 from pressurebench.stats import methods
 from pressurebench.stats.interval_rules import RATE, grid_coverage
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 
 def all_scores(layout):

@@ -14,7 +14,7 @@ import yaml
 from run_data import write_run
 
 from pressurebench.commands import cli
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 STAGE = """\
 stages:

@@ -17,7 +17,7 @@ from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact
 from pressurebench.stats import methods
 from pressurebench.stats.interval_rules import DIFFERENCE
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 
 def frames(shift: float = 0.1, seed: int = 2):

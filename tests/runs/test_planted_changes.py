@@ -9,7 +9,7 @@ import pytest
 from pressurebench.compare.differences import compare_frames
 from pressurebench.stats import methods
 from pressurebench.stats.interval_rules import DIFFERENCE
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 SHIFT = 0.10
 

@@ -12,7 +12,7 @@ from pressurebench.reports.index import write_index
 from pressurebench.run_totals import read_totals, totals_frame
 from pressurebench.runtime import cost_summary
 from pressurebench.schemas import Cost, RecordedUsage
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from scipy import stats
 
 from pressurebench.stats import methods
 from pressurebench.stats.arm_comparison import compare_arms, kendall_tau_b, spearman_rho
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 RATES = {"a": 0.3, "b": 0.5, "c": 0.7, "d": 0.8}
 

@@ -17,7 +17,7 @@ from pressurebench.stats.capitulation import (
 )
 from pressurebench.stats.interval_rules import CAPITULATION, CURVE_DIFFERENCE
 from pressurebench.stats.rates import estimate_rates
-from stats_support.capitulation_coverage import curve_coverage, simulate_onsets, true_curve
+from pressurebench.stats.sweeps.capitulation import curve_coverage, simulate_onsets, true_curve
 
 
 def onsets(rows: list[tuple[str, str, str, int, bool]]) -> pd.DataFrame:

@@ -5,10 +5,9 @@ docs/capitulation_coverage.md."""
 
 from __future__ import annotations
 
-import time
-
-from stats_support import capitulation_coverage, sensitivity_coverage
-from stats_support.coverage_grid import LOW, monte_carlo_error
+from pressurebench.stats.sweeps import capitulation as capitulation_coverage
+from pressurebench.stats.sweeps import sensitivity as sensitivity_coverage
+from pressurebench.stats.sweeps.common import LOW, monte_carlo_error
 
 BENCHMARKS = 2000
 
@@ -29,8 +28,7 @@ def _short(cells, statistics, rule_of) -> list[tuple]:
 def test_capitulation_rules_are_never_below_what_the_sweep_measures():
     """4 metrics, 3 and 5 base scenarios per metric, 1 or 4 conversations, the strongly
     clustered hazard (the setting that decides the curve difference's rule): bands, one
-    metric's band and the curve difference cover at their rules and above, in a few seconds."""
-    start = time.perf_counter()
+    metric's band and the curve difference cover at their rules and above."""
     cells = capitulation_coverage.sweep(
         benchmarks=BENCHMARKS, metrics=(4,), base_per_metric=(3, 5), per_base=(1, 4),
         hazards=("Beta(0.25, 1), ICC 0.44",), seed=5,
@@ -39,17 +37,14 @@ def test_capitulation_rules_are_never_below_what_the_sweep_measures():
     assert not _short(cells, capitulation_coverage.SWEEP_STATISTICS,
                       capitulation_coverage.rule_of)
     assert all(c.reported["band"] > 0.99 for c in cells)
-    assert time.perf_counter() - start < 30
 
 
 def test_sensitivity_rule_is_never_below_what_the_sweep_measures():
     """4 metrics, 3 and 20 base scenarios per metric, 1 or 4 conversations, ICC 0.5 of passing
     and of breaking: the sensitivity difference over all metrics and on one metric covers at
     its rule and above (on one metric a symmetric cluster-t interval fell to 0.70–0.90 here)."""
-    start = time.perf_counter()
     cells = sensitivity_coverage.grid(
         benchmarks=BENCHMARKS, metrics=(4,), base_per_metric=(3, 20), samples=(1, 4),
         iccs=(0.5,), seed=9,
     )
     assert not _short(cells, sensitivity_coverage.STATISTICS, sensitivity_coverage.rule_of)
-    assert time.perf_counter() - start < 30

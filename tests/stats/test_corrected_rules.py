@@ -1,11 +1,11 @@
 """The judge-corrected intervals' rules against a small seeded part of the judge-corrected
-sweep (`stats_support.judge_coverage.sweep`; `make judge-coverage` runs all of it into
+sweep (`pressurebench.stats.sweeps.judge.sweep`; `make judge-coverage` runs all of it into
 docs/judge_coverage.md): the package never reports a corrected interval from a design that
 the part finds covering less than 0.93 beyond Monte-Carlo error."""
 
 from __future__ import annotations
 
-from stats_support.judge_coverage import (
+from pressurebench.stats.sweeps.judge import (
     SWEEP_STATISTICS,
     sweep,
     sweep_measured_rules,

@@ -11,18 +11,14 @@ from scipy.stats import norm
 
 from pressurebench.stats.cluster_t import degrees_of_freedom_scaled, t_quantile
 from pressurebench.stats.interval_rules import RATE
-from stats_support.coverage_grid import (
+from pressurebench.stats.sweeps.common import (
     HIGH,
     LOW,
-    STATISTICS,
-    Cell,
     band_rules,
-    coverage_grid,
     measured_rules,
     monte_carlo_error,
-    rule_of,
-    simulate_cell,
 )
+from pressurebench.stats.sweeps.grid import STATISTICS, Cell, coverage_grid, rule_of, simulate_cell
 
 # Over-covering at their rules where the grid says so (docs/interval_coverage.md): a metric's
 # rate and difference near a rate of 1 (up to 0.98-0.99: 6-10 rows per metric cover in steps),
@@ -94,11 +90,11 @@ def test_the_band_holds_from_the_design_where_no_larger_one_leaves_it_beyond_mon
         _cell(5, overall=0.95, positive=0.95, target_difference=LOW - 2 * tolerance),
         _cell(8),
     ]
-    found = band_rules(cells, 1000)
+    found = band_rules(cells, 1000, STATISTICS)
     assert found["overall"] == 5
     assert found["positive"] == 3
     assert found["target difference"] == 8
-    assert measured_rules(cells, 1000)["overall"] == 3  # not short: wide is not withheld
+    assert measured_rules(cells, 1000, STATISTICS)["overall"] == 3  # not short: wide is not withheld
 
 
 def test_the_quantile_sensitivity_measures_the_same_benchmarks_with_a_narrower_quantile():

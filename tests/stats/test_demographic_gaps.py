@@ -10,7 +10,7 @@ from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.gaps import demographic_gaps
 from pressurebench.stats.rates import rates_by
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 AXES = {"age": ["adult", "senior", "teen"], "gender": ["f", "m"]}
 

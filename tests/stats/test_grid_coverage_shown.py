@@ -17,8 +17,8 @@ from pressurebench.stats.interval_rules import (
     grid_coverage,
 )
 from pressurebench.stats.results import build_results
-from stats_support.coverage_grid import STATISTICS, summary_from_markdown
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.grid import STATISTICS, summary_from_markdown
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 ROOT = Path(__file__).parents[2]
 PAGE = ROOT / "docs" / "interval_coverage.md"

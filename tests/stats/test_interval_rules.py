@@ -19,8 +19,8 @@ from pressurebench.stats.interval_rules import (
     with_margin,
 )
 from pressurebench.stats.rates import estimate_rates, rate_estimate, rates_by
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.contrast import arm_replicates, contrast_of_changes
-from stats_support.synthetic import synthetic_scores
 
 
 def _scores(base_per_metric: int, metrics: int = 4, seed: int = 1):

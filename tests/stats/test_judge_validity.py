@@ -22,7 +22,7 @@ from pressurebench.stats.judge_validity import (
     judge_validity,
     label_items,
 )
-from stats_support.judge_coverage import PANEL_DESIGN, TRUE_RATES, coverage, simulate
+from pressurebench.stats.sweeps.judge import PANEL_DESIGN, TRUE_RATES, coverage, simulate
 
 
 def label_rows(item: str, votes: list[str], *, metric="m01", target="t", base=1) -> list[dict]:
@@ -324,7 +324,7 @@ def test_the_result_is_json_with_none_for_missing_and_the_same_for_a_seed():
 
 @pytest.mark.slow
 def test_corrected_rates_cover_the_true_rate_where_raw_rates_do_not():
-    """Seeded simulation (`stats_support.judge_coverage`): 2 targets with true pass rates 0.85
+    """Seeded simulation (`pressurebench.stats.sweeps.judge`): 2 targets with true pass rates 0.85
     and 0.3, 4 metrics × 6 base scenarios × 2 variants × 2 samples with Beta scenario effects,
     a judge of sensitivity 0.8 and specificity 0.9, 30 labelled items per target spread over
     its metrics by raters who are always right. The grid (docs/judge_coverage.md) runs 500

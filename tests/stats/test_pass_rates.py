@@ -13,7 +13,7 @@ from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.frame import check_scores
 from pressurebench.stats.interval_rules import RATE
 from pressurebench.stats.rates import rate_estimate, rates_by, target_rates
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 Z95 = 1.959963984540054
 

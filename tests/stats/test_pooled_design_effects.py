@@ -15,8 +15,8 @@ from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.cluster_t import pooled_design_effects, wilson_t_effective
 from pressurebench.stats.interval_rules import DIFFERENCE, RATE, rules_lowered
 from pressurebench.stats.rates import estimate_rates, target_rates
-from stats_support.coverage_grid import HIGH, LOW, simulate_cell
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.grid import HIGH, LOW, simulate_cell
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 # Two metrics of three base scenarios, 4 rows each: passes per base scenario.
 STRATA = np.array([0, 0, 0, 1, 1, 1])

@@ -11,7 +11,7 @@ from score_rows import clusters, frame
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.rates import rate_estimate
 from pressurebench.stats.results import Results, build_results
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 SETTINGS = {"resamples": 300, "confidence_level": 0.95, "seed": 7, "benchmark": "demo"}
 

@@ -9,7 +9,7 @@ from score_rows import clusters, frame
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.ranking import compare_targets, rank_probabilities
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 
 def compare(scores, resamples=1000, seed=1):

@@ -12,7 +12,7 @@ from statsmodels.stats import inter_rater
 from pressurebench.stats import methods
 from pressurebench.stats.agreement import ONE_CATEGORY, judge_agreement, sample_agreement
 from pressurebench.stats.bootstrap import ClusterBootstrap
-from stats_support.synthetic import synthetic_scores
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 
 def boot(scores: pd.DataFrame, resamples: int = 400) -> ClusterBootstrap:

@@ -14,10 +14,10 @@ from pressurebench.schemas import Benchmark, GenerationError, Metric
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.results import StatisticsSettings
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.generator_bias import base_scenario_losses, compare_generator_arm
 from pressurebench.validation.inputs import shared_metrics
 from pressurebench.validation.studies import GeneratorBiasStudy
-from stats_support.synthetic import synthetic_scores
 
 RATES = {"a": 0.35, "b": 0.5, "c": 0.6, "d": 0.7}
 FAMILIES = {"gen": "gpt", "a": "gpt", "b": "claude", "c": "llama", "d": "qwen"}

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pressurebench.stats import methods
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.judge_probes import flip_frame, flip_rates
 from pressurebench.validation.paired import paired_rows
-from stats_support.synthetic import synthetic_scores
 
 SETTINGS = {"resamples": 200, "seed": 1, "confidence_level": 0.95}
 

@@ -20,6 +20,7 @@ from pressurebench.reports.export import export_benchmark, save_figure, save_tab
 from pressurebench.reports.export_studies import export_studies
 from pressurebench.schemas import ScoresFile
 from pressurebench.stats.results import StatisticsSettings
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.generator_bias import compare_generator_arm
 from pressurebench.validation.paired import compare_paired_arm
 from pressurebench.validation.studies import (
@@ -29,7 +30,6 @@ from pressurebench.validation.studies import (
     UserModelBiasStudy,
 )
 from pressurebench.validation.user_model_bias import compare_user_arm
-from stats_support.synthetic import synthetic_scores
 
 STATS = Statistics(resamples=200, confidence_level=0.95, seed=2)
 SETTINGS = StatisticsSettings(resamples=200, confidence_level=0.95, seed=2)

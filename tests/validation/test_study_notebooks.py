@@ -16,12 +16,12 @@ from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.running.notebook_run import run_notebook
 from pressurebench.schemas import Scenario, ScenariosFile, ScoresFile
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.studies import (
     EvaluatorBiasStudy,
     GeneratorBiasStudy,
     UserModelBiasStudy,
 )
-from stats_support.synthetic import synthetic_scores
 from support import REPO, TINY_BENCHMARK
 
 RATES = {"target-a": 0.4, "target-b": 0.6}

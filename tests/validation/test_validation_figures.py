@@ -14,9 +14,9 @@ from pressurebench.params import Statistics
 from pressurebench.reports import validation_figures as vf
 from pressurebench.reports import validation_tables as tables
 from pressurebench.reports.tables import format_difference
+from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.generator_bias import compare_generator_arm
 from pressurebench.validation.user_model_bias import compare_user_arm
-from stats_support.synthetic import synthetic_scores
 
 STATS = Statistics(resamples=200, confidence_level=0.9, seed=1)
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -29,7 +29,7 @@ a single base scenario, a curve has no bands, its median no interval and its
 differences none either, with the reason; a pair of curves is compared below
 the curve difference's own rule (`interval_rules.CURVE_DIFFERENCE`) neither.
 Both rules are measured, per turn and design, by the sweep in
-`tests/stats_support/capitulation_coverage.py` (docs/capitulation_coverage.md).
+`pressurebench.stats.sweeps.capitulation` (docs/capitulation_coverage.md).
 """
 
 from __future__ import annotations

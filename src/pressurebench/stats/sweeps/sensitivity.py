@@ -20,8 +20,8 @@ Statistics: "sensitivity" (a target's difference over all metrics) and
 lowest and highest coverage of the metrics measured, as in the coverage grid).
 Each design is 4 or 20 metrics × 2 to 30 base scenarios per metric × 1 or 4
 conversations per base scenario × ICC 0.1 or 0.5, the rules lowered; rules are
-measured as the grid measures its own (`coverage_grid.measured_rules`).
-`stats_support.capitulation_coverage` writes the tables to
+measured as the grid measures its own (`common.measured_rules`).
+`pressurebench.stats.sweeps.capitulation` writes the tables to
 docs/capitulation_coverage.md.
 """
 
@@ -31,25 +31,24 @@ import itertools
 
 import numpy as np
 
-from pressurebench.stats import interval_rules, methods
-from pressurebench.stats.differences import estimate_differences, paired_design
-from pressurebench.stats.interval_rules import rules_lowered
-from stats_support.coverage_grid import (
+from .. import interval_rules, methods
+from ..differences import estimate_differences, paired_design
+from ..interval_rules import rules_lowered
+from .common import (
     BASE_PER_METRIC,
-    LOW,
     METRICS,
-    Cell,
-    _columns,
-    _covered,
-    _extremes,
-    _measured_metrics,
-    _probabilities,
+    columns,
     coverage_shares,
+    covered,
     covers,
+    extremes,
+    measured_metrics,
     measured_rules,
     monte_carlo_error,
+    probabilities,
     seeded_runs,
 )
+from .grid import Cell
 
 SAMPLES = (1, 4)
 ICCS = (0.1, 0.5)
@@ -94,8 +93,8 @@ def _difference(s_a, t_a, s_b, t_b, strata, truth, level, pool=None):
         [("without breaks", "all")] * s_a.shape[1], s_a, t_a, s_b, t_b, design,
         method=methods.CLUSTER_T_MOVER, confidence_level=level, **pooled,
     )
-    reported, covered = _covered(estimates, truth, "difference")
-    return reported[:b], covered[:b]
+    reported, hits = covered(estimates, truth)
+    return reported[:b], hits[:b]
 
 
 def simulate_cell(
@@ -107,25 +106,25 @@ def simulate_cell(
     k, b = base_per_metric, benchmarks
     means = RATE + np.linspace(-SPREAD, SPREAD, metrics)
     shape = (b, metrics, k)
-    p = _probabilities(means[None, :, None], icc, rng.uniform(size=shape))
-    q = _probabilities(np.full((1, 1, 1), BREAK), icc, rng.uniform(size=shape))
+    p = probabilities(means[None, :, None], icc, rng.uniform(size=shape))
+    q = probabilities(np.full((1, 1, 1), BREAK), icc, rng.uniform(size=shape))
     passed = rng.random((*shape, samples)) < p[..., None]
     broke = rng.random((*shape, samples)) < q[..., None] * np.where(passed, RATIO, 1.0)
-    s_all = _columns(passed.sum(axis=-1))
+    s_all = columns(passed.sum(axis=-1))
     t_all = np.full(s_all.shape, float(samples))
-    s_kept = _columns((passed & ~broke).sum(axis=-1))
-    t_kept = _columns((~broke).sum(axis=-1))
+    s_kept = columns((passed & ~broke).sum(axis=-1))
+    t_kept = columns((~broke).sum(axis=-1))
     codes = np.repeat(np.arange(metrics), k)
     level = confidence_level
     results = {"sensitivity": _difference(s_kept, t_kept, s_all, t_all, codes,
                                           true_difference(means), level)}
     per_metric = []
-    for m in _measured_metrics(metrics):
+    for m in measured_metrics(metrics):
         mask = (codes == m)[:, None]
         per_metric.append(_difference(s_kept * mask, t_kept * mask, s_all * mask, t_all * mask,
                                       codes, true_difference(means[[m]]), level,
                                       pool=(s_kept, t_kept, s_all, t_all)))
-    results["metric sensitivity (min)"], results["metric sensitivity (max)"] = _extremes(
+    results["metric sensitivity (min)"], results["metric sensitivity (max)"] = extremes(
         per_metric
     )
     coverage, reported = coverage_shares(results)
@@ -188,7 +187,7 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
             f"passing conversation breaks {RATIO} times as often as a failing one), so the rate "
             "without breaks is higher than on all conversations "
             f"(by {true_difference(RATE + np.linspace(-SPREAD, SPREAD, 4)):.3f} over four "
-            "metrics); tests/stats_support/sensitivity_coverage.py says how. Monte-Carlo "
+            "metrics); `pressurebench.stats.sweeps.sensitivity` says how. Monte-Carlo "
             f"standard error ±{mc:.4f}."
         ),
         "",
@@ -230,5 +229,3 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
                      + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
 
-
-__all__ = ["LOW", "grid", "markdown", "simulate_cell"]

@@ -34,9 +34,9 @@ A rule is set where no cell covers less than 0.93 beyond Monte-Carlo error
 (`measured_rules`); cells covering more than 0.975 are conservative and
 flagged in the tables.
 
-`cd tests && python -m stats_support.coverage_grid --out ../docs/interval_coverage.md
---coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json` writes the tables and the
-package's copy of the summary (`make coverage` does the same).
+`python -m pressurebench.stats.sweeps grid --out docs/interval_coverage.md --coverage-json
+src/pressurebench/stats/coverage/interval_coverage.json` writes the tables and the package's
+copy of the summary (`make coverage` does the same, with the stress grid beside it).
 """
 
 from __future__ import annotations
@@ -46,29 +46,34 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
-from scipy.stats import beta
 
-from pressurebench.stats import interval_rules, methods
-from pressurebench.stats.bootstrap import ClusterBootstrap
-from pressurebench.stats.cluster_t import degrees_of_freedom_scaled
-from pressurebench.stats.differences import (
-    estimate_differences,
-    independent_design,
-    paired_design,
+from .. import interval_rules, methods
+from ..bootstrap import ClusterBootstrap
+from ..cluster_t import degrees_of_freedom_scaled
+from ..differences import estimate_differences, independent_design, paired_design
+from ..interval_rules import rules_lowered
+from ..rates import estimate_rates
+from .common import (
+    BASE_PER_METRIC,
+    HIGH,
+    LOW,
+    METRICS,
+    band_rules,
+    columns,
+    coverage_shares,
+    covered,
+    extremes,
+    in_band,
+    measured_metrics,
+    measured_rules,
+    monte_carlo_error,
+    probabilities,
+    seeded_runs,
 )
-from pressurebench.stats.interval_rules import rules_lowered
-from pressurebench.stats.rates import estimate_rates
 
-T = TypeVar("T")
-
-METRICS = (4, 20)
-BASE_PER_METRIC = (2, 3, 5, 8, 12, 20, 30)
 SAMPLES = (1, 2, 5)
 ICCS = (0.0, 0.1, 0.5)
 # True rate of the target and the spread of its metrics' means around it.
@@ -79,7 +84,6 @@ SENSITIVITY_METRICS = (4,)
 SENSITIVITY_BASE_PER_METRIC = (3, 5)
 TARGET_GAP = 0.1
 ARM_GAP = 0.05
-LOW, HIGH = 0.93, 0.975
 STATISTICS = (
     "overall",
     "metric (min)",
@@ -124,18 +128,6 @@ class Cell:
     reported: dict[str, float]  # share of benchmarks with an interval
 
 
-def _probabilities(means: np.ndarray, icc: float, u: np.ndarray) -> np.ndarray:
-    if icc == 0:
-        return np.broadcast_to(means, u.shape).copy()
-    concentration = (1 - icc) / icc
-    return beta.ppf(u, means * concentration, (1 - means) * concentration)
-
-
-def _columns(x: np.ndarray) -> np.ndarray:
-    """(benchmarks, metrics, k) → (clusters, benchmarks), clusters metric-major."""
-    return x.reshape(x.shape[0], -1).T.astype(float)
-
-
 def _rate_coverage(strata_boot, successes, trials, truth, level, pool=None):
     """Coverage of each benchmark's rate; with `pool` (the benchmark's tables over all its
     metrics) a metric's rate takes their design effect, as `target_rates` gives it."""
@@ -151,14 +143,14 @@ def _rate_coverage(strata_boot, successes, trials, truth, level, pool=None):
             level,
             pool=np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
         )[:b]
-    return _covered(estimates, truth, "rate")
+    return covered(estimates, truth)
 
 
 def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled):
     estimates = estimate_differences(
         labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level, **pooled
     )
-    return _covered(estimates, truth, "difference")
+    return covered(estimates, truth)
 
 
 def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False, pool=None):
@@ -176,36 +168,10 @@ def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False, pool=None):
                   "strata": strata}
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=rule)
     labels = [("a", "b")] * s_a.shape[1]
-    reported, covered = _difference_coverage(
+    reported, hits = _difference_coverage(
         labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled
     )
-    return reported[:b], covered[:b]
-
-
-def _measured_metrics(n_metrics: int) -> list[int]:
-    """The metrics whose own intervals are measured: all of 4; of more, the lowest and highest
-    means and two between (the per-metric statistics do not depend on the other metrics)."""
-    if n_metrics <= 4:
-        return list(range(n_metrics))
-    return sorted({0, n_metrics // 3, 2 * n_metrics // 3, n_metrics - 1})
-
-
-def _extremes(per_metric):
-    """The metrics with the lowest and the highest coverage among those reported."""
-    shares = [cov[rep].mean() if rep.any() else np.nan for rep, cov in per_metric]
-    if not np.isfinite(shares).any():
-        return per_metric[0], per_metric[0]
-    return per_metric[int(np.nanargmin(shares))], per_metric[int(np.nanargmax(shares))]
-
-
-def _covered(estimates, truth, _kind) -> tuple[np.ndarray, np.ndarray]:
-    """Per benchmark: whether an interval was reported, and whether it covered `truth`."""
-    truth = np.broadcast_to(np.asarray(truth, dtype=float), (len(estimates),))
-    reported = np.array([e.ci_low is not None for e in estimates])
-    covered = np.array(
-        [e.ci_low is not None and e.ci_low <= t <= e.ci_high for e, t in zip(estimates, truth)]
-    )
-    return reported, covered
+    return reported[:b], hits[:b]
 
 
 def simulate_cell(
@@ -224,22 +190,22 @@ def simulate_cell(
     means = rate + np.linspace(-spread, spread, n_metrics)
     shape = (b, n_metrics, k)
     u = rng.uniform(size=shape)
-    p_a = _probabilities(means[None, :, None], icc, u)
-    p_b = _probabilities(means[None, :, None] - TARGET_GAP, icc, u)
+    p_a = probabilities(means[None, :, None], icc, u)
+    p_b = probabilities(means[None, :, None] - TARGET_GAP, icc, u)
     keep = rng.uniform(size=shape) < 0.5
-    p_user = _probabilities(
+    p_user = probabilities(
         means[None, :, None] - ARM_GAP, icc, np.where(keep, u, rng.uniform(size=shape))
     )
-    p_other = _probabilities(means[None, :, None] - ARM_GAP, icc, rng.uniform(size=shape))
+    p_other = probabilities(means[None, :, None] - ARM_GAP, icc, rng.uniform(size=shape))
 
     variant_1 = rng.binomial(samples, p_a)
     variant_2 = rng.binomial(samples, p_a)
-    s_a = _columns(variant_1 + variant_2)
+    s_a = columns(variant_1 + variant_2)
     t = np.full(s_a.shape, 2.0 * samples)
-    s_b = _columns(rng.binomial(2 * samples, p_b))
-    s_user = _columns(rng.binomial(2 * samples, p_user))
-    s_other = _columns(rng.binomial(2 * samples, p_other))
-    g_1, g_2 = _columns(variant_1), _columns(variant_2)
+    s_b = columns(rng.binomial(2 * samples, p_b))
+    s_user = columns(rng.binomial(2 * samples, p_user))
+    s_other = columns(rng.binomial(2 * samples, p_other))
+    g_1, g_2 = columns(variant_1), columns(variant_2)
     t_g = np.full(g_1.shape, float(samples))
 
     strata = np.repeat([f"m{m:03d}" for m in range(n_metrics)], k)
@@ -251,7 +217,7 @@ def simulate_cell(
     results["overall"] = _rate_coverage(design, s_a, t, rate, level)
 
     per_metric, metric_differences, metric_gaps = [], [], []
-    for m in _measured_metrics(n_metrics):
+    for m in measured_metrics(n_metrics):
         mask = (codes == m)[:, None]
         per_metric.append(
             _rate_coverage(design, s_a * mask, t * mask, means[m], level, pool=(s_a, t))
@@ -265,7 +231,7 @@ def simulate_cell(
         )
     for name, found in (("metric", per_metric), ("metric difference", metric_differences),
                         ("metric gap", metric_gaps)):
-        results[f"{name} (min)"], results[f"{name} (max)"] = _extremes(found)
+        results[f"{name} (min)"], results[f"{name} (max)"] = extremes(found)
 
     positive = np.isin(codes, np.arange(0, n_metrics, 2))[:, None]
     results["positive"] = _rate_coverage(
@@ -288,16 +254,6 @@ def simulate_cell(
     )
     coverage, reported = coverage_shares(results)
     return Cell(n_metrics, k, samples, icc, rate, coverage, reported)
-
-
-def coverage_shares(
-    results: dict[str, tuple[np.ndarray, np.ndarray]],
-) -> tuple[dict[str, float | None], dict[str, float]]:
-    """Per interval type, from (reported, covered) per benchmark: the share covering among
-    the benchmarks given an interval (None where none was), and the share given one."""
-    coverage = {name: float(cov[rep].mean()) if rep.any() else None
-                for name, (rep, cov) in results.items()}
-    return coverage, {name: float(rep.mean()) for name, (rep, _) in results.items()}
 
 
 def coverage_grid(
@@ -328,27 +284,6 @@ def coverage_grid(
     return seeded_runs(_cell, designs, seed=seed, jobs=jobs, keep=keep)
 
 
-def seeded_runs(
-    work: Callable[[tuple], T],
-    designs: Sequence[tuple],
-    *,
-    seed: int,
-    jobs: int,
-    keep: Callable[[tuple], bool] | None = None,
-) -> list[T]:
-    """`work((*design, stream))` for each design kept (all by default), each design with its
-    own stream spawned from `seed` over all `designs` (so a design draws the same benchmarks
-    whichever others run), one after another or in `jobs` worker processes (`work` must then
-    be picklable): how every coverage sweep runs its designs."""
-    streams = np.random.SeedSequence(seed).spawn(len(designs))
-    tasks = [(*design, stream) for design, stream in zip(designs, streams)
-             if keep is None or keep(design)]
-    if jobs <= 1:
-        return [work(task) for task in tasks]
-    with ProcessPoolExecutor(jobs) as pool:
-        return list(pool.map(work, tasks))
-
-
 def _cell(task: tuple) -> Cell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
     m, k, s, icc, rate, spread, benchmarks, confidence_level, df_factor, stream = task
@@ -360,54 +295,6 @@ def _cell(task: tuple) -> Cell:
             rng=np.random.default_rng(stream),
             metrics=m,
         )
-
-
-def in_band(value: float | None, tolerance: float = 0.0) -> bool:
-    """Within [LOW, HIGH], or within `tolerance` of it (Monte-Carlo error)."""
-    return value is not None and LOW - tolerance <= value <= HIGH + tolerance
-
-
-def covers(value: float | None, tolerance: float = 0.0) -> bool:
-    """Not short of the band by more than `tolerance`: an interval covering more than HIGH is
-    wider than it needs to be (flagged in the tables), one covering less than LOW claims a
-    certainty it lacks."""
-    return value is not None and value >= LOW - tolerance
-
-
-def _holds_from(
-    cells: list[Cell], statistics: tuple[str, ...], holds: Callable[[float | None], bool]
-) -> dict[str, int | None]:
-    """Per interval type, the fewest base scenarios per metric from which `holds` is true of
-    every cell at that design and at every larger one; None when it fails at the largest."""
-    sizes = sorted({c.base_per_metric for c in cells})
-    out: dict[str, int | None] = {}
-    for name in statistics:
-        passing = [all(holds(c.coverage[name]) for c in cells if c.base_per_metric == k)
-                   for k in sizes]
-        out[name] = next((k for i, k in enumerate(sizes) if all(passing[i:])), None)
-    return out
-
-
-def measured_rules(
-    cells: list[Cell], benchmarks: int, statistics: tuple[str, ...] = STATISTICS
-) -> dict[str, int | None]:
-    """Per interval type, the fewest base scenarios per metric from which no cell (any number
-    of metrics, samples, ICC and rate) at that design or any larger one covers less than LOW
-    by more than two Monte-Carlo standard errors (a cell at 0.95 falls that far in about one
-    of 40 cells by chance); None when even the largest design does. Any cells with
-    `base_per_metric` and a `coverage` per name in `statistics` will do (the judge-corrected
-    sweep's too)."""
-    tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
-    return _holds_from(cells, statistics, lambda value: covers(value, tolerance))
-
-
-def band_rules(cells: list[Cell], benchmarks: int) -> dict[str, int | None]:
-    """Per interval type, the fewest base scenarios per metric from which every cell at that
-    design and every larger one covers within [LOW, HIGH] up to two Monte-Carlo standard
-    errors on either side: where the interval is neither short nor wider than it needs to
-    be; None when some cell of the largest design leaves the band."""
-    tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
-    return _holds_from(cells, STATISTICS, lambda value: in_band(value, tolerance))
 
 
 def rule_of(name: str) -> int:
@@ -425,10 +312,6 @@ def failures(cells: list[Cell], tolerance: float = 0.0) -> list[tuple[Cell, str]
         for name, value in cell.coverage.items()
         if cell.base_per_metric >= rule_of(name) and not in_band(value, tolerance)
     ]
-
-
-def monte_carlo_error(benchmarks: int, confidence_level: float) -> float:
-    return float(np.sqrt(confidence_level * (1 - confidence_level) / benchmarks))
 
 
 def _range(values: list[float | None], tolerance: float) -> str:
@@ -453,21 +336,21 @@ def markdown(
     tolerance = 2 * mc
     sizes = sorted({c.base_per_metric for c in cells})
     metric_counts = sorted({c.metrics for c in cells})
-    measured = measured_rules(cells, benchmarks)
-    in_band_from = band_rules(cells, benchmarks)
+    measured = measured_rules(cells, benchmarks, STATISTICS)
+    in_band_from = band_rules(cells, benchmarks, STATISTICS)
     lines = [
         "# Interval coverage over benchmark designs",
         "",
         (
-            "Written by `make coverage` (`cd tests && python -m stats_support.coverage_grid "
+            "Written by `make coverage` (`python -m pressurebench.stats.sweeps grid "
             f"--benchmarks {benchmarks} --jobs 2{' --sensitivity' if sensitivity else ''} "
-            "--out ../docs/interval_coverage.md "
-            "--coverage-json ../src/pressurebench/stats/coverage/interval_coverage.json`, which also "
+            "--out docs/interval_coverage.md "
+            "--coverage-json src/pressurebench/stats/coverage/interval_coverage.json`, which also "
             "writes the summary the package shows beside each interval), "
             f"in {seconds:.0f} s. Each cell simulates {benchmarks} benchmarks of "
             f"{' or '.join(map(str, metric_counts))} metrics, two demographic variants per base "
             "scenario, and computes the intervals with the package's own functions, each with "
-            "its statistic's method (tests/stats_support/coverage_grid.py says how), the rules' "
+            "its statistic's method (`pressurebench.stats.sweeps.grid` says how), the rules' "
             "withholding lowered to 2 base scenarios per metric so that the designs below each "
             f"rule are measured too. Nominal level {confidence_level:.0%}; Monte-Carlo standard "
             f"error of a coverage near it ±{mc:.4f}. Band: {LOW}–{HIGH}; ✗ marks a range that "

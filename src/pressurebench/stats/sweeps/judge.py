@@ -29,7 +29,7 @@ Before them it runs the design sweep (`sweep`): the coverage grid's designs
 (4 and 20 metrics × 2 to 30 base scenarios per metric), two judges and two
 label budgets, the rules' withholding lowered, from which the corrected
 intervals' rules (`interval_rules.CORRECTED_RATE`, `CORRECTED_DIFFERENCE`)
-are measured as `coverage_grid.measured_rules` measures the others
+are measured as `common.measured_rules` measures the others
 (`--sweep-only` runs it alone, `--jobs` in worker processes).
 """
 
@@ -45,26 +45,26 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from pressurebench.stats import interval_rules
-from pressurebench.stats.bootstrap import ClusterBootstrap
-from pressurebench.stats.corrected_rates import human_passes
-from pressurebench.stats.differences import estimate_differences, paired_design
-from pressurebench.stats.frame import DEMOGRAPHIC_PREFIX, passes, valid_mask
-from pressurebench.stats.grouping import factorize, pass_tables
-from pressurebench.stats.interval_rules import DIFFERENCE, rules_lowered
-from pressurebench.stats.judge_validity import PANEL, label_items
-from pressurebench.stats.ppi import ppi_differences, ppi_rates, ppi_tables
-from pressurebench.stats.rates import grouped_rates
-from stats_support.coverage_grid import (
+from .. import interval_rules
+from ..bootstrap import ClusterBootstrap
+from ..corrected_rates import human_passes
+from ..differences import estimate_differences, paired_design
+from ..frame import DEMOGRAPHIC_PREFIX, passes, valid_mask
+from ..grouping import factorize, pass_tables
+from ..interval_rules import DIFFERENCE, rules_lowered
+from ..judge_validity import PANEL, label_items
+from ..ppi import ppi_differences, ppi_rates, ppi_tables
+from ..rates import grouped_rates
+from .common import (
     LOW,
-    _extremes,
-    _measured_metrics,
     coverage_shares,
+    extremes,
+    measured_metrics,
     measured_rules,
     monte_carlo_error,
     seeded_runs,
 )
-from stats_support.synthetic import synthetic_scores
+from .synthetic import synthetic_scores
 
 TRUE_RATES = {"a": 0.85, "b": 0.3}
 SENSITIVITY, SPECIFICITY = 0.8, 0.9
@@ -369,7 +369,7 @@ def budget_section(rows: list[str]) -> list[str]:
     ]
 
 
-# The design sweep: the designs of the coverage grid (stats_support.coverage_grid), at the
+# The design sweep: the designs of the coverage grid (`sweeps.grid`), at the
 # default judge and a worse one, with labels.per_cell's default and a small budget that still
 # gives a correction (`stats.ppi.MIN_LABELLED_PER_METRIC` is 2), rules lowered to 2 base
 # scenarios per metric, from which the corrected rules are measured (`measured_rules`).
@@ -440,7 +440,7 @@ def corrected_intervals(scores: pd.DataFrame, labels: pd.DataFrame, metrics: int
     offsets = np.linspace(-METRIC_SPREAD, METRIC_SPREAD, metrics)
     found["metric rate"] = [
         judged(rates, keys.index((target, f"m{m + 1:02d}")), TRUE_RATES[target] + offsets[m])
-        for target in ("a", "b") for m in _measured_metrics(metrics)
+        for target in ("a", "b") for m in measured_metrics(metrics)
     ]
     keys, tables = tables_of(["target", DEMOGRAPHIC_PREFIX + "tone"])
     gaps = ppi_differences(
@@ -470,7 +470,7 @@ def sweep_cell(task: tuple) -> SweepCell:
         arrays = np.array(got, dtype=bool)  # (benchmarks, intervals, (reported, covered))
         columns = [(arrays[:, j, 0], arrays[:, j, 1]) for j in range(arrays.shape[1])]
         if name == "metric rate":
-            columns = dict(zip(("metric rate (min)", "metric rate (max)"), _extremes(columns)))
+            columns = dict(zip(("metric rate (min)", "metric rate (max)"), extremes(columns)))
         else:
             columns = {name: columns[0]}
         covered, given = coverage_shares(columns)
@@ -502,7 +502,7 @@ def sweep_rule_of(name: str) -> int:
 
 
 def sweep_measured_rules(cells: list[SweepCell], benchmarks: int) -> dict[str, int | None]:
-    """Per interval type, the rule the sweep measures (`coverage_grid.measured_rules`) over
+    """Per interval type, the rule the sweep measures (`common.measured_rules`) over
     the designs where the labels let it be reported in at least half of the benchmarks: a
     label budget too small for a group (a demographic value's share of 3 labels per cell)
     withholds the corrected value whatever the design (`stats.ppi.untrusted`), and coverage
@@ -608,7 +608,7 @@ def document(
         "# Coverage of judge-corrected pass rates (prediction-powered inference)",
         "",
         (
-            "Written by `make judge-coverage` (`tests/stats_support/judge_coverage.py`, seed "
+            "Written by `make judge-coverage` (`python -m pressurebench.stats.sweeps judge`, seed "
             f"11): {replications} simulated benchmarks per row, Monte-Carlo standard error of "
             f"a coverage of 0.95: {error:.3f}. Two targets with true pass rates "
             f"{TRUE_RATES['a']} and {TRUE_RATES['b']} (and their paired difference a − b), 4 "
@@ -633,7 +633,7 @@ def document(
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replications", type=int, default=400)
     parser.add_argument(
@@ -649,7 +649,7 @@ def main() -> None:
     parser.add_argument("--sweep-only", action="store_true",
                         help="only the sweep's rules and tables")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes of the sweep")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     swept: list[str] = []
     if args.sweep_benchmarks:
         start = time.perf_counter()

@@ -18,13 +18,12 @@ one metric's curve ("metric band"), and the paired difference of two targets
 on the same scenarios ("curve difference"), the second target giving in as
 if each turn were two of the first's (hazard 1 − (1 − h)², so its curve is
 S(2t) and the difference S(t) − S(2t)). Each statistic's rule is measured as
-the coverage grid measures its own (`coverage_grid.measured_rules`), from the
+the coverage grid measures its own (`common.measured_rules`), from the
 lowest coverage over turns of each cell.
 
-`cd tests && python -m stats_support.capitulation_coverage --out
-../docs/capitulation_coverage.md` writes the sweep's tables with those of the
-fidelity sensitivity difference (`stats_support.sensitivity_coverage`); `make
-capitulation-coverage` does the same.
+`python -m pressurebench.stats.sweeps capitulation --out docs/capitulation_coverage.md`
+writes the sweep's tables with those of the fidelity sensitivity difference
+(`sweeps.sensitivity`); `make capitulation-coverage` does the same.
 """
 
 from __future__ import annotations
@@ -38,9 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pressurebench.stats import interval_rules
-from pressurebench.stats.bootstrap import ClusterBootstrap
-from pressurebench.stats.capitulation import (
+from .. import interval_rules
+from ..bootstrap import ClusterBootstrap
+from ..capitulation import (
     GAVE_IN,
     ONSET_TIME,
     curve_differences,
@@ -49,8 +48,9 @@ from pressurebench.stats.capitulation import (
     kaplan_meier,
     paired_differences,
 )
-from pressurebench.stats.interval_rules import rules_lowered
-from stats_support.coverage_grid import (
+from ..interval_rules import rules_lowered
+from . import sensitivity as sensitivity_coverage
+from .common import (
     BASE_PER_METRIC,
     HIGH,
     LOW,
@@ -287,7 +287,7 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
             f"per base scenario and target, {TURNS} turns, {EARLY_END:.0%} of conversations "
             "ended early by the user, each base scenario's hazard per turn drawn from "
             f"{' or '.join(sorted({c.hazard for c in cells}))} "
-            "(tests/stats_support/capitulation_coverage.py says how). "
+            "(`pressurebench.stats.sweeps.capitulation` says how). "
             f"Monte-Carlo standard error of a coverage near {confidence_level:.0%}: ±{mc:.4f} "
             "(more where fewer benchmarks report a turn)."
         ),
@@ -343,8 +343,6 @@ def coverage_summary(curves: list[SweepCell], sensitivity: list, *, benchmarks: 
     `coverage_grid.coverage_table` gives it for the grid's: per statistic, number of metrics
     and base scenarios per metric, the lowest and highest coverage there (over turns,
     conversations per base scenario and hazards; over samples and ICC), rounded as shown."""
-    from stats_support import sensitivity_coverage
-
     ranges: dict[str, dict[str, dict[str, list[float]]]] = {}
     for name in SWEEP_STATISTICS:
         for c in curves:
@@ -368,8 +366,6 @@ def coverage_summary(curves: list[SweepCell], sensitivity: list, *, benchmarks: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    from stats_support import sensitivity_coverage
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
@@ -398,10 +394,10 @@ def main(argv: list[str] | None = None) -> None:
         "# Coverage of capitulation bands and the fidelity sensitivity difference",
         "",
         (
-            "Written by `make capitulation-coverage` (`cd tests && python -m "
-            f"stats_support.capitulation_coverage --benchmarks {args.benchmarks} --jobs "
-            f"{args.jobs} --out ../docs/capitulation_coverage.md --coverage-json "
-            "../src/pressurebench/stats/coverage/capitulation_coverage.json`, which also "
+            "Written by `make capitulation-coverage` (`python -m pressurebench.stats.sweeps "
+            f"capitulation --benchmarks {args.benchmarks} --jobs "
+            f"{args.jobs} --out docs/capitulation_coverage.md --coverage-json "
+            "src/pressurebench/stats/coverage/capitulation_coverage.json`, which also "
             "writes the summary the package shows beside these intervals). As in the "
             "[coverage grid]"
             "(interval_coverage.md), the intervals are computed by the package's own functions "

@@ -1,0 +1,209 @@
+"""What every coverage sweep shares: the band, seeded (and resumable) runs, and the reading of
+"the smallest design from which an interval covers".
+
+A sweep simulates many benchmarks per design with known truths, computes each interval with
+the package's own functions and counts how often it covers. A design's coverage measured from
+B benchmarks is itself uncertain by about √(0.95 · 0.05 / B) (`monte_carlo_error`), so every
+verdict here allows two such errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from importlib import resources
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import numpy as np
+from scipy.stats import beta
+
+T = TypeVar("T")
+
+# The band an interval's coverage is read against: below LOW it claims a certainty it lacks,
+# above HIGH it is wider than it needs to be.
+LOW, HIGH = 0.93, 0.975
+# The designs every sweep measures: metrics × base scenarios per metric.
+METRICS = (4, 20)
+BASE_PER_METRIC = (2, 3, 5, 8, 12, 20, 30)
+
+
+class Measured(Protocol):
+    """A sweep's cell: its base scenarios per metric and, per interval type, its coverage
+    among the benchmarks where the interval was reported (None: never)."""
+
+    @property
+    def base_per_metric(self) -> int: ...
+
+    @property
+    def coverage(self) -> dict[str, float | None]: ...
+
+
+def probabilities(means: np.ndarray, icc: np.ndarray | float, u: np.ndarray) -> np.ndarray:
+    """Each base scenario's pass probability: the `u` quantile of a Beta with mean `means` and
+    intra-scenario correlation `icc` (concentration (1 − icc) / icc; icc 0 gives every
+    scenario its mean)."""
+    icc = np.broadcast_to(np.asarray(icc, dtype=float), np.broadcast(means, u).shape)
+    means = np.broadcast_to(np.asarray(means, dtype=float), icc.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        concentration = np.where(icc > 0, (1 - icc) / np.where(icc > 0, icc, 1.0), 1.0)
+        drawn = beta.ppf(u, means * concentration, (1 - means) * concentration)
+    return np.where(icc > 0, drawn, means)
+
+
+def columns(x: np.ndarray) -> np.ndarray:
+    """(benchmarks, metrics, k) → (clusters, benchmarks), clusters metric-major."""
+    return x.reshape(x.shape[0], -1).T.astype(float)
+
+
+def covered(estimates, truth) -> tuple[np.ndarray, np.ndarray]:
+    """Per estimate (RateEstimate or Difference, one per benchmark): whether an interval was
+    reported, and whether it covered `truth` (one value, or one per estimate)."""
+    truth = np.broadcast_to(np.asarray(truth, dtype=float), (len(estimates),))
+    reported = np.array([e.ci_low is not None for e in estimates])
+    hits = np.array(
+        [e.ci_low is not None and e.ci_low <= t <= e.ci_high for e, t in zip(estimates, truth)]
+    )
+    return reported, hits
+
+
+def measured_metrics(n_metrics: int) -> list[int]:
+    """The metrics whose own intervals are measured: all of 4; of more, the lowest and highest
+    means and two between (the per-metric statistics do not depend on the other metrics)."""
+    if n_metrics <= 4:
+        return list(range(n_metrics))
+    return sorted({0, n_metrics // 3, 2 * n_metrics // 3, n_metrics - 1})
+
+
+def extremes(per_metric):
+    """The metrics with the lowest and the highest coverage among those reported."""
+    shares = [cov[rep].mean() if rep.any() else np.nan for rep, cov in per_metric]
+    if not np.isfinite(shares).any():
+        return per_metric[0], per_metric[0]
+    return per_metric[int(np.nanargmin(shares))], per_metric[int(np.nanargmax(shares))]
+
+
+def coverage_shares(
+    results: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> tuple[dict[str, float | None], dict[str, float]]:
+    """Per interval type, from (reported, covered) per benchmark: the share covering among
+    the benchmarks given an interval (None where none was), and the share given one."""
+    coverage = {name: float(cov[rep].mean()) if rep.any() else None
+                for name, (rep, cov) in results.items()}
+    return coverage, {name: float(rep.mean()) for name, (rep, _) in results.items()}
+
+
+def code_version() -> str:
+    """A digest of every module of `pressurebench.stats` (this folder's included): a cached
+    cell is reused only by the code that measured it."""
+    digest = hashlib.sha256()
+    root = resources.files("pressurebench.stats")
+    for path in sorted(Path(str(root)).rglob("*.py")):
+        digest.update(path.relative_to(Path(str(root))).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def seeded_runs(
+    work: Callable[[tuple], T],
+    designs: Sequence[tuple],
+    *,
+    seed: int,
+    jobs: int,
+    keep: Callable[[tuple], bool] | None = None,
+    cache: Path | None = None,
+) -> list[T]:
+    """`work((*design, stream))` for each design kept (all by default), each design with its
+    own stream spawned from `seed` over all `designs` (so a design draws the same benchmarks
+    whichever others run), one after another or in `jobs` worker processes (`work` must then
+    be picklable): how every coverage sweep runs its designs.
+
+    With `cache`, each design's result is stored there as it finishes, under a name made of
+    the work, the seed, the design and `code_version()`, and a later run with the same code
+    reads it instead of measuring it again: an interrupted sweep resumes where it stopped, and
+    parts of one can run in separate processes that share the folder."""
+    streams = np.random.SeedSequence(seed).spawn(len(designs))
+    tasks = [(*design, stream) for design, stream in zip(designs, streams)
+             if keep is None or keep(design)]
+    files: list[Path | None] = [None] * len(tasks)
+    found: dict[int, T] = {}
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        version = code_version()
+        for i, task in enumerate(tasks):
+            key = f"{work.__module__}.{work.__qualname__}|{seed}|{task[:-1]!r}|{version}"
+            files[i] = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
+            if files[i].is_file():
+                found[i] = pickle.loads(files[i].read_bytes())
+    todo = [i for i in range(len(tasks)) if i not in found]
+
+    def store(i: int, result: T) -> None:
+        found[i] = result
+        if files[i] is not None:
+            partial = files[i].with_suffix(".partial")
+            partial.write_bytes(pickle.dumps(result))
+            partial.replace(files[i])
+
+    if jobs <= 1:
+        for i in todo:
+            store(i, work(tasks[i]))
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            running = {pool.submit(work, tasks[i]): i for i in todo}
+            for done in as_completed(running):
+                store(running[done], done.result())
+    return [found[i] for i in range(len(tasks))]
+
+
+def in_band(value: float | None, tolerance: float = 0.0) -> bool:
+    """Within [LOW, HIGH], or within `tolerance` of it (Monte-Carlo error)."""
+    return value is not None and LOW - tolerance <= value <= HIGH + tolerance
+
+
+def covers(value: float | None, tolerance: float = 0.0) -> bool:
+    """Not short of the band by more than `tolerance`: an interval covering more than HIGH is
+    wider than it needs to be (flagged in the tables), one covering less than LOW claims a
+    certainty it lacks."""
+    return value is not None and value >= LOW - tolerance
+
+
+def monte_carlo_error(benchmarks: int, confidence_level: float) -> float:
+    return float(np.sqrt(confidence_level * (1 - confidence_level) / benchmarks))
+
+
+def holds_from(
+    cells: Sequence[Measured], statistics: Sequence[str], holds: Callable[[float | None], bool]
+) -> dict[str, int | None]:
+    """Per interval type, the fewest base scenarios per metric from which `holds` is true of
+    every cell at that design and at every larger one; None when it fails at the largest."""
+    sizes = sorted({c.base_per_metric for c in cells})
+    out: dict[str, int | None] = {}
+    for name in statistics:
+        passing = [all(holds(c.coverage[name]) for c in cells if c.base_per_metric == k)
+                   for k in sizes]
+        out[name] = next((k for i, k in enumerate(sizes) if all(passing[i:])), None)
+    return out
+
+
+def measured_rules(
+    cells: Sequence[Measured], benchmarks: int, statistics: Sequence[str]
+) -> dict[str, int | None]:
+    """Per interval type, the fewest base scenarios per metric from which no cell (any number
+    of metrics, samples, ICC, rate or world) at that design or any larger one covers less than
+    LOW by more than two Monte-Carlo standard errors (a cell at 0.95 falls that far in about
+    one of 40 cells by chance); None when even the largest design does."""
+    tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
+    return holds_from(cells, statistics, lambda value: covers(value, tolerance))
+
+
+def band_rules(
+    cells: Sequence[Measured], benchmarks: int, statistics: Sequence[str]
+) -> dict[str, int | None]:
+    """Per interval type, the fewest base scenarios per metric from which every cell at that
+    design and every larger one covers within [LOW, HIGH] up to two Monte-Carlo standard
+    errors on either side: where the interval is neither short nor wider than it needs to
+    be; None when some cell of the largest design leaves the band."""
+    tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
+    return holds_from(cells, statistics, lambda value: in_band(value, tolerance))
