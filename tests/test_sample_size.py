@@ -130,7 +130,7 @@ def test_the_plan_says_from_how_many_base_scenarios_intervals_are_reported(proje
     assert main(["plan", "--difference", "0.1"]) == 0
     out = capsys.readouterr().out
     assert f"  rate: {RATE.pooled} over all 2 metrics, {RATE.single} for a single metric" in out
-    assert f"one metric: {RATE.method_on_one_metric})" in out
+    assert f"for a single metric ({RATE.method})" in out
     assert f"  difference: {DIFFERENCE.pooled} over all 2 metrics, {DIFFERENCE.single} for" in out
     assert scenarios_for_intervals(4) == RATE.pooled
     for k, reported in ((RATE.pooled, True), (RATE.pooled - 1, False)):

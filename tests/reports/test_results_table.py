@@ -118,7 +118,7 @@ def test_the_coverage_table_shows_each_interval_types_method_and_measured_covera
     table = interval_coverage_table(results_of(scores))
     assert list(table.columns) == COVERAGE_COLUMNS
     metric = table.set_index("interval").loc["rate of a metric"]
-    assert metric["method"] == method_label(methods.CLUSTER_T_WILSON_POOLED)
+    assert metric["method"] == method_label(methods.CLUSTER_T_WILSON)
     assert metric["study design"] == f"4 metrics × {RATE.single} base scenarios"
     low = grid_coverage("metric (min)", 4, RATE.single).low
     high = grid_coverage("metric (max)", 4, RATE.single).high

@@ -172,4 +172,4 @@ def test_a_sensitivity_difference_below_its_rule_is_withheld_and_at_it_reported(
         f"({SENSITIVITY.single - 1} with valid rows in one metric")
     one_at = _sensitivity_at(SENSITIVITY.single).by_metric["m01"].difference
     assert one_at.reason is None and one_at.ci_low is not None
-    assert one_at.ci_method == SENSITIVITY.method_on_one_metric
+    assert one_at.ci_method == SENSITIVITY.method

@@ -51,7 +51,7 @@ def test_results_carry_each_interval_types_method_and_its_measured_coverage():
                               base_per_metric=RATE.single + 1, samples=2, seed=3)
     shown = {i.interval: i for i in build_results(scores, **SETTINGS).intervals}
     metric = shown["rate of a metric"]
-    assert metric.method == methods.CLUSTER_T_WILSON_POOLED and metric.reason is None
+    assert metric.method == methods.CLUSTER_T_WILSON and metric.reason is None
     assert (metric.metrics, metric.base_scenarios_per_metric) == (4, RATE.single + 1)
     low = grid_coverage("metric (min)", 4, RATE.single + 1)
     high = grid_coverage("metric (max)", 4, RATE.single + 1)

@@ -14,7 +14,7 @@ from arm_data import paired_arms
 
 from pressurebench.params import Statistics
 from pressurebench.stats.coefficients import cohen_from_sums, scott_from_sums
-from pressurebench.stats.gaps import holm_adjust
+from pressurebench.stats.multiplicity import holm_adjust
 from pressurebench.validation.evaluator_bias import EvaluatorArmResult
 from pressurebench.validation.paired import compare_paired_arm
 

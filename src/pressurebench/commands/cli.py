@@ -289,7 +289,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         single = ("none for a single metric" if rule.single_unsupported
                   else f"{rule.single} for a single metric")
         print(f"  {rule.statistic}: {rule.per_metric(metrics)} over all {metrics} metrics, "
-              f"{single} ({rule.method}; one metric: {rule.method_on_one_metric})")
+              f"{single} ({rule.method})")
     print("below that the results withhold them, with the reason and the design that gives one.")
     return 0
 

@@ -110,20 +110,6 @@ def _aligned(
     return successes, trials, errors
 
 
-def _metric_pool(kinds: list[tuple[Kind, list[str]]], keys: list[list[tuple]]) -> np.ndarray:
-    """Per column, the column of its target's overall group for a metric's group (whose rate
-    and paired change take the design effects pooled over the target's metrics), else −1."""
-    offsets = np.cumsum([0] + [len(k) for k in keys])
-    kind_index = [kind for kind, _ in kinds]
-    first = kind_index.index("overall")
-    overall = {key: offsets[first] + i for i, key in enumerate(keys[first])}
-    pool = np.full(offsets[-1], -1, dtype=np.int64)
-    metric = kind_index.index("metric")
-    for i, key in enumerate(keys[metric]):
-        pool[offsets[metric] + i] = overall.get((key[0],), -1)
-    return pool
-
-
 def _label(kind: Kind, column: str, key: tuple) -> str:
     if kind == "overall":
         return OVERALL
@@ -179,15 +165,13 @@ def compare_frames(
     boot_a, boot_b, _ = arm_bootstraps(frame_a, frame_b, paired=paired, resamples=1, seed=0)
     s_a, t_a, e_a = _aligned(frame_a, boot_a, groupings, keys)
     s_b, t_b, e_b = _aligned(frame_b, boot_b, groupings, keys)
-    pool = _metric_pool(kinds, keys)
-    rates_a = estimate_rates(boot_a, s_a, t_a, e_a, confidence_level, pool=pool)
-    rates_b = estimate_rates(boot_b, s_b, t_b, e_b, confidence_level, pool=pool)
+    rates_a = estimate_rates(boot_a, s_a, t_a, e_a, confidence_level)
+    rates_b = estimate_rates(boot_b, s_b, t_b, e_b, confidence_level)
     design, method = arm_design(boot_b, boot_a, (s_b, t_b), (s_a, t_a), paired=paired)
     n_groups = s_a.shape[1]
     changes = estimate_differences(
         [(names[1], names[0])] * n_groups, s_b, t_b, s_a, t_a, design,
         method=method, confidence_level=confidence_level,
-        pool=pool if paired else None, strata=boot_b.strata_codes,
     )
     out, g = [], 0
     for (kind, columns), grouping_keys in zip(kinds, keys):

@@ -29,11 +29,9 @@ from ..stats.results import Results
 
 METHOD_LABELS = {
     methods.CLUSTER_T_WILSON: "cluster-t Wilson",
-    methods.CLUSTER_T_WILSON_POOLED: "cluster-t Wilson, design effect pooled over metrics",
     methods.CLUSTER_T: "cluster-t, paired",
     methods.CLUSTER_T_WELCH: "cluster-t, Welch df",
     methods.CLUSTER_T_MOVER: "cluster-t MOVER, paired",
-    methods.CLUSTER_T_MOVER_POOLED: "cluster-t MOVER, paired, design effects pooled over metrics",
     methods.CLUSTER_T_WELCH_MOVER: "cluster-t MOVER, Welch df",
     methods.CLUSTER_BOOTSTRAP: "cluster bootstrap",
     methods.INDEPENDENT_CLUSTER_BOOTSTRAP: "independent cluster bootstraps",

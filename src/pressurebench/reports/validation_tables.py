@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..stats.arm_comparison import RankCorrelation
 from ..stats.estimates import AgreementEstimate, Difference
-from ..validation.multiplicity import HolmTest
+from ..validation.multiplicity import MetricDifference, TargetDifference
 from ..validation.studies import (
     EvaluatorBiasStudy,
     GeneratorArmResult,
@@ -39,7 +39,7 @@ def _p(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}"
 
 
-def _holm_columns(t: HolmTest | None) -> dict:
+def _holm_columns(t: TargetDifference | MetricDifference | None) -> dict:
     if t is None:
         return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
     significant = t.holm_significant

@@ -165,68 +165,6 @@ def welch_df(var_a: np.ndarray, df_a: np.ndarray, var_b: np.ndarray, df_b: np.nd
         return np.where(terms > 0, (var_a + var_b) ** 2 / terms, np.minimum(df_a, df_b))
 
 
-def _residuals(
-    successes: np.ndarray, trials: np.ndarray, indicator: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per cluster, x_c − p̂_h n_c within its metric h (they sum to 0 within each metric);
-    per metric, k_h / (k_h − 1) where k_h ≥ 2 (else 0); per metric, n_h p̂_h (1 − p̂_h)."""
-    x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
-    k = indicator @ (n > 0).astype(float)
-    passes, rows = indicator @ x, indicator @ n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(rows > 0, passes / rows, 0.0)
-        factor = np.where(k >= 2, k / np.maximum(k - 1, 1), 0.0)
-    residual = (x - indicator.T @ p * n) * (n > 0)
-    return residual, factor, np.where(k >= 2, rows * p * (1 - p), 0.0)
-
-
-def pooled_design_effects(
-    successes: np.ndarray, trials: np.ndarray, strata: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per column of (clusters, groups) pass tables: one design effect common to its metrics,
-    and the degrees of freedom it is estimated with.
-
-    Within metric h (k_h ≥ 2 base scenarios with rows), the clustered variance
-    of its passes is k_h / (k_h − 1) · Σ_c (x_c − p̂_h n_c)² and the binomial one
-    n_h p̂_h (1 − p̂_h); the pooled design effect is the ratio of their sums over
-    metrics, on Σ (k_h − 1) degrees of freedom. It is a generalized variance
-    function (Wolter 2007, ch. 7): a metric's rate is read with the design
-    effect of all metrics, which its own handful of base scenarios cannot
-    estimate (a metric whose rows all pass estimates none at all). NaN where no
-    metric varies.
-    """
-    indicator = strata_indicator(strata)
-    residual, factor, binomial = _residuals(successes, trials, indicator)
-    clustered = (factor * (indicator @ residual**2)).sum(axis=0)
-    binomial = binomial.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        deff = np.where(binomial > 0, clustered / binomial, np.nan)
-    k = indicator @ (np.asarray(trials) > 0).astype(float)
-    return deff, np.where(k >= 2, k - 1, 0).sum(axis=0)
-
-
-def pooled_correlation(
-    successes_a: np.ndarray,
-    trials_a: np.ndarray,
-    successes_b: np.ndarray,
-    trials_b: np.ndarray,
-    strata: np.ndarray,
-) -> np.ndarray:
-    """Per column: the correlation of two rates' per-scenario residuals within metrics, pooled
-    over metrics (the covariance a paired difference cancels, with the pooled design
-    effects' degrees of freedom); 0 where either side does not vary."""
-    indicator = strata_indicator(strata)
-    r_a, f_a, _ = _residuals(successes_a, trials_a, indicator)
-    r_b, f_b, _ = _residuals(successes_b, trials_b, indicator)
-    factor = np.maximum(f_a, f_b)
-    cross = (factor * (indicator @ (r_a * r_b))).sum(axis=0)
-    var_a = (factor * (indicator @ r_a**2)).sum(axis=0)
-    var_b = (factor * (indicator @ r_b**2)).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = np.where(var_a * var_b > 0, cross / np.sqrt(var_a * var_b), 0.0)
-    return np.clip(rho, -1.0, 1.0)
-
-
 def wilson_t_effective(
     rate: np.ndarray,
     n_effective: np.ndarray,

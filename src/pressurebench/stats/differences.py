@@ -21,25 +21,24 @@ the grid); MOVER inherits the skew and keeps its coverage there.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from . import methods
 from .cluster_t import (
     DesignVariance,
-    pooled_correlation,
-    pooled_design_effects,
     rate_z,
-    strata_indicator,
     stratified_variance,
     t_quantile,
     welch_df,
-    wilson_t_effective,
     wilson_t_interval,
 )
 from .estimates import Difference
 from .interval_rules import IntervalRule
 from .intervals import newcombe_interval, wilson_interval
+from .inverted_tests import inverted_p_values
+from .power import minimum_detectable_effect
 
 MOVER_METHODS = frozenset({methods.CLUSTER_T_MOVER, methods.CLUSTER_T_WELCH_MOVER})
 
@@ -111,47 +110,6 @@ def mover_interval(
     return _mover(p_a, l_a, u_a, p_b, l_b, u_b, rho)
 
 
-def pooled_mover_interval(
-    successes_a: np.ndarray,
-    trials_a: np.ndarray,
-    successes_b: np.ndarray,
-    trials_b: np.ndarray,
-    strata: np.ndarray,
-    pool: np.ndarray,
-    confidence_level: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """MOVER interval of each group's p_a − p_b lying in one metric, from both rates' Wilson-t
-    intervals on the design effects and the correlation of the pool's group (`pool`: the
-    column of a group over several metrics, −1 for none), t on the pool's degrees of freedom
-    (`cluster_t.pooled_design_effects`); NaN where the group has no such pool.
-
-    One metric's few base scenarios estimate neither side's design effect nor
-    their correlation: at 3–8 of them the MOVER interval on its own estimates
-    covers 0.89–0.93 at some designs and 1.00 at others (docs/interval_coverage.md).
-    """
-    pool = np.asarray(pool, dtype=np.int64)
-    indicator = strata_indicator(strata)
-    active = (trials_a > 0) | (trials_b > 0)
-    metrics = (indicator @ active.astype(float) > 0).sum(axis=0)
-    deff_a, df_a = pooled_design_effects(successes_a, trials_a, strata)
-    deff_b, df_b = pooled_design_effects(successes_b, trials_b, strata)
-    rho = pooled_correlation(successes_a, trials_a, successes_b, trials_b, strata)
-    j = np.where(pool >= 0, pool, 0)
-    usable = (pool >= 0) & (metrics == 1) & (metrics[j] >= 2)
-    usable &= np.isfinite(deff_a[j]) & np.isfinite(deff_b[j]) & (deff_a[j] > 0) & (deff_b[j] > 0)
-    n_a, n_b = trials_a.sum(axis=0), trials_b.sum(axis=0)
-    usable &= (n_a > 0) & (n_b > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_a = np.where(usable, successes_a.sum(axis=0) / np.where(usable, n_a, 1.0), 0.5)
-        p_b = np.where(usable, successes_b.sum(axis=0) / np.where(usable, n_b, 1.0), 0.5)
-        e_a = np.where(usable, n_a / np.where(usable, deff_a[j], 1.0), np.nan)
-        e_b = np.where(usable, n_b / np.where(usable, deff_b[j], 1.0), np.nan)
-    df = np.minimum(df_a[j], df_b[j])
-    l_a, u_a = wilson_t_effective(p_a, e_a, df, confidence_level, modified=False)
-    l_b, u_b = wilson_t_effective(p_b, e_b, df, confidence_level, modified=False)
-    return _mover(p_a, l_a, u_a, p_b, l_b, u_b, rho[j])
-
-
 def _mover(p_a, l_a, u_a, p_b, l_b, u_b, rho) -> tuple[np.ndarray, np.ndarray]:
     """Zou & Donner's MOVER limits of p_a − p_b from each rate's interval and their
     correlation."""
@@ -161,6 +119,63 @@ def _mover(p_a, l_a, u_a, p_b, l_b, u_b, rho) -> tuple[np.ndarray, np.ndarray]:
     low = np.maximum(d - np.sqrt(np.maximum(below, 0.0)), -1.0)
     high = np.minimum(d + np.sqrt(np.maximum(above, 0.0)), 1.0)
     return low, high
+
+
+class DifferenceBounds(NamedTuple):
+    """Per group: the difference, its interval (NaN where none) and how it is made."""
+
+    difference: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    method: list[str]
+
+
+def difference_bounds(
+    successes_a: np.ndarray,
+    trials_a: np.ndarray,
+    successes_b: np.ndarray,
+    trials_b: np.ndarray,
+    design: DesignVariance,
+    *,
+    method: str,
+    confidence_level: float | np.ndarray,
+) -> DifferenceBounds:
+    """Each group's a − b and its interval at `confidence_level` (one level, or one per
+    group: how a p-value inverts the interval, `inverted_tests`).
+
+    The interval is d ± t · √variance, clipped to [−1, 1], or with a MOVER
+    `method` (`MOVER_METHODS`) the MOVER interval of the two rates. Where the design
+    gives a reason (too few base scenarios, a metric with a single one) or a side has no
+    valid rows there is none. Where the variance is 0 (both sides all pass, say) it is
+    Newcombe's interval from the two rates' Wilson intervals with each side's
+    base scenarios counted once: it ignores the pairing and so errs on the
+    wide side. A group lying in one metric is made from that metric's base
+    scenarios alone, its design effects and correlation its own.
+    """
+    x_a, n_a, k_a = successes_a.sum(axis=0), trials_a.sum(axis=0), (trials_a > 0).sum(axis=0)
+    x_b, n_b, k_b = successes_b.sum(axis=0), trials_b.sum(axis=0), (trials_b > 0).sum(axis=0)
+    level = np.broadcast_to(np.asarray(confidence_level, dtype=float), x_a.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_a, p_b = x_a / n_a, x_b / n_b
+    d = p_a - p_b
+    half = t_quantile(design.df, level) * np.sqrt(design.variance)
+    if method in MOVER_METHODS:
+        low, high = mover_interval(p_a, p_b, k_a, k_b, design, level)
+    else:
+        low, high = np.maximum(d - half, -1.0), np.minimum(d + half, 1.0)
+    low_a, high_a = wilson_interval(p_a * k_a, k_a, level)
+    low_b, high_b = wilson_interval(p_b * k_b, k_b, level)
+    n_low, n_high = newcombe_interval(p_a, low_a, high_a, p_b, low_b, high_b)
+    flat = ~(design.variance > 0)
+    drawn = (n_a > 0) & (n_b > 0) & np.array([r is None for r in design.reason], dtype=bool)
+    how = [methods.NONE if not drawn[g] else methods.NEWCOMBE_CLUSTERS if flat[g] else method
+           for g in range(len(d))]
+    return DifferenceBounds(
+        difference=d,
+        low=np.where(drawn, np.where(flat, n_low, low), np.nan),
+        high=np.where(drawn, np.where(flat, n_high, high), np.nan),
+        method=how,
+    )
 
 
 def estimate_differences(
@@ -173,40 +188,22 @@ def estimate_differences(
     *,
     method: str,
     confidence_level: float,
-    pool: np.ndarray | None = None,
-    strata: np.ndarray | None = None,
 ) -> list[Difference]:
     """One Difference (a − b) per group, from (clusters, groups) pass tables of both sides and
-    the `design` variance of their difference (`paired_design` or `independent_design`).
-
-    The interval is d ± t · √variance, clipped to [−1, 1], or with a MOVER
-    `method` (`MOVER_METHODS`) the MOVER interval of the two rates. Where the design
-    gives a reason (too few base scenarios, a metric with a single one) there
-    is no interval. Where the variance is 0 (both sides all pass, say) it is
-    Newcombe's interval from the two rates' Wilson intervals with each side's
-    base scenarios counted once: it ignores the pairing and so errs on the
-    wide side. With a paired MOVER `method`, a group lying in one metric whose
-    `pool` names a group over several metrics (the same two sides on all of
-    them; `strata` gives each cluster's metric) takes that group's design
-    effects and correlation (`pooled_mover_interval`,
-    `cluster-t-mover-wilson-pooled-design-effect`).
-    """
+    the `design` variance of their difference (`paired_design` or `independent_design`): its
+    interval (`difference_bounds`), the p-value of "no difference" that inverts that interval
+    (`inverted_tests.inverted_p_values`), and the smallest difference the design detects
+    with 80% power (`power.minimum_detectable_effect`)."""
+    tables = (successes_a, trials_a, successes_b, trials_b)
+    shown = difference_bounds(*tables, design, method=method, confidence_level=confidence_level)
+    p_values = inverted_p_values(
+        lambda levels: difference_bounds(*tables, design, method=method,
+                                         confidence_level=levels)[1:3],
+        len(labels), confidence_level,
+    )
+    mde = minimum_detectable_effect(np.sqrt(design.variance), design.df, confidence_level)
     x_a, n_a, k_a = successes_a.sum(axis=0), trials_a.sum(axis=0), (trials_a > 0).sum(axis=0)
     x_b, n_b, k_b = successes_b.sum(axis=0), trials_b.sum(axis=0), (trials_b > 0).sum(axis=0)
-    half = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
-    if method in MOVER_METHODS:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p_a_all, p_b_all = x_a / n_a, x_b / n_b
-        mover_low, mover_high = mover_interval(
-            p_a_all, p_b_all, k_a, k_b, design, confidence_level
-        )
-    pooled_low = pooled_high = np.full(len(labels), np.nan)
-    if pool is not None and method == methods.CLUSTER_T_MOVER:
-        if strata is None:
-            raise ValueError("a pooled interval needs each cluster's stratum (strata)")
-        pooled_low, pooled_high = pooled_mover_interval(
-            successes_a, trials_a, successes_b, trials_b, strata, pool, confidence_level
-        )
     out = []
     for g, (a, b) in enumerate(labels):
         common = {
@@ -232,32 +229,19 @@ def estimate_differences(
                 )
             )
             continue
-        p_a, p_b = x_a[g] / n_a[g], x_b[g] / n_b[g]
-        d = p_a - p_b
-        reason = design.reason[g]
-        if reason is not None:
-            lo, hi, how = None, None, methods.NONE
-        elif np.isfinite(pooled_low[g]):
-            lo, hi, how = pooled_low[g], pooled_high[g], methods.CLUSTER_T_MOVER_POOLED
-        elif design.variance[g] > 0 and method in MOVER_METHODS:
-            lo, hi, how = mover_low[g], mover_high[g], method
-        elif design.variance[g] > 0:
-            lo, hi, how = max(d - half[g], -1.0), min(d + half[g], 1.0), method
-        else:
-            low_a, high_a = wilson_interval(p_a * k_a[g], k_a[g], confidence_level)
-            low_b, high_b = wilson_interval(p_b * k_b[g], k_b[g], confidence_level)
-            lo, hi = newcombe_interval(p_a, low_a, high_a, p_b, low_b, high_b)
-            how = methods.NEWCOMBE_CLUSTERS
+        drawn = bool(np.isfinite(shown.low[g]))
         out.append(
             Difference(
                 **common,
-                rate_a=float(p_a),
-                rate_b=float(p_b),
-                difference=float(d),
-                ci_low=None if lo is None else float(lo),
-                ci_high=None if hi is None else float(hi),
-                ci_method=how,
-                reason=reason,
+                rate_a=float(x_a[g] / n_a[g]),
+                rate_b=float(x_b[g] / n_b[g]),
+                difference=float(shown.difference[g]),
+                ci_low=float(shown.low[g]) if drawn else None,
+                ci_high=float(shown.high[g]) if drawn else None,
+                ci_method=shown.method[g],
+                p_value=float(p_values[g]) if drawn else None,
+                mde=float(mde[g]) if drawn and np.isfinite(mde[g]) else None,
+                reason=design.reason[g],
             )
         )
     return out

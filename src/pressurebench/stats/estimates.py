@@ -39,6 +39,17 @@ class Difference(Row):
     ci_method: str
     n_clusters_a: int = Field(ge=0)
     n_clusters_b: int = Field(ge=0)
+    p_value: float | None = Field(
+        default=None, ge=0, le=1,
+        description="two-sided p-value of no difference, from inverting the interval shown: "
+        "below 1 − the confidence level exactly when the interval excludes 0 "
+        "(`stats.inverted_tests`)",
+    )
+    mde: float | None = Field(
+        default=None, ge=0,
+        description="minimum detectable effect: the true difference this design finds at 80% "
+        "power (`stats.power`)",
+    )
     reason: str | None = Field(default=None, description="why the difference or its interval is None")
 
 

@@ -15,9 +15,8 @@ difference "without breaks − all" gets a paired interval: both rates lie on
 the same base scenarios, and their linearized contributions are differenced
 per scenario (`stats.differences.paired_design`) for the correlation of the
 MOVER interval built from the two rates' Wilson-t intervals
-(`cluster-t-mover-wilson`, as for differences between targets); one metric's
-difference takes the design effects and correlation of its target's metrics
-(`cluster-t-mover-wilson-pooled-design-effect`). The difference rests on the
+(`cluster-t-mover-wilson`, as for differences between targets), one metric's on that
+metric's base scenarios alone. The difference rests on the
 few conversations that broke, so a symmetric cluster-t interval, too narrow
 where none or one of the failing conversations broke, covered 0.70–0.90 for
 one metric at 12–30 base scenarios; these cover 0.93 or more from 3
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 from pydantic import Field
 
@@ -243,18 +241,12 @@ def sensitivity(
                 reason="no conversation without a break",
             )
             return SensitivityRate(without_breaks=no_data(), difference=diff)
-        # A part of the target's metrics reads its design effects from all of them.
-        whole_a, whole_b = column.get((WITHOUT_BREAKS, rest[0])), column.get((ALL, rest[0]))
-        on_a, on_b, pooled = [a], [b], {}
-        if len(rest) > 1 and whole_a is not None:
-            on_a, on_b = [a, whole_a], [b, whole_b]
-            pooled = {"pool": np.array([1, -1]), "strata": strata}
-        sa, ta = tables.successes[:, on_a], tables.trials[:, on_a]
-        sb, tb = tables.successes[:, on_b], tables.trials[:, on_b]
+        sa, ta = tables.successes[:, [a]], tables.trials[:, [a]]
+        sb, tb = tables.successes[:, [b]], tables.trials[:, [b]]
         design = paired_design(sa, ta, sb, tb, strata, rule=SENSITIVITY)
         diff = estimate_differences(
-            [(WITHOUT_BREAKS, ALL)] * len(on_a), sa, ta, sb, tb, design,
-            method=methods.CLUSTER_T_MOVER, confidence_level=confidence_level, **pooled,
+            [(WITHOUT_BREAKS, ALL)], sa, ta, sb, tb, design,
+            method=methods.CLUSTER_T_MOVER, confidence_level=confidence_level,
         )[0]
         return SensitivityRate(without_breaks=rates[a], difference=diff)
 

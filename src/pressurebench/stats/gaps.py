@@ -7,7 +7,8 @@ the difference's variance is taken over those scenarios (a paired
 difference, `stats.cluster_t`). An axis with v values makes v(v − 1)/2
 comparisons, and with several of them some interval will exclude 0 by chance
 alone: each gap therefore carries the number of comparisons of its axis, its
-p-value, and Holm's step-down adjustment of the p-values within the axis,
+p-value (inverting its interval, `stats.inverted_tests`), and Holm's step-down
+adjustment of the p-values within the target and axis (`stats.multiplicity`),
 which keeps the chance of any false "gap" on that axis at or below 1 − the
 confidence level.
 """
@@ -16,58 +17,27 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
 import pandas as pd
 from pydantic import Field
-from scipy.stats import t as student_t
 
 from . import methods
 from .bootstrap import ClusterBootstrap
-from .cluster_t import DesignVariance
 from .differences import estimate_differences, paired_design
 from .estimates import Difference
 from .frame import DEMOGRAPHIC_PREFIX, cluster_ids, demographic_axes
 from .grouping import pass_tables
 from .interval_rules import GAP
+from .multiplicity import Corrected, holm_by_family
 
 
-class DemographicGap(Difference):
-    """Pass rate of value `a` minus that of value `b` of one demographic axis, for one target."""
+class DemographicGap(Difference, Corrected):
+    """Pass rate of value `a` minus that of value `b` of one demographic axis, for one target;
+    Holm's family is the target's gaps on this axis."""
 
     axis: str
     n_comparisons: int = Field(
         ge=0, description="gaps of this axis and target with a p-value: Holm's family size"
     )
-    p_value: float | None = Field(description="two-sided cluster-t test of no gap")
-    p_holm: float | None = Field(description="Holm-adjusted p-value within the axis")
-    holm_significant: bool | None = Field(
-        description="p_holm below 1 − confidence level: a gap after correcting for the "
-        "number of comparisons"
-    )
-
-
-def gap_p_values(differences: np.ndarray, design: DesignVariance) -> np.ndarray:
-    """Two-sided p-values of d / se on the design's t distribution; NaN without an interval."""
-    d = np.asarray(differences, dtype=float)
-    usable = np.array([r is None for r in design.reason]) & (design.variance > 0) & np.isfinite(d)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        statistic = np.abs(d) / np.sqrt(design.variance)
-        p = 2 * student_t.sf(statistic, np.maximum(design.df, 1))
-    return np.where(usable, p, np.nan)
-
-
-def holm_adjust(p_values: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values of one family; NaN entries are not in the family."""
-    p = np.asarray(p_values, dtype=float)
-    out = np.full(p.shape, np.nan)
-    tested = np.flatnonzero(np.isfinite(p))
-    m = len(tested)
-    if m == 0:
-        return out
-    order = tested[np.argsort(p[tested], kind="stable")]
-    steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    out[order] = np.maximum.accumulate(steps)
-    return out
 
 
 def demographic_gaps(
@@ -109,25 +79,9 @@ def demographic_gaps(
         method=methods.CLUSTER_T,
         confidence_level=confidence_level,
     )
-    p_values = gap_p_values([np.nan if d.difference is None else d.difference for d in differences], design)
-    p_holm = np.full(len(owners), np.nan)
-    families: dict[tuple[str, str], list[int]] = {}
-    for i, (target, axis, _, _) in enumerate(owners):
-        families.setdefault((target, axis), []).append(i)
-    for members in families.values():
-        p_holm[members] = holm_adjust(p_values[members])
-    alpha = 1.0 - confidence_level
-    for i, ((target, axis, _, _), diff) in enumerate(zip(owners, differences)):
-        family = families[(target, axis)]
-        tested = np.isfinite(p_values[i])
-        out[target].append(
-            DemographicGap(
-                axis=axis,
-                n_comparisons=int(np.isfinite(p_values[family]).sum()),
-                p_value=float(p_values[i]) if tested else None,
-                p_holm=float(p_holm[i]) if tested else None,
-                holm_significant=bool(p_holm[i] < alpha) if tested else None,
-                **diff.model_dump(),
-            )
-        )
+    keys = [(target, axis) for target, axis, _, _ in owners]
+    corrected, sizes = holm_by_family([d.p_value for d in differences], keys, confidence_level)
+    for (target, axis, _, _), diff, fields in zip(owners, differences, corrected):
+        out[target].append(DemographicGap(axis=axis, n_comparisons=sizes[(target, axis)],
+                                          **fields, **diff.model_dump()))
     return out

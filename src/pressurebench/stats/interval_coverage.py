@@ -34,8 +34,7 @@ Kind = tuple[str, IntervalRule, bool, str, tuple[str, ...]]
 KINDS: tuple[Kind, ...] = (
     ("overall rate", RATE, False, methods.CLUSTER_T_WILSON, ("overall",)),
     ("rate of a metric type", RATE, False, methods.CLUSTER_T_WILSON, ("positive",)),
-    ("rate of a metric", RATE, True, methods.CLUSTER_T_WILSON_POOLED,
-     ("metric (min)", "metric (max)")),
+    ("rate of a metric", RATE, True, methods.CLUSTER_T_WILSON, ("metric (min)", "metric (max)")),
     ("difference between targets", DIFFERENCE, False, methods.CLUSTER_T_MOVER,
      ("target difference",)),
     ("demographic gap", GAP, False, methods.CLUSTER_T, ("demographic gap",)),
@@ -53,14 +52,8 @@ FIDELITY_KINDS: tuple[Kind, ...] = (
     ("fidelity sensitivity difference", SENSITIVITY, False, methods.CLUSTER_T_MOVER,
      ("sensitivity",)),
     ("fidelity sensitivity difference of a metric", SENSITIVITY, True,
-     methods.CLUSTER_T_MOVER_POOLED, ("metric sensitivity (min)", "metric sensitivity (max)")),
+     methods.CLUSTER_T_MOVER, ("metric sensitivity (min)", "metric sensitivity (max)")),
 )
-
-
-def _on_its_own(method: str) -> str:
-    """A one-metric method where nothing can be pooled over metrics (a benchmark of one)."""
-    return {methods.CLUSTER_T_WILSON_POOLED: methods.CLUSTER_T_WILSON,
-            methods.CLUSTER_T_MOVER_POOLED: methods.CLUSTER_T_MOVER}.get(method, method)
 
 
 class IntervalCoverage(Row):
@@ -91,8 +84,6 @@ def interval_coverages(strata: np.ndarray, kinds: tuple[Kind, ...] = KINDS) -> l
     out = []
     for interval, rule, single, method, rows in kinds:
         over = 1 if single else metrics
-        if single and metrics < 2:
-            method = _on_its_own(method)
         needed = rule.per_metric(over)
         found = [grid_coverage(row, metrics, per_metric) for row in rows]
         reason = None

@@ -52,8 +52,8 @@ class IntervalRule:
     """The fewest base scenarios per metric at which a statistic's interval is reported.
 
     `pooled` applies to a quantity over two or more metrics, `single` to one
-    metric's (made by `single_method` where it differs); `method` names how the
-    interval is made at the design the rule allows. `single_unsupported` says why no
+    metric's; `method` names how the interval is made at the design the rule
+    allows. `single_unsupported` says why no
     design the statistic's coverage simulations reach gives one metric's interval its
     coverage (it is then always withheld on one metric). `min_df` (base scenarios minus
     metrics) is a bare degrees-of-freedom rule for a variance component.
@@ -64,14 +64,7 @@ class IntervalRule:
     single: int
     method: str
     min_df: int | None = None
-    single_method: str | None = None
     single_unsupported: str | None = None
-
-    @property
-    def method_on_one_metric(self) -> str:
-        """How one metric's interval is made: with the design effects pooled over its target's
-        metrics where the statistic has such a method, else as the pooled one."""
-        return self.single_method or self.method
 
     def per_metric(self, metrics: int) -> int:
         """Base scenarios per metric a quantity over `metrics` metrics needs for an interval."""
@@ -105,10 +98,8 @@ class IntervalRule:
 # what lets a difference be reported from 3 base scenarios per metric; one metric's rate stays
 # at 5, the goal the grid was asked to meet (at 3 it falls to 0.92 in a few cells). A benchmark of one metric has nothing to pool with and
 # takes its metric's own design at the same thresholds (the grid simulates 4 and 20 metrics).
-RATE = IntervalRule("rate", pooled=3, single=5, method="cluster-t-wilson",
-                    single_method="cluster-t-wilson-pooled-design-effect")
-DIFFERENCE = IntervalRule("difference", pooled=3, single=3, method="cluster-t-mover-wilson",
-                          single_method="cluster-t-mover-wilson-pooled-design-effect")
+RATE = IntervalRule("rate", pooled=3, single=5, method="cluster-t-wilson")
+DIFFERENCE = IntervalRule("difference", pooled=3, single=3, method="cluster-t-mover-wilson")
 INDEPENDENT_DIFFERENCE = IntervalRule(
     "independent difference", pooled=3, single=12, method="cluster-t-welch-mover-wilson"
 )
@@ -126,8 +117,7 @@ CURVE_DIFFERENCE = IntervalRule("curve difference", pooled=5, single=5, method="
 # rates' Wilson-t intervals covers from 2 pooled and, with the design effects pooled over the
 # target's metrics, from 2 on one metric (kept at 3).
 SENSITIVITY = IntervalRule("sensitivity difference", pooled=3, single=3,
-                           method="cluster-t-mover-wilson",
-                           single_method="cluster-t-mover-wilson-pooled-design-effect")
+                           method="cluster-t-mover-wilson")
 # Judge-corrected (prediction-powered) rates and their paired differences (`stats.ppi`), as
 # the judge-corrected sweep measured them (docs/judge_coverage.md, "Rules"): pooled rates
 # cover from 2 base scenarios per metric (3, the floor of every pooled rule); a paired

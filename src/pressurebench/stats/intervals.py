@@ -36,15 +36,16 @@ def wilson_interval(
     return low, high
 
 
-def newcombe_interval(
-    p_a: float, low_a: float, high_a: float, p_b: float, low_b: float, high_b: float
-) -> tuple[float, float]:
-    """Newcombe's hybrid score interval for p_a − p_b from the two rates' own intervals.
+def newcombe_interval(p_a, low_a, high_a, p_b, low_b, high_b):
+    """Newcombe's hybrid score interval for p_a − p_b from the two rates' own intervals, of
+    numbers (floats back) or arrays (arrays back).
 
     It ignores any positive correlation between the two rates, so for paired
     rates it errs on the wide side.
     """
-    d = p_a - p_b
-    low = d - np.sqrt((p_a - low_a) ** 2 + (high_b - p_b) ** 2)
-    high = d + np.sqrt((high_a - p_a) ** 2 + (p_b - low_b) ** 2)
-    return float(max(low, -1.0)), float(min(high, 1.0))
+    d = np.asarray(p_a, dtype=float) - np.asarray(p_b, dtype=float)
+    low = np.maximum(d - np.sqrt((p_a - low_a) ** 2 + (high_b - p_b) ** 2), -1.0)
+    high = np.minimum(d + np.sqrt((high_a - p_a) ** 2 + (p_b - low_b) ** 2), 1.0)
+    if d.ndim == 0:
+        return float(low), float(high)
+    return low, high

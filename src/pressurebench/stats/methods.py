@@ -10,18 +10,12 @@ which from a fallback, and why: the name says it.
 # with Welch's df.
 CLUSTER_T_WILSON = "cluster-t-wilson"
 CLUSTER_T = "cluster-t"
-# One metric's rate: Wilson on its rows over the design effect pooled over its target's
-# metrics, t on their degrees of freedom (`stats.rates.estimate_rates`).
-CLUSTER_T_WILSON_POOLED = "cluster-t-wilson-pooled-design-effect"
 CLUSTER_T_WELCH = "cluster-t-welch"
 # Differences of rates as MOVER intervals (Zou & Donner 2008) from the two rates' cluster-t
 # Wilson intervals and their correlation (`stats.differences`): paired, and independent on
 # Welch's df.
 CLUSTER_T_MOVER = "cluster-t-mover-wilson"
 CLUSTER_T_WELCH_MOVER = "cluster-t-welch-mover-wilson"
-# One metric's paired difference: MOVER from both rates' Wilson intervals on the design effects
-# and correlation pooled over the metrics (`stats.differences.pooled_mover_interval`).
-CLUSTER_T_MOVER_POOLED = "cluster-t-mover-wilson-pooled-design-effect"
 CLUSTER_BOOTSTRAP = "stratified-cluster-bootstrap-percentile"
 INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
 # The same bootstrap, its percentiles taken at the level whose normal quantile

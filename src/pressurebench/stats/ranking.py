@@ -5,6 +5,11 @@ have valid rows for, the ranking on the variants every target has valid rows
 for. Otherwise a target whose errors fell on hard scenarios would look better
 than one that answered them. Every difference and every ranked replicate
 takes all targets' rates from the same resampled base scenarios.
+
+Each pair is compared over all metrics and on each metric (on that metric's base scenarios
+alone). Every difference carries the p-value that inverts its interval and Holm's adjustment
+within its family (`stats.multiplicity`): the pairs over all metrics are one family, and each
+pair's per-metric differences another.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from .differences import estimate_differences, paired_design
 from .estimates import Difference
 from .frame import cluster_ids, passes, valid_mask
 from .interval_rules import DIFFERENCE
+from .multiplicity import Corrected, holm_by_family
 
 # Replicate rates are rounded before ranking so that equal rates reached by
 # different sums of weights tie instead of being ordered by rounding error.
@@ -49,9 +55,23 @@ class Ranking(Row):
     reason: str | None = None
 
 
+class PairDifference(Difference, Corrected):
+    """Target a's pass rate minus target b's over all metrics; Holm's family is every pair."""
+
+
+class MetricPairDifference(Difference, Corrected):
+    """Target a's pass rate minus target b's on one metric; Holm's family is the pair's
+    metrics."""
+
+    metric_id: str
+
+
 class TargetComparison(Row):
-    pairwise: list[Difference] = Field(
+    pairwise: list[PairDifference] = Field(
         description="every pair of targets, a before b in sorted order"
+    )
+    by_metric: list[MetricPairDifference] = Field(
+        default_factory=list, description="every pair of targets on every metric"
     )
     ranking: Ranking
 
@@ -99,37 +119,56 @@ def _by_cluster(cluster: np.ndarray, n_clusters: int, per_scenario: np.ndarray) 
     )
 
 
+def _pair_tables(scores: pd.DataFrame, bootstrap: ClusterBootstrap, targets: list[str]):
+    """Every pair of `targets` on the variants both have valid rows for in `scores`: the pair
+    labels and (clusters, pairs) passes and valid rows of each side."""
+    found, successes, trials, cluster = _per_scenario(scores, bootstrap)
+    index = {t: i for i, t in enumerate(found)}
+    k = bootstrap.n_clusters
+    zero = np.zeros(successes.shape[1])
+    labels, tables = [], ([], [], [], [])
+    for t_a, t_b in itertools.combinations(targets, 2):
+        sides = [(successes[index[t]], trials[index[t]]) if t in index else (zero, zero)
+                 for t in (t_a, t_b)]
+        shared = (sides[0][1] > 0) & (sides[1][1] > 0)
+        labels.append((t_a, t_b))
+        for table, row in zip(tables, (sides[0][0], sides[0][1], sides[1][0], sides[1][1])):
+            table.append(row * shared)
+    return labels, [_by_cluster(cluster, k, np.array(t)) for t in tables]
+
+
 def compare_targets(
     scores: pd.DataFrame, bootstrap: ClusterBootstrap, *, confidence_level: float = 0.95
 ) -> TargetComparison:
-    """Pairwise differences between targets and their ranking, all paired over base scenarios."""
+    """Pairwise differences between targets, over all metrics and per metric, and their
+    ranking, all paired over base scenarios."""
     targets, successes, trials, cluster = _per_scenario(scores, bootstrap)
-    k = bootstrap.n_clusters
-    pairs = list(itertools.combinations(range(len(targets)), 2))
-    pairwise: list[Difference] = []
-    if pairs:
-        a, b = np.array(pairs).T
-        shared = (trials[a] > 0) & (trials[b] > 0)
-        s_a, t_a = (
-            _by_cluster(cluster, k, successes[a] * shared),
-            _by_cluster(cluster, k, trials[a] * shared),
-        )
-        s_b, t_b = (
-            _by_cluster(cluster, k, successes[b] * shared),
-            _by_cluster(cluster, k, trials[b] * shared),
-        )
-        pairwise = estimate_differences(
-            [(targets[i], targets[j]) for i, j in pairs],
-            s_a,
-            t_a,
-            s_b,
-            t_b,
-            paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes, rule=DIFFERENCE),
-            method=methods.CLUSTER_T_MOVER,
-            confidence_level=confidence_level,
-        )
+    pairwise: list[PairDifference] = []
+    by_metric: list[MetricPairDifference] = []
+    if len(targets) > 1:
+
+        def differences(frame: pd.DataFrame) -> list[Difference]:
+            labels, (s_a, t_a, s_b, t_b) = _pair_tables(frame, bootstrap, targets)
+            return estimate_differences(
+                labels, s_a, t_a, s_b, t_b,
+                paired_design(s_a, t_a, s_b, t_b, bootstrap.strata_codes, rule=DIFFERENCE),
+                method=methods.CLUSTER_T_MOVER, confidence_level=confidence_level,
+            )
+
+        overall = differences(scores)
+        tests, _ = holm_by_family([d.p_value for d in overall], [0] * len(overall),
+                                  confidence_level)
+        pairwise = [PairDifference(**d.model_dump(), **t) for d, t in zip(overall, tests)]
+        metric_ids = scores["metric_id"].astype(str)
+        found = [(metric, d) for metric in sorted(metric_ids.unique())
+                 for d in differences(scores[metric_ids.to_numpy() == metric])]
+        tests, _ = holm_by_family([d.p_value for _, d in found], [(d.a, d.b) for _, d in found],
+                                  confidence_level)
+        by_metric = [MetricPairDifference(metric_id=metric, **d.model_dump(), **t)
+                     for (metric, d), t in zip(found, tests)]
     return TargetComparison(
-        pairwise=pairwise, ranking=_ranking(targets, successes, trials, cluster, bootstrap)
+        pairwise=pairwise, by_metric=sorted(by_metric, key=lambda d: (d.a, d.b, d.metric_id)),
+        ranking=_ranking(targets, successes, trials, cluster, bootstrap),
     )
 
 

@@ -16,14 +16,7 @@ import pandas as pd
 from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level
-from .cluster_t import (
-    pooled_design_effects,
-    rate_z,
-    strata_indicator,
-    stratified_variance,
-    wilson_t_effective,
-    wilson_t_interval,
-)
+from .cluster_t import rate_z, stratified_variance, wilson_t_interval
 from .estimates import RateEstimate
 from .frame import (
     DEMOGRAPHIC_PREFIX,
@@ -75,32 +68,22 @@ def estimate_rates(
     trials: np.ndarray,
     errors: np.ndarray,
     confidence_level: float,
-    *,
-    pool: np.ndarray | None = None,
 ) -> list[RateEstimate]:
     """One RateEstimate per column of (clusters, groups) tables of passes and valid rows.
 
-    A group whose rows lie in one metric, given in `pool` the column of a
-    group over several metrics (its target's rows, say; −1 for none), takes
-    that group's pooled design effect (`cluster_t.pooled_design_effects`):
-    Wilson's interval on its rows over that design effect, with the t quantile
-    on the pool's degrees of freedom (`cluster-t-wilson-pooled-design-effect`).
-    A metric's own few base scenarios estimate its design effect so poorly
-    that its own interval covers 0.98–1.00 at 5–12 of them (the coverage grid,
-    docs/interval_coverage.md); with the metrics' common one it comes back
-    near the nominal level. Its withholding still follows the rule of one
-    metric's rate.
-
-    The interval is Wilson's score interval on the design-effective sample
-    size with the t quantile (`stats.cluster_t`), over the base scenarios within
-    metrics that `bootstrap` knows. Where the design has too few base
-    scenarios for it, or a metric has a single one, the interval is withheld
-    with the reason. Where the rate is so close to 0 or 1 that less than one
-    base scenario's worth of rows goes the other way (every row passing
-    included), the variance estimate says nothing (a rare failing scenario is
-    usually not drawn at all) and the interval is a Wilson interval on the
-    number of base scenarios: counting each scenario once is the upper bound
-    of the design effect.
+    The interval is Wilson's score interval on the design-effective sample size with the t
+    quantile (`stats.cluster_t`), over the base scenarios within metrics that `bootstrap`
+    knows, each group on its own base scenarios: one metric's rate on that metric's, with its
+    own design effect and base scenarios minus one degrees of freedom. A metric's design
+    effect is its own: metrics whose scenarios cluster differently (one ICC 0.8 among metrics
+    at 0.05) get intervals of their own width, where a design effect pooled over the metrics
+    covered the clustered one 0.77-0.85 and the others 0.99 (the stress grid,
+    docs/stress_coverage.md). Where the design has too few base scenarios for it, or a metric
+    has a single one, the interval is withheld with the reason. Where the rate is so close to
+    0 or 1 that less than one base scenario's worth of rows goes the other way (every row
+    passing included), the variance estimate says nothing (a rare failing scenario is usually
+    not drawn at all) and the interval is a Wilson interval on the number of base scenarios:
+    counting each scenario once is the upper bound of the design effect.
     """
     check_confidence_level(confidence_level)
     x = successes.sum(axis=0)
@@ -113,7 +96,6 @@ def estimate_rates(
     )
     low, high = wilson_t_interval(rate, design.variance, design.df, confidence_level)
     clusters_low, clusters_high = wilson_interval(rate * n_clusters, n_clusters, confidence_level)
-    pooled = _pooled_intervals(bootstrap.strata_codes, successes, trials, pool, confidence_level)
 
     out = []
     for g in range(successes.shape[1]):
@@ -123,8 +105,6 @@ def estimate_rates(
         reason = design.reason[g]
         if reason is not None:
             lo, hi, method = None, None, methods.NONE
-        elif pooled is not None and np.isfinite(pooled[0][g]):
-            lo, hi, method = pooled[0][g], pooled[1][g], methods.CLUSTER_T_WILSON_POOLED
         elif not np.isfinite(low[g]) or n_clusters[g] * min(rate[g], 1 - rate[g]) < 1:
             lo, hi, method = clusters_low[g], clusters_high[g], methods.WILSON_CLUSTERS
         else:
@@ -144,79 +124,29 @@ def estimate_rates(
     return out
 
 
-def _pooled_intervals(
-    strata: np.ndarray,
-    successes: np.ndarray,
-    trials: np.ndarray,
-    pool: np.ndarray | None,
-    confidence_level: float,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per group, the Wilson-t interval on the design effect of its `pool` column where the
-    group lies in one metric and its pool in several; NaN elsewhere. None without a pool."""
-    if pool is None:
-        return None
-    pool = np.asarray(pool, dtype=np.int64)
-    metrics = (strata_indicator(strata) @ (trials > 0)).astype(bool).sum(axis=0)
-    deff, df = pooled_design_effects(successes, trials, strata)
-    source = np.where(pool >= 0, pool, 0)
-    usable = (pool >= 0) & (metrics == 1) & (metrics[source] >= 2) & np.isfinite(deff[source])
-    usable &= deff[source] > 0
-    n = trials.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(n > 0, successes.sum(axis=0) / np.where(n > 0, n, 1.0), np.nan)
-        n_effective = np.where(usable, n / np.where(usable, deff[source], 1.0), np.nan)
-    return wilson_t_effective(rate, n_effective, df[source], confidence_level)
-
-
 def grouped_rates(
     scores: pd.DataFrame,
     bootstrap: ClusterBootstrap,
     groupings: Sequence[Sequence[str]],
     *,
     confidence_level: float = 0.95,
-    pooled: dict[int, int] | None = None,
 ) -> list[dict[tuple, RateEstimate]]:
     """Rates for several groupings of the rows, all from one pass over the rows.
 
     Each grouping is a list of columns; its groups are the distinct value
     tuples (rows missing a value belong to none of them). An empty grouping is
-    all rows. `pooled` maps a grouping's index to that of a grouping whose
-    columns begin its own (per target and metric → per target): a group lying
-    in one metric takes the design effect of its group there (`estimate_rates`).
+    all rows.
     """
     tables = pass_tables(
         scores, bootstrap.codes(cluster_ids(scores)), bootstrap.n_clusters, groupings
     )
     estimates = estimate_rates(
-        bootstrap,
-        tables.successes,
-        tables.trials,
-        tables.errors,
-        confidence_level,
-        pool=_pool_columns(tables.keys, groupings, pooled or {}),
+        bootstrap, tables.successes, tables.trials, tables.errors, confidence_level
     )
     out, offset = [], 0
     for keys in tables.keys:
         out.append(dict(zip(keys, estimates[offset : offset + len(keys)])))
         offset += len(keys)
-    return out
-
-
-def _pool_columns(
-    keys: list[list[tuple]], groupings: Sequence[Sequence[str]], pooled: dict[int, int]
-) -> np.ndarray | None:
-    """Per column of the side-by-side tables, the column of its pool's group (−1: none)."""
-    if not pooled:
-        return None
-    offsets = np.cumsum([0] + [len(k) for k in keys])
-    out = np.full(offsets[-1], -1, dtype=np.int64)
-    for grouping, source in pooled.items():
-        width = len(groupings[source])
-        if list(groupings[grouping][:width]) != list(groupings[source]):
-            raise ValueError(f"grouping {groupings[source]} does not begin {groupings[grouping]}")
-        column = {key: offsets[source] + i for i, key in enumerate(keys[source])}
-        for i, key in enumerate(keys[grouping]):
-            out[offsets[grouping] + i] = column.get(tuple(key[:width]), -1)
     return out
 
 
@@ -235,11 +165,8 @@ def rates_by(
     *,
     confidence_level: float = 0.95,
 ) -> dict[str, RateEstimate]:
-    """The pass rate of each value of `column`, over the same base scenarios; a value lying in
-    one metric takes the design effect of all rows' metrics."""
-    estimates, _ = grouped_rates(
-        scores, bootstrap, [[column], []], confidence_level=confidence_level, pooled={0: 1}
-    )
+    """The pass rate of each value of `column`, over the same base scenarios."""
+    (estimates,) = grouped_rates(scores, bootstrap, [[column]], confidence_level=confidence_level)
     return {str(key[0]): est for key, est in estimates.items()}
 
 
@@ -288,7 +215,6 @@ def target_rates(
         [["target"], ["target", "metric_type"], ["target", "metric_id"]]
         + [["target", DEMOGRAPHIC_PREFIX + axis] for axis in axes],
         confidence_level=confidence_level,
-        pooled={2: 0},
     )
     by_base = within_scenario_rates(
         scores, ["target", "base_id"], confidence_level=confidence_level

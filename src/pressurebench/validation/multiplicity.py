@@ -2,46 +2,36 @@
 
 An arm reports one difference per target and one per target × metric; with
 that many, some interval will exclude 0 by chance alone. As for the main run's
-demographic gaps (`stats.gaps`), each difference carries the two-sided
-cluster-t p-value of "no difference" and Holm's step-down adjustment within
-its family, which keeps the chance of any false difference in the family at or
-below 1 − the confidence level. The family is every difference one arm
-reports (per target and per target × metric) that has a p-value; a difference
-without an interval has none and is not in it.
+demographic gaps (`stats.gaps`), each difference carries the p-value of "no
+difference" that inverts its own interval (`stats.inverted_tests`: for the MOVER
+interval of an arm difference no symmetric test would agree with it) and Holm's
+step-down adjustment within its family (`stats.multiplicity`), which keeps the
+chance of any false difference in the family at or below 1 − the confidence
+level. The family is every difference one arm reports (per target and per
+target × metric) that has a p-value; a difference without an interval has none
+and is not in it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 from pydantic import Field
 
 from ..schemas import Row as Strict
 from ..stats.estimates import Difference
-from ..stats.gaps import gap_p_values, holm_adjust
-from .contrast import ArmReplicates, arm_replicates, group_differences
+from ..stats.multiplicity import Corrected, holm_by_family
+from .contrast import arm_replicates, group_differences
 
 
-class HolmTest(Strict):
-    """A difference's test of "no difference", corrected within its arm's family."""
-
-    p_value: float | None = Field(description="two-sided cluster-t test of no difference")
-    p_holm: float | None = Field(description="Holm-adjusted p-value within the arm's family")
-    holm_significant: bool | None = Field(
-        description="p_holm below 1 − confidence level: a difference after correcting for the "
-        "number of comparisons"
-    )
-
-
-class TargetDifference(Difference, HolmTest):
+class TargetDifference(Difference, Corrected):
     """Pass rate of one target in the arm minus in the main arm."""
 
     target: str
 
 
-class MetricDifference(Difference, HolmTest):
+class MetricDifference(Difference, Corrected):
     """Pass rate of one target on one metric in the arm minus in the main arm."""
 
     target: str
@@ -57,12 +47,6 @@ class Multiplicity(Strict):
 
 
 FAMILY = "every difference of this arm, per target and per target × metric, that has a p-value"
-
-
-def _tested(reps: ArmReplicates, names: tuple[str, str], level: float):
-    differences = group_differences(reps, names, level)
-    values = [np.nan if d.difference is None else d.difference for d in differences]
-    return differences, gap_p_values(values, reps.design)
 
 
 def holm_differences(
@@ -81,40 +65,29 @@ def holm_differences(
     so a target's difference is the one `stats.compare_arms` reports on the same frames."""
     settings = {"paired": paired, "resamples": resamples, "seed": seed}
     by_target = arm_replicates(arm, main, ["target"], **settings)
-    target_diffs, target_p = _tested(by_target, names, confidence_level)
+    target_diffs = group_differences(by_target, names, confidence_level)
     metric_keys: list[tuple] = []
     metric_diffs: list[Difference] = []
-    metric_p = np.zeros(0)
     if metrics is None or metrics:
         if metrics is not None:
             arm = arm[arm["metric_id"].isin(metrics)]
             main = main[main["metric_id"].isin(metrics)]
         by_metric = arm_replicates(arm, main, ["target", "metric_id"], **settings)
         metric_keys = by_metric.keys
-        metric_diffs, metric_p = _tested(by_metric, names, confidence_level)
-    p_all = np.concatenate([target_p, metric_p])
-    holm = holm_adjust(p_all)
-    alpha = 1.0 - confidence_level
-
-    def test(i: int) -> dict:
-        tested = bool(np.isfinite(p_all[i]))
-        return {
-            "p_value": float(p_all[i]) if tested else None,
-            "p_holm": float(holm[i]) if tested else None,
-            "holm_significant": bool(holm[i] < alpha) if tested else None,
-        }
-
+        metric_diffs = group_differences(by_metric, names, confidence_level)
+    every = target_diffs + metric_diffs
+    tests, sizes = holm_by_family([d.p_value for d in every], ["arm"] * len(every),
+                                  confidence_level)
     n = len(target_diffs)
     return (
         [
-            TargetDifference(target=key[0], **d.model_dump(), **test(i))
+            TargetDifference(target=key[0], **d.model_dump(), **tests[i])
             for i, (key, d) in enumerate(zip(by_target.keys, target_diffs))
         ],
         [
-            MetricDifference(target=key[0], metric_id=key[1], **d.model_dump(), **test(n + i))
+            MetricDifference(target=key[0], metric_id=key[1], **d.model_dump(), **tests[n + i])
             for i, (key, d) in enumerate(zip(metric_keys, metric_diffs))
         ],
-        Multiplicity(
-            family=FAMILY, n_comparisons=int(np.isfinite(p_all).sum()), alpha=alpha
-        ),
+        Multiplicity(family=FAMILY, n_comparisons=sizes.get("arm", 0),
+                     alpha=1.0 - confidence_level),
     )

@@ -128,50 +128,26 @@ class Cell:
     reported: dict[str, float]  # share of benchmarks with an interval
 
 
-def _rate_coverage(strata_boot, successes, trials, truth, level, pool=None):
-    """Coverage of each benchmark's rate; with `pool` (the benchmark's tables over all its
-    metrics) a metric's rate takes their design effect, as `target_rates` gives it."""
+def _rate_coverage(strata_boot, successes, trials, truth, level):
+    """Coverage of each benchmark's rate."""
     b = successes.shape[1]
-    if pool is None:
-        estimates = estimate_rates(strata_boot, successes, trials, np.zeros(b), level)
-    else:
-        estimates = estimate_rates(
-            strata_boot,
-            np.hstack([successes, pool[0]]),
-            np.hstack([trials, pool[1]]),
-            np.zeros(2 * b),
-            level,
-            pool=np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
-        )[:b]
-    return covered(estimates, truth)
+    return covered(estimate_rates(strata_boot, successes, trials, np.zeros(b), level), truth)
 
 
-def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled):
+def _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method):
     estimates = estimate_differences(
-        labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level, **pooled
+        labels, s_a, t_a, s_b, t_b, design, method=method, confidence_level=level
     )
     return covered(estimates, truth)
 
 
-def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False, pool=None):
-    """Coverage of each benchmark's paired difference; with `pool` (both sides' tables over
-    all the benchmark's metrics) a metric's difference takes their design effects and
-    correlation, as the package gives it."""
+def _paired(s_a, t_a, s_b, t_b, strata, truth, level, *, gap=False):
+    """Coverage of each benchmark's paired difference."""
     rule = interval_rules.GAP if gap else interval_rules.DIFFERENCE
     method = methods.CLUSTER_T if gap else methods.CLUSTER_T_MOVER
-    b = s_a.shape[1]
-    pooled = {}
-    if pool is not None:
-        s_a, t_a, s_b, t_b = (np.hstack([own, whole]) for own, whole in zip((s_a, t_a, s_b, t_b),
-                                                                            pool))
-        pooled = {"pool": np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
-                  "strata": strata}
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=rule)
     labels = [("a", "b")] * s_a.shape[1]
-    reported, hits = _difference_coverage(
-        labels, s_a, t_a, s_b, t_b, design, truth, level, method, **pooled
-    )
-    return reported[:b], hits[:b]
+    return _difference_coverage(labels, s_a, t_a, s_b, t_b, design, truth, level, method)
 
 
 def simulate_cell(
@@ -219,12 +195,9 @@ def simulate_cell(
     per_metric, metric_differences, metric_gaps = [], [], []
     for m in measured_metrics(n_metrics):
         mask = (codes == m)[:, None]
-        per_metric.append(
-            _rate_coverage(design, s_a * mask, t * mask, means[m], level, pool=(s_a, t))
-        )
+        per_metric.append(_rate_coverage(design, s_a * mask, t * mask, means[m], level))
         metric_differences.append(
-            _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level,
-                    pool=(s_a, t, s_b, t))
+            _paired(s_a * mask, t * mask, s_b * mask, t * mask, codes, TARGET_GAP, level)
         )
         metric_gaps.append(
             _paired(g_1 * mask, t_g * mask, g_2 * mask, t_g * mask, codes, 0.0, level, gap=True)

@@ -77,24 +77,14 @@ def true_difference(means: np.ndarray) -> float:
     return float(passes.sum() / kept.sum() - np.mean(means))
 
 
-def _difference(s_a, t_a, s_b, t_b, strata, truth, level, pool=None):
-    """As `stats.fidelity.sensitivity` compares its two subsets, one benchmark per column; with
-    `pool` (both subsets' tables over all the benchmark's metrics) a metric's difference takes
-    their design effects and correlation."""
-    b = s_a.shape[1]
-    pooled = {}
-    if pool is not None:
-        s_a, t_a, s_b, t_b = (np.hstack([own, whole])
-                              for own, whole in zip((s_a, t_a, s_b, t_b), pool))
-        pooled = {"pool": np.concatenate([np.arange(b, 2 * b), np.full(b, -1)]),
-                  "strata": strata}
+def _difference(s_a, t_a, s_b, t_b, strata, truth, level):
+    """As `stats.fidelity.sensitivity` compares its two subsets, one benchmark per column."""
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=interval_rules.SENSITIVITY)
     estimates = estimate_differences(
         [("without breaks", "all")] * s_a.shape[1], s_a, t_a, s_b, t_b, design,
-        method=methods.CLUSTER_T_MOVER, confidence_level=level, **pooled,
+        method=methods.CLUSTER_T_MOVER, confidence_level=level,
     )
-    reported, hits = covered(estimates, truth)
-    return reported[:b], hits[:b]
+    return covered(estimates, truth)
 
 
 def simulate_cell(
@@ -122,8 +112,7 @@ def simulate_cell(
     for m in measured_metrics(metrics):
         mask = (codes == m)[:, None]
         per_metric.append(_difference(s_kept * mask, t_kept * mask, s_all * mask, t_all * mask,
-                                      codes, true_difference(means[[m]]), level,
-                                      pool=(s_kept, t_kept, s_all, t_all)))
+                                      codes, true_difference(means[[m]]), level))
     results["metric sensitivity (min)"], results["metric sensitivity (max)"] = extremes(
         per_metric
     )
