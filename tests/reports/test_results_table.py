@@ -10,13 +10,17 @@ from pressurebench.reports.tables import (
     GENERATION,
     MISSING,
     RESULTS_COLUMNS,
+    comparison_table,
     error_breakdown,
     error_breakdown_for,
     format_difference,
     format_rate,
+    gaps_table,
     interval_coverage_table,
     method_label,
+    multiplicity_note,
     results_table,
+    variance_components_table,
 )
 from pressurebench.schemas import GenerationError, ScoresFile
 from pressurebench.stats import methods
@@ -127,3 +131,39 @@ def test_the_coverage_table_shows_each_interval_types_method_and_measured_covera
                              samples=1, seed=2)
     row = interval_coverage_table(results_of(small)).set_index("interval").loc["rate of a metric"]
     assert row["grid design"] == MISSING and "withheld" in row["grid coverage"]
+
+
+def test_comparisons_and_gaps_show_their_test_holm_and_smallest_detectable_difference():
+    """Each pair of targets (over all metrics, then per metric) and each gap: the p-value that
+    inverts its interval, Holm's decision in its family, the MDE, and a sentence naming the
+    family beside the table."""
+    scores = synthetic_scores(target_rates={"a": 0.8, "b": 0.45}, metrics=2,
+                              base_per_metric=RATE.single + 3, samples=2,
+                              axes={"tone": ["x", "y"]}, seed=4)
+    results = results_of(scores)
+    table = comparison_table(results)
+    assert table["metric"].tolist() == ["all", "m01", "m02"]
+    first = results.comparison.pairwise[0]
+    assert table.iloc[0]["p"] == f"{first.p_value:.3f}"
+    assert table.iloc[0]["after Holm"] == "differs"
+    assert table.iloc[0]["MDE"] == f"{100 * first.mde:.1f} pp"
+    gaps = gaps_table(results)
+    assert list(gaps["compared"]) == ["x − y", "x − y"]
+    note = multiplicity_note(results, "differences between targets",
+                             "differences between targets per metric")
+    assert "Holm's correction within each family (every pair of targets, over all metrics; "\
+        "1 family, up to 1 tests)" in note
+    assert "each pair of targets: every metric; 1 family, up to 2 tests" in note
+    assert "not adjusted" in multiplicity_note(results, "pass rates")
+
+
+def test_variance_components_are_shown_as_shares_per_target_and_metric():
+    scores = synthetic_scores(target_rates={"a": 0.7}, metrics=2, base_per_metric=8,
+                              samples=3, axes={"tone": ["x", "y"]}, seed=6)
+    table = variance_components_table(results_of(scores))
+    assert table["metric"].tolist() == ["m01", "m02"]
+    shares = [float(v.rstrip("%")) for v in table.iloc[0][["between scenarios",
+                                                           "between variants",
+                                                           "between samples"]]]
+    assert abs(sum(shares) - 100) <= 2  # rounded shares of one total
+    assert table.iloc[0]["between judgements"] == MISSING  # no panel

@@ -240,9 +240,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     benchmark = benchmark_of(args, params)
     source = read_yaml_model(benchmark_source(benchmark), Benchmark)
     metrics = len(source.metrics) or params.generation.metrics_per_benchmark
-    variants = math.prod(len(v) for v in params.generation.demographics.values()) or 1
+    axes = [len(v) for v in params.generation.demographics.values()]
+    variants = math.prod(axes) or 1
     design = Design(metrics=metrics, variants=variants, samples=params.generation.num_samples,
-                    rate=args.rate, icc=args.icc, pair_correlation=args.pair_correlation)
+                    rate=args.rate, icc=args.icc, pair_correlation=args.pair_correlation,
+                    variant_share=args.variant_share, values=max(axes, default=1))
     icc_high = None
     if args.pilot:
         layout = Layout(params.data_dir, benchmark)
@@ -250,6 +252,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         design = pilot_design(design, files)
         low, icc_high, groups = pilot_icc_interval(files, confidence=args.confidence)
         print(f"pilot ({benchmark}, {', '.join(params.targets)}): pass rate {design.rate:.2f}, "
+              f"variants' share {design.variant_share:.2f}, "
               f"ICC of base scenarios {design.icc:.2f} ({args.confidence:.0%} bootstrap interval "
               f"{low:.2f}–{icc_high:.2f} over {groups} base scenarios × targets); the last column "
               "plans for the interval's upper end, in case the clustering is as strong as the "
@@ -263,7 +266,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "difference": f"80% power at α = 0.05 to detect a difference of {value:g} between two targets",
             "gap": f"80% power at α = 0.05 to detect a demographic gap of {value:g}"}[name]
     print(f"{benchmark}: {metrics} metrics, {variants} variants per base scenario; pass rate "
-          f"{design.rate:g}, ICC {design.icc:g}; goal: {what}")
+          f"{design.rate:g}, ICC {design.icc:g}, variants' share {design.variant_share:g}; "
+          f"goal: {what}")
     upper = f"at ICC {icc_high:.2f}" if icc_high is not None else ""
     floor = scenarios_for_intervals(metrics)
     print(f"{'samples':>7} {'base scenarios/metric':>21} {'to generate':>11} "
@@ -457,11 +461,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --labels-for: base scenarios per metric (default: the params')")
     p.add_argument("--rate", type=float, default=0.5, help="expected pass rate (0.5 plans for the worst case)")
     p.add_argument("--icc", type=float, default=0.2, help="intra-class correlation of base scenarios")
+    p.add_argument("--variant-share", type=float, default=0.0,
+                   help="share of the verdicts' variance between the variants of one base "
+                   "scenario (rewrite and demographic effects; the results' variance components)")
     p.add_argument("--pair-correlation", type=float, default=0.0,
                    help="how alike two targets' scenario effects are (0: plan for the worst case)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals planned")
     p.add_argument("--pilot", action="store_true",
-                   help="estimate the pass rate and the ICC from this benchmark's finished scores")
+                   help="estimate the pass rate, the ICC and the variants' share from this "
+                   "benchmark's finished scores")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("scenarios", help="curate the generated scenarios")

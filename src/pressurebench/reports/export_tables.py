@@ -18,8 +18,11 @@ from ..stats.results import Results
 RATE_COLUMNS = ["target", "scope", "key", "label", "rate", "ci_low", "ci_high", "n", "n_error",
                 "base_scenarios", "method", "reason"]
 DIFFERENCE_COLUMNS = ["a", "b", "rate_a", "rate_b", "difference", "ci_low", "ci_high", "n_a",
-                      "n_b", "base_scenarios_a", "base_scenarios_b", "method", "reason"]
-GAP_COLUMNS = ["target", "axis", *DIFFERENCE_COLUMNS, "p_value", "p_holm", "holm_significant",
+                      "n_b", "base_scenarios_a", "base_scenarios_b", "method", "p_value", "mde",
+                      "reason"]
+PAIR_COLUMNS = [*DIFFERENCE_COLUMNS, "p_holm", "holm_significant"]
+METRIC_PAIR_COLUMNS = ["metric", *PAIR_COLUMNS]
+GAP_COLUMNS = ["target", "axis", *DIFFERENCE_COLUMNS, "p_holm", "holm_significant",
                "n_comparisons"]
 ONSET_COLUMNS = ["target", "conversations", "gave_in", "held_to_last_turn",
                  "held_until_user_stopped", "held_until_judge_error", "median_onset_turn",
@@ -52,20 +55,29 @@ def rates_frame(results: Results, metric_names: Mapping[str, str] | None = None)
 
 def _difference_row(d: Difference) -> list:
     return [d.a, d.b, d.rate_a, d.rate_b, d.difference, d.ci_low, d.ci_high, d.n_a, d.n_b,
-            d.n_clusters_a, d.n_clusters_b, d.ci_method, d.reason]
+            d.n_clusters_a, d.n_clusters_b, d.ci_method, d.p_value, d.mde, d.reason]
 
 
 def pairwise_frame(results: Results) -> pd.DataFrame:
-    """Every pair of targets: the difference of overall pass rates a − b, paired by scenario."""
-    rows = [_difference_row(d) for d in results.comparison.pairwise]
-    return _typed(pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS))
+    """Every pair of targets: the difference of overall pass rates a − b, paired by scenario,
+    with its test and Holm's decision over the pairs."""
+    rows = [[*_difference_row(d), d.p_holm, d.holm_significant]
+            for d in results.comparison.pairwise]
+    return _typed(pd.DataFrame(rows, columns=PAIR_COLUMNS))
+
+
+def metric_pairwise_frame(results: Results) -> pd.DataFrame:
+    """Every pair of targets on every metric, with its test and Holm's decision over the
+    pair's metrics."""
+    rows = [[d.metric_id, *_difference_row(d), d.p_holm, d.holm_significant]
+            for d in results.comparison.by_metric]
+    return _typed(pd.DataFrame(rows, columns=METRIC_PAIR_COLUMNS))
 
 
 def gaps_frame(results: Results) -> pd.DataFrame:
     """Every demographic gap with its test and Holm's decision within its axis and target."""
     rows = [
-        [target, g.axis, *_difference_row(g), g.p_value, g.p_holm, g.holm_significant,
-         g.n_comparisons]
+        [target, g.axis, *_difference_row(g), g.p_holm, g.holm_significant, g.n_comparisons]
         for target, tr in results.targets.items() for g in tr.demographic_gaps
     ]
     return _typed(pd.DataFrame(rows, columns=GAP_COLUMNS))
@@ -226,8 +238,10 @@ def interval_coverage_frame(results: Results) -> pd.DataFrame:
     """Per kind of interval: its method, the study's design, and the coverage range the grid
     measured at the largest design not above it (empty, with the reason, where none)."""
     columns = ["interval", "ci_method", "metrics", "base_scenarios_per_metric", "grid_metrics",
-               "grid_per_metric", "coverage_low", "coverage_high", "reason"]
+               "grid_per_metric", "coverage_low", "coverage_high", "stress_per_metric",
+               "stress_low", "stress_high", "reason"]
     rows = [[i.interval, i.method, i.metrics, i.base_scenarios_per_metric, i.grid_metrics,
-             i.grid_per_metric, i.coverage_low, i.coverage_high, i.reason]
+             i.grid_per_metric, i.coverage_low, i.coverage_high, i.stress_per_metric,
+             i.stress_low, i.stress_high, i.reason]
             for i in results.intervals]
     return _typed(pd.DataFrame(rows, columns=columns))

@@ -293,12 +293,17 @@ def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Se
             cells += [_p(r["p_value"]), _p(r["p_holm"]),
                       DASH if pd.isna(r["holm_significant"]) else
                       ("yes" if r["holm_significant"] else "no")]
+        if "mde" in r:
+            cells.append(_percent(None if pd.isna(r["mde"]) else r["mde"]))
         body.append(cells)
     header = [latex_escape(c.capitalize()) for c in lead] + ["Compared", "pp", "Interval (pp)"]
     spec = "l" * len(lead) + "lrr"
     if "p_holm" in frame.columns:
         header += ["$p$", "$p_{\\mathrm{Holm}}$", "Holm"]
         spec += "rrl"
+    if "mde" in frame.columns:
+        header.append("MDE (pp)")
+        spec += "r"
     return table_float(_tabular(f"@{{}}{spec}@{{}}", header, body), caption + key, label)
 
 
@@ -391,6 +396,8 @@ def interval_coverage_table(results: Results, label: str) -> str:
             latex_escape(method_label(i.method)) if shown else "withheld",
             f"{i.grid_metrics} $\\times$ {i.grid_per_metric}" if shown else DASH,
             f"{i.coverage_low:.3f}--{i.coverage_high:.3f}" if shown else DASH,
+            f"{i.stress_low:.3f}--{i.stress_high:.3f}" if shown and i.stress_low is not None
+            else DASH,
         ])
     per_metric = results.intervals[0].base_scenarios_per_metric if results.intervals else 0
     metrics = results.intervals[0].metrics if results.intervals else 0
@@ -399,9 +406,11 @@ def interval_coverage_table(results: Results, label: str) -> str:
         f"{results.benchmark} ({metrics} metrics, at least {per_metric} base scenarios each) "
         "measured on simulated benchmarks at the largest simulated design not above it "
         "(metrics x base scenarios per metric): lowest and highest over samples, "
-        "intra-scenario correlation and rate."
+        "intra-scenario correlation and rate in the coverage grid, and over the stress grid's "
+        "worlds (metrics that cluster differently, targets that find different scenarios "
+        "hard, rewrite effects, lost scenarios, errors that depend on the outcome)."
     )
     return table_float(
-        _tabular("lp{4.4cm}ll", ["interval", "method", "design", "coverage"], body), caption,
-        label
+        _tabular("lp{4.4cm}lll", ["interval", "method", "design", "coverage", "stress coverage"],
+                 body), caption, label
     )

@@ -26,7 +26,7 @@ ONSET_COLUMNS = ["target", "conversations", "gave in", "held to the last turn",
                  "CI method", "mean flips", "recovered"]
 LANDMARK_COLUMNS = ["target", "landmark", "turns", "pass rate [CI]", "gave in here [CI]",
                     "n", "base scenarios", "CI method"]
-DIFFERENCE_COLUMNS = ["a", "b", "turn", "holding a − b [CI]", "CI method"]
+DIFFERENCE_COLUMNS = ["a", "b", "turn", "holding a − b [CI]", "CI method", "p", "p (Holm)", "MDE"]
 
 
 def _steps(curve: Curve) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -154,8 +154,14 @@ def landmark_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=LANDMARK_COLUMNS)
 
 
+def _p(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
+
+
 def difference_table(results: Results) -> pd.DataFrame:
-    """Paired differences of two targets' share still holding, turn by turn."""
+    """Paired differences of two targets' share still holding, turn by turn, with the p-value
+    that inverts each turn's interval, Holm's adjustment over the pair's turns and the minimum
+    detectable difference at 80% power."""
     pressure = results.pressure
     if pressure is None:
         return pd.DataFrame(columns=DIFFERENCE_COLUMNS)
@@ -165,7 +171,9 @@ def difference_table(results: Results) -> pd.DataFrame:
             value = MISSING if p.difference is None else f"{p.difference:+.1%}"
             if p.difference is not None:
                 value += f" {format_interval(p.ci_low, p.ci_high)}"
-            rows.append([diff.a, diff.b, p.turn, value, interval_method(p.ci_method, diff.reason)])
+            rows.append([diff.a, diff.b, p.turn, value, interval_method(p.ci_method, diff.reason),
+                         _p(p.p_value), _p(p.p_holm),
+                         MISSING if p.mde is None else f"{100 * p.mde:.1f} pp"])
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
 

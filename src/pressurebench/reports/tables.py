@@ -25,6 +25,7 @@ from ..schemas import (
 )
 from ..stats import methods
 from ..stats.estimates import RateEstimate
+from ..stats.multiplicity import HOLM
 from ..stats.results import Results
 
 METHOD_LABELS = {
@@ -146,28 +147,123 @@ def results_table(results: Results, metric_names: Mapping[str, str] | None = Non
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
 
 
-COVERAGE_COLUMNS = ["interval", "method", "study design", "grid design", "grid coverage"]
+COVERAGE_COLUMNS = ["interval", "method", "study design", "grid design", "grid coverage",
+                    "stress grid coverage"]
 
 
 def interval_coverage_table(results: Results) -> pd.DataFrame:
     """One row per kind of interval: its method, the study's design, and the coverage the
-    grid (docs/interval_coverage.md) measured at the largest design not above it, or why
-    none is shown."""
+    coverage grid (docs/interval_coverage.md) and the stress grid (docs/stress_coverage.md)
+    measured at the largest design not above it, or why none is shown."""
     rows = []
     for shown in results.intervals:
         design = f"{shown.metrics} metrics × {shown.base_scenarios_per_metric} base scenarios"
         if shown.reason is not None:
             rows.append([shown.interval, method_label(shown.method), design, MISSING,
-                         shown.reason])
+                         shown.reason, MISSING])
             continue
+        stress = MISSING if shown.stress_low is None else (
+            f"{shown.stress_low:.3f}–{shown.stress_high:.3f}")
         rows.append([
             shown.interval,
             method_label(shown.method),
             design,
             f"{shown.grid_metrics} metrics × {shown.grid_per_metric}",
             f"{shown.coverage_low:.3f}–{shown.coverage_high:.3f}",
+            stress,
         ])
     return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
+
+
+COMPARISON_COLUMNS = ["compared", "metric", "difference [CI]", "method", "p", "p (Holm)",
+                      "after Holm", "MDE"]
+
+
+def _p(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
+
+
+def _test_columns(d) -> list:
+    significant = d.holm_significant
+    return [
+        format_difference(d.difference, d.ci_low, d.ci_high),
+        interval_method(d.ci_method, d.reason),
+        _p(d.p_value),
+        _p(d.p_holm),
+        MISSING if significant is None else ("differs" if significant else "no evidence"),
+        MISSING if d.mde is None else f"{100 * d.mde:.1f} pp",
+    ]
+
+
+def comparison_table(results: Results) -> pd.DataFrame:
+    """Every pair of targets over all metrics, then on each metric: the difference a − b with
+    its interval, the p-value that inverts it, Holm's adjustment within its family and the
+    minimum detectable effect at 80% power (a difference the design would find 80% of the
+    time; an interval holding 0 says little about differences smaller than it)."""
+    comparison = results.comparison
+    rows = [[f"{d.a} − {d.b}", "all", *_test_columns(d)] for d in comparison.pairwise]
+    rows += [[f"{d.a} − {d.b}", d.metric_id, *_test_columns(d)] for d in comparison.by_metric]
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+GAP_COLUMNS = ["target", "axis", "compared", "gap [CI]", "method", "p", "p (Holm)",
+               "after Holm", "MDE"]
+
+
+def gaps_table(results: Results) -> pd.DataFrame:
+    """Every demographic gap: value a − value b with its interval, its test, Holm's decision
+    within its target and axis, and the minimum detectable gap at 80% power."""
+    rows = [[target, g.axis, f"{g.a} − {g.b}", *_test_columns(g)]
+            for target in sorted(results.targets) for g in results.targets[target].demographic_gaps]
+    return pd.DataFrame(rows, columns=GAP_COLUMNS)
+
+
+def multiplicity_note(results: Results, *tables: str) -> str:
+    """How the families of `tables` (names of `stats.multiplicity.FAMILIES`) are adjusted in
+    this study, in a sentence each: stated beside the tables they govern."""
+    said = []
+    for found in results.multiplicity:
+        if found.table not in tables:
+            continue
+        if found.adjustment == HOLM:
+            said.append(f"{found.table}: Holm's correction within each family ({found.family}; "
+                        f"{found.n_families} famil{'y' if found.n_families == 1 else 'ies'}, "
+                        f"up to {found.largest} tests), family-wise error ≤ "
+                        f"{1 - results.statistics.confidence_level:g}")
+        else:
+            said.append(f"{found.table}: not adjusted ({found.family}); each interval is a "
+                        "pointwise one")
+    return "Multiplicity: " + "; ".join(said) + "." if said else ""
+
+
+COMPONENT_COLUMNS = ["target", "metric", "rate", "base scenarios", "between scenarios",
+                     "between variants", "between samples", "between judgements", "ICC"]
+
+
+def variance_components_table(results: Results) -> pd.DataFrame:
+    """Per target and metric: the variance of its verdicts between base scenarios, variants,
+    samples and judgements (`stats.variance_components`), each as a share of the first three's
+    sum; "within scenarios" where variants and samples cannot be told apart."""
+
+    def share(value: float | None, total: float | None) -> str:
+        if value is None or not total:
+            return MISSING
+        return f"{value / total:.0%}"
+
+    rows = []
+    for target in sorted(results.targets):
+        for metric, c in sorted(results.targets[target].variance_components.items()):
+            total = None if c.within_scenarios is None or c.between_scenarios is None else (
+                c.between_scenarios + c.within_scenarios)
+            variants = share(c.between_variants, total)
+            samples = share(c.between_samples, total)
+            if c.between_variants is None and c.within_scenarios is not None:
+                variants = samples = f"{share(c.within_scenarios, total)} (together)"
+            rows.append([target, metric, format_share(c.rate), c.n_scenarios,
+                         share(c.between_scenarios, total), variants, samples,
+                         share(c.between_judgements, total),
+                         MISSING if c.scenario_share is None else f"{c.scenario_share:.2f}"])
+    return pd.DataFrame(rows, columns=COMPONENT_COLUMNS)
 
 
 def _generation_category(error: GenerationError) -> str:

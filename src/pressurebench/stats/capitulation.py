@@ -48,6 +48,9 @@ from .frame import GAVE_IN, ONSET_TIME, cluster_ids
 from .grouping import cluster_table, factorize
 from .interval_rules import CAPITULATION, CURVE_DIFFERENCE, IntervalRule
 from .intervals import newcombe_interval, wilson_interval
+from .inverted_tests import inverted_p_values
+from .multiplicity import Corrected, holm_by_family
+from .power import minimum_detectable_effect
 
 
 class CurvePoint(Row):
@@ -87,12 +90,19 @@ class Curve(Row):
     reason: str | None = Field(default=None, description="why the curve has no bands")
 
 
-class CurveDifferencePoint(Row):
+class CurveDifferencePoint(Corrected):
+    """One turn of two curves' difference; Holm's family is the turns of the pair."""
+
     turn: int = Field(ge=1)
     difference: float | None = Field(description="share holding of a minus that of b")
     ci_low: float | None
     ci_high: float | None
     ci_method: str
+    p_value: float | None = Field(
+        default=None, description="two-sided p-value of no difference at this turn, from "
+        "inverting the cluster-t interval shown (none beside a Newcombe interval)")
+    mde: float | None = Field(
+        default=None, description="minimum detectable difference at 80% power (`stats.power`)")
 
 
 class CurveDifference(Row):
@@ -338,32 +348,46 @@ def curve_differences(
     ja, jb = (np.array([p[k] for p in pairs]) for k in (2, 3))
     active = (at_risk[:, ja, 0] > 0) | (at_risk[:, jb, 0] > 0)
     design = _curve_design(z[:, ja] - z[:, jb], active, strata, CURVE_DIFFERENCE)
-    halves = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
+    se = np.sqrt(design.variance).ravel()
+    df = design.df.ravel()
+    point = np.array([[np.nan if pa.holding is None or pb.holding is None
+                       else pa.holding - pb.holding
+                       for pa, pb in zip(curves[i].points, curves[j].points)]
+                      for _, _, i, j in pairs]).ravel()
+
+    def bounds(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        half = t_quantile(df, levels) * se
+        return np.maximum(point - half, -1.0), np.minimum(point + half, 1.0)
+
+    low, high = bounds(np.full(point.shape, confidence_level))
+    p_values = inverted_p_values(bounds, len(point), confidence_level).reshape(len(pairs), -1)
+    mde = minimum_detectable_effect(se, df, confidence_level).reshape(len(pairs), -1)
+    low, high = low.reshape(len(pairs), -1), high.reshape(len(pairs), -1)
     out = []
     for n, (a, b, i, j) in enumerate(pairs):
         reason = curves[i].reason or curves[j].reason or design.reason[n]
-        half = halves[n]
         points = []
         for u in range(turns):
             pa, pb = curves[i].points[u], curves[j].points[u]
             if pa.holding is None or pb.holding is None:
-                points.append(CurveDifferencePoint(turn=u + 1, difference=None, ci_low=None,
-                                                   ci_high=None, ci_method=methods.NONE))
+                points.append({"turn": u + 1, "difference": None, "ci_low": None,
+                               "ci_high": None, "ci_method": methods.NONE})
                 continue
             d = pa.holding - pb.holding
+            shown = {"turn": u + 1, "difference": float(d)}
             if reason is not None:
-                lo, hi, method = None, None, methods.NONE
-            elif not np.isfinite(half[u]) or half[u] <= 0:
+                shown |= {"ci_low": None, "ci_high": None, "ci_method": methods.NONE}
+            elif not np.isfinite(high[n, u]) or se.reshape(len(pairs), -1)[n, u] <= 0:
                 lo, hi = newcombe_interval(pa.holding, pa.ci_low, pa.ci_high,
                                            pb.holding, pb.ci_low, pb.ci_high)
-                method = methods.NEWCOMBE_CLUSTERS
+                shown |= {"ci_low": lo, "ci_high": hi, "ci_method": methods.NEWCOMBE_CLUSTERS}
             else:
-                lo, hi = max(d - half[u], -1.0), min(d + half[u], 1.0)
-                method = methods.CLUSTER_T
-            points.append(CurveDifferencePoint(
-                turn=u + 1, difference=float(d),
-                ci_low=None if lo is None else float(lo),
-                ci_high=None if hi is None else float(hi), ci_method=method,
-            ))
-        out.append(CurveDifference(a=a, b=b, points=points, reason=reason))
+                shown |= {"ci_low": float(low[n, u]), "ci_high": float(high[n, u]),
+                          "ci_method": methods.CLUSTER_T, "p_value": float(p_values[n, u]),
+                          "mde": float(mde[n, u])}
+            points.append(shown)
+        tests, _ = holm_by_family([pt.get("p_value") for pt in points], [0] * len(points),
+                                  confidence_level)
+        out.append(CurveDifference(a=a, b=b, reason=reason, points=[
+            CurveDifferencePoint(**pt, **t) for pt, t in zip(points, tests)]))
     return out

@@ -213,6 +213,9 @@ def remedy(metrics: int, rule: IntervalRule, clusters: int) -> str:
 # difference, written by `make capitulation-coverage` with docs/capitulation_coverage.md.
 COVERAGE_FILE = "coverage/interval_coverage.json"
 SWEEP_COVERAGE_FILE = "coverage/capitulation_coverage.json"
+# The same for every interval type in the stress grid's worlds, written by `make coverage` with
+# docs/stress_coverage.md.
+STRESS_COVERAGE_FILE = "coverage/stress_coverage.json"
 
 
 @dataclass(frozen=True)
@@ -236,14 +239,20 @@ def coverage_table(file: str = COVERAGE_FILE) -> dict:
     return json.loads(text)
 
 
-def grid_coverage(interval_type: str, metrics: int, per_metric: int) -> GridCoverage | None:
+def grid_coverage(
+    interval_type: str, metrics: int, per_metric: int, file: str | None = None
+) -> GridCoverage | None:
     """The grid's coverage of `interval_type` (a row of docs/interval_coverage.md: "overall",
     "metric (min)", "target difference", ...; or of docs/capitulation_coverage.md: "band",
-    "curve difference", "sensitivity", ...) at the largest simulated design not larger than
-    `metrics` metrics of `per_metric` base scenarios each (with fewer metrics than the grid
-    simulates, its smallest number of metrics); None below its smallest design."""
-    by_metrics = (coverage_table()["coverage"].get(interval_type)
-                  or coverage_table(SWEEP_COVERAGE_FILE)["coverage"].get(interval_type, {}))
+    "curve difference", "sensitivity", ...; with `file` STRESS_COVERAGE_FILE, a row of
+    docs/stress_coverage.md) at the largest simulated design not larger than `metrics` metrics
+    of `per_metric` base scenarios each (with fewer metrics than the grid simulates, its
+    smallest number of metrics); None below its smallest design."""
+    if file is not None:
+        by_metrics = coverage_table(file)["coverage"].get(interval_type, {})
+    else:
+        by_metrics = (coverage_table()["coverage"].get(interval_type)
+                      or coverage_table(SWEEP_COVERAGE_FILE)["coverage"].get(interval_type, {}))
     counts = sorted(int(m) for m in by_metrics)
     if not counts:
         return None

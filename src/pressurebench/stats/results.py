@@ -31,10 +31,12 @@ from .interval_coverage import (
     interval_coverages,
 )
 from .judge_validity import JudgeValidity
+from .multiplicity import Family, family
 from .pressure import PressureResults, pressure_results
 from .ranking import TargetComparison, compare_targets
 from .rates import TargetRates, no_data, target_rates
 from .received import ReceivedResults
+from .variance_components import VarianceComponents, variance_components
 
 RESULTS_SCHEMA_VERSION = 1
 RESAMPLING = (
@@ -74,6 +76,11 @@ class TargetResults(TargetRates):
     errors: ErrorCounts
     demographic_gaps: list[DemographicGap]
     sample_agreement: SampleAgreement
+    variance_components: dict[str, VarianceComponents] = Field(
+        default_factory=dict,
+        description="per metric: the variance of its verdicts between base scenarios, "
+        "variants, samples and judgements (`stats.variance_components`)",
+    )
 
 
 class LabelsSetAside(BaseModel):
@@ -141,8 +148,14 @@ class Results(BaseModel):
     )
     intervals: list[IntervalCoverage] = Field(
         default_factory=list,
-        description="per kind of interval: its method and the coverage the grid "
-        "(docs/interval_coverage.md) measured at the largest design not above the study's",
+        description="per kind of interval: its method and the coverage the coverage grid "
+        "(docs/interval_coverage.md) and the stress grid (docs/stress_coverage.md) measured at "
+        "the largest design not above the study's",
+    )
+    multiplicity: list[Family] = Field(
+        default_factory=list,
+        description="the declared families of tests and how each is adjusted "
+        "(`stats.multiplicity`)",
     )
     judge_probes: JudgeProbeNotes | None = Field(
         default=None,
@@ -200,6 +213,7 @@ def build_results(
     rates = target_rates(scores, bootstrap, confidence_level=confidence_level)
     gaps = demographic_gaps(scores, bootstrap, confidence_level=confidence_level)
     errors = error_counts(scores)
+    components = variance_components(scores)
     for per_target in rates.values():
         filled = {**{m: no_data() for m in metric_ids}, **per_target.by_metric}
         per_target.by_metric.clear()
@@ -214,32 +228,67 @@ def build_results(
                 bootstrap,
                 confidence_level=confidence_level,
             ),
+            variance_components=components.get(target, {}),
         )
         for target in rates
     }
+    comparison = compare_targets(scores, bootstrap, confidence_level=confidence_level)
+    pressure = (
+        pressure_results(
+            onsets.assign(target=onsets["target"].astype(str)),
+            turns.assign(target=turns["target"].astype(str)),
+            bootstrap,
+            confidence_level=confidence_level,
+        )
+        if onsets is not None and turns is not None
+        else None
+    )
     return Results(
         benchmark=benchmark,
         statistics=StatisticsSettings(
             resamples=resamples, confidence_level=confidence_level, seed=seed
         ),
         targets=targets,
-        comparison=compare_targets(scores, bootstrap, confidence_level=confidence_level),
+        comparison=comparison,
         intervals=interval_coverages(
             bootstrap.strata_codes,
             KINDS
             + (CURVE_KINDS if onsets is not None and turns is not None else ())
             + (FIDELITY_KINDS if fidelity_checked else ()),
         ),
+        multiplicity=families(targets, comparison, pressure),
         sample_agreement=sample_agreement(scores, bootstrap, confidence_level=confidence_level),
         judge_agreement=judge_agreement(scores, bootstrap, confidence_level=confidence_level),
-        pressure=(
-            pressure_results(
-                onsets.assign(target=onsets["target"].astype(str)),
-                turns.assign(target=turns["target"].astype(str)),
-                bootstrap,
-                confidence_level=confidence_level,
-            )
-            if onsets is not None and turns is not None
-            else None
-        ),
+        pressure=pressure,
     )
+
+
+def families(
+    targets: dict[str, TargetResults], comparison: TargetComparison,
+    pressure: PressureResults | None,
+) -> list[Family]:
+    """The declared families of the results' tests (`stats.multiplicity`), each with the sizes
+    it has in this study."""
+
+    def tested(values) -> int:
+        return sum(v.p_value is not None for v in values)
+
+    per_pair: dict[tuple[str, str], list] = {}
+    for d in comparison.by_metric:
+        per_pair.setdefault((d.a, d.b), []).append(d)
+    gaps: dict[tuple[str, str], list] = {}
+    for target, result in targets.items():
+        for gap in result.demographic_gaps:
+            gaps.setdefault((target, gap.axis), []).append(gap)
+    out = [
+        family("pass rates", []),
+        family("differences between targets", [tested(comparison.pairwise)]
+               if comparison.pairwise else []),
+        family("differences between targets per metric", [tested(v) for v in per_pair.values()]),
+        family("demographic gaps", [tested(v) for v in gaps.values()]),
+    ]
+    if pressure is not None:
+        out += [family("capitulation bands", []),
+                family("capitulation curve differences",
+                       [tested(d.points) for d in pressure.differences])]
+    return out

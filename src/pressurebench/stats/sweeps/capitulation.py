@@ -178,7 +178,7 @@ def simulate_tables(
             np.concatenate([gave_in, gave_in[:, :benchmarks] * first], axis=1))
 
 
-def _points(points, truth) -> tuple[np.ndarray, np.ndarray]:
+def points_covered(points, truth) -> tuple[np.ndarray, np.ndarray]:
     """Per turn: whether an interval was reported, and whether it covered `truth`."""
     reported = np.array([p.ci_low is not None for p in points])
     covered = np.array([p.ci_low is not None and p.ci_low <= s <= p.ci_high
@@ -217,7 +217,7 @@ def sweep_cell(
                  "curve difference": [d.points for d in differences]}
         for name, of_benchmarks in found.items():
             for points in of_benchmarks:
-                rep, cov = _points(points, truths[name])
+                rep, cov = points_covered(points, truths[name])
                 reported[name] += rep
                 covered[name] += cov
         done += size

@@ -18,6 +18,8 @@ is Beta around its metric's mean with intra-scenario correlation `icc`
 mean). Interval types:
 
 - overall: a target's pass rate over all metrics;
+- demographic value: the rate of one demographic value (one variant of each base scenario)
+  over all metrics;
 - metric (min/max): each metric's rate, the lowest and highest coverage of the metrics
   (of 20 metrics, four are measured: the lowest and highest means and two between);
 - positive: the rate over half of the metrics;
@@ -86,6 +88,7 @@ TARGET_GAP = 0.1
 ARM_GAP = 0.05
 STATISTICS = (
     "overall",
+    "demographic value",
     "metric (min)",
     "metric (max)",
     "positive",
@@ -101,6 +104,7 @@ STATISTICS = (
 # Which rule (`stats.interval_rules`) and which of its sides governs each interval type.
 GOVERNED_BY = {
     "overall": ("rate", "pooled"),
+    "demographic value": ("rate", "pooled"),
     "positive": ("rate", "pooled"),
     "metric (min)": ("rate", "single"),
     "metric (max)": ("rate", "single"),
@@ -191,6 +195,7 @@ def simulate_cell(
     level = confidence_level
     results: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     results["overall"] = _rate_coverage(design, s_a, t, rate, level)
+    results["demographic value"] = _rate_coverage(design, g_1, t_g, rate, level)
 
     per_metric, metric_differences, metric_gaps = [], [], []
     for m in measured_metrics(n_metrics):

@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -62,6 +62,7 @@ from .common import (
     measured_metrics,
     measured_rules,
     monte_carlo_error,
+    probabilities,
     seeded_runs,
 )
 from .synthetic import synthetic_scores
@@ -99,14 +100,19 @@ def simulate(
     disagreement_accuracy: float = 0.5,
     disagreement_share: float = 0.5,
     weighted: bool = True,
+    by_target: Mapping[str, tuple[float, float]] | None = None,
+    error_icc: float = 0.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Score rows judged by an imperfect judge, human labels of a sample, and the panel verdicts.
 
     4 metrics × 12 base scenarios × 2 variants × 2 samples per target by
     default; metric types alternate positive and negative. `sensitivity` and
-    `specificity` are one value or one per metric. `labelled_per_target`
-    spreads that many labels over a target's metrics (the first ones get one
-    more where they do not divide), instead of `labelled_per_group` per cell.
+    `specificity` are one value or one per metric; `by_target` gives them per target instead
+    (a judge that errs more on one target's conversations); with `error_icc` each base
+    scenario has its own sensitivity and specificity, Beta around those with that
+    intra-scenario correlation (a judge whose errors cluster by scenario).
+    `labelled_per_target` spreads that many labels over a target's metrics (the first ones
+    get one more where they do not divide), instead of `labelled_per_group` per cell.
     """
     truth = synthetic_scores(
         target_rates=TRUE_RATES,
@@ -123,6 +129,14 @@ def simulate(
     metric = truth["metric_id"].str[1:].astype(int).to_numpy() - 1
     se = np.broadcast_to(np.asarray(sensitivity, dtype=float), (metrics,))[metric]
     sp = np.broadcast_to(np.asarray(specificity, dtype=float), (metrics,))[metric]
+    if by_target is not None:
+        se = truth["target"].map({t: v[0] for t, v in by_target.items()}).to_numpy(dtype=float)
+        sp = truth["target"].map({t: v[1] for t, v in by_target.items()}).to_numpy(dtype=float)
+    if error_icc > 0:
+        base, where = np.unique(truth["base_id"].to_numpy(), return_inverse=True)
+        u_se, u_sp = rng.uniform(size=len(base))[where], rng.uniform(size=len(base))[where]
+        se = probabilities(se, error_icc, u_se)
+        sp = probabilities(sp, error_icc, u_sp)
     u = rng.uniform(size=len(truth))
     judged = np.where(present, u < se, u >= sp)
     disagrees = rng.uniform(size=len(truth)) < disagreement_rate
@@ -449,6 +463,51 @@ def corrected_intervals(scores: pd.DataFrame, labels: pd.DataFrame, metrics: int
     for i, target in enumerate(("a", "b")):
         found[f"gap at {TRUE_RATES[target]}"] = [judged(gaps, i, 0.0)]
     return found
+
+
+# The stress grid's judges (`sweeps.stress`): one that errs more on one target's conversations,
+# one whose errors cluster by base scenario, and both; labels.per_cell's default of labels.
+STRESS_JUDGES: dict[str, dict] = {
+    "judge errs by target": {"what": "sensitivity/specificity 0.95/0.9 on target a's "
+                                     "conversations, 0.65/0.8 on b's",
+                             "by_target": {"a": (0.95, 0.9), "b": (0.65, 0.8)}},
+    "judge errors cluster": {"what": "sensitivity 0.8, specificity 0.9, each base scenario's "
+                                     "own (ICC 0.3)", "error_icc": 0.3},
+    "both": {"what": "errs by target and clusters by scenario",
+             "by_target": {"a": (0.95, 0.9), "b": (0.65, 0.8)}, "error_icc": 0.3},
+}
+STRESS_STATISTICS = ("corrected rate", "corrected difference", "corrected gap")
+STRESS_GOVERNED_BY = {"corrected rate": ("corrected rate", "pooled"),
+                      "corrected difference": ("corrected difference", "pooled"),
+                      "corrected gap": ("corrected difference", "pooled")}
+
+
+def stress_coverage(
+    world: str, metrics: int, k: int, per_cell: int, *, benchmarks: int,
+    confidence_level: float, rng: np.random.Generator,
+) -> dict[str, tuple[float | None, float | None, float]]:
+    """Per corrected statistic the results report (the targets' rates, their paired
+    difference, their demographic gaps: the worst of each): its coverage (lowest = highest)
+    and the share reported (call within `rules_lowered`)."""
+    judge = {key: value for key, value in STRESS_JUDGES[world].items() if key != "what"}
+    runs: dict[str, list] = {}
+    for _ in range(benchmarks):
+        scores, labels, _ = simulate(rng, metrics=metrics, base_per_metric=k,
+                                     labelled_per_group=per_cell, rater_accuracy=1.0, **judge)
+        for name, got in corrected_intervals(scores, labels, metrics).items():
+            runs.setdefault(name, []).append(got)
+    groups = {"corrected rate": [n for n in runs if n.startswith("rate ")],
+              "corrected difference": ["difference a − b"],
+              "corrected gap": [n for n in runs if n.startswith("gap ")]}
+    out = {}
+    for name, members in groups.items():
+        columns = [(np.array([g[0][0] for g in runs[m]]), np.array([g[0][1] for g in runs[m]]))
+                   for m in members]
+        shares = [cov[rep].mean() if rep.any() else np.inf for rep, cov in columns]
+        rep, cov = columns[int(np.argmin(shares))]
+        value = float(cov[rep].mean()) if rep.any() else None
+        out[name] = (value, value, float(rep.mean()))
+    return out
 
 
 def sweep_cell(task: tuple) -> SweepCell:

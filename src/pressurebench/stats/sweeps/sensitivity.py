@@ -77,7 +77,7 @@ def true_difference(means: np.ndarray) -> float:
     return float(passes.sum() / kept.sum() - np.mean(means))
 
 
-def _difference(s_a, t_a, s_b, t_b, strata, truth, level):
+def difference_coverage(s_a, t_a, s_b, t_b, strata, truth, level):
     """As `stats.fidelity.sensitivity` compares its two subsets, one benchmark per column."""
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=interval_rules.SENSITIVITY)
     estimates = estimate_differences(
@@ -106,12 +106,12 @@ def simulate_cell(
     t_kept = columns((~broke).sum(axis=-1))
     codes = np.repeat(np.arange(metrics), k)
     level = confidence_level
-    results = {"sensitivity": _difference(s_kept, t_kept, s_all, t_all, codes,
+    results = {"sensitivity": difference_coverage(s_kept, t_kept, s_all, t_all, codes,
                                           true_difference(means), level)}
     per_metric = []
     for m in measured_metrics(metrics):
         mask = (codes == m)[:, None]
-        per_metric.append(_difference(s_kept * mask, t_kept * mask, s_all * mask, t_all * mask,
+        per_metric.append(difference_coverage(s_kept * mask, t_kept * mask, s_all * mask, t_all * mask,
                                       codes, true_difference(means[[m]]), level))
     results["metric sensitivity (min)"], results["metric sensitivity (max)"] = extremes(
         per_metric

@@ -47,6 +47,7 @@ from ..bootstrap import ClusterBootstrap
 from ..differences import estimate_differences, independent_design, paired_design
 from ..interval_rules import rules_lowered
 from ..rates import estimate_rates
+from . import judge, stress_curves
 from .common import (
     BASE_PER_METRIC,
     HIGH,
@@ -146,7 +147,7 @@ WORLDS: dict[str, World] = {
 }
 
 # Interval types, the rule and side of `stats.interval_rules` governing each.
-GOVERNED_BY = {
+RATE_GOVERNED_BY = {
     "overall": ("rate", "pooled"),
     "positive": ("rate", "pooled"),
     "demographic value": ("rate", "pooled"),
@@ -158,7 +159,8 @@ GOVERNED_BY = {
     "demographic gap": ("demographic gap", "pooled"),
     "independent contrast": ("independent difference", "pooled"),
 }
-STATISTICS = tuple(GOVERNED_BY)
+STATISTICS = tuple(RATE_GOVERNED_BY)
+GOVERNED_BY = {**RATE_GOVERNED_BY, **stress_curves.GOVERNED_BY, **judge.STRESS_GOVERNED_BY}
 # An ICC at or below this is "low" and at or above HIGH_ICC "high": a world with both is mixed,
 # and the low-ICC metrics' coverage there is read against the band's upper side.
 LOW_ICC, HIGH_ICC = 0.1, 0.5
@@ -166,17 +168,24 @@ LOW_ICC, HIGH_ICC = 0.1, 0.5
 
 @dataclass(frozen=True)
 class StressCell:
-    """One design in one world: per interval type its coverage among the benchmarks where it
-    was reported (None: never) and the share reported; per measured metric its ICC and its
-    rate's coverage."""
+    """One design in one world of one part of the grid ("rates", "curves" or "sensitivity"):
+    per interval type its coverage among the benchmarks where it was reported (None: never;
+    for curves the lowest over turns, `highest` the highest) and the share reported; per
+    measured metric its ICC and its rate's coverage. `samples` counts conversations per base
+    scenario for curves and the sensitivity difference."""
 
+    part: str
     metrics: int
     base_per_metric: int
     samples: int
     world: str
     coverage: dict[str, float | None]
     reported: dict[str, float]
+    highest: dict[str, float | None] = field(default_factory=dict)
     metric_coverage: tuple[tuple[float, float | None], ...] = field(default=())
+
+    def high(self, name: str) -> float | None:
+        return self.highest.get(name, self.coverage[name])
 
 
 @dataclass(frozen=True)
@@ -389,7 +398,8 @@ def stress_cell(
     metric_coverage = tuple(
         (float(iccs[m]), float(cov[rep].mean()) if rep.any() else None)
         for m, (rep, cov) in zip(measured_metrics(metrics), per_metric))
-    return StressCell(metrics, k, samples, world_name, coverage, reported, metric_coverage)
+    return StressCell("rates", metrics, k, samples, world_name, coverage, reported,
+                      metric_coverage=metric_coverage)
 
 
 def _stress_cell(task: tuple) -> StressCell:
@@ -400,9 +410,38 @@ def _stress_cell(task: tuple) -> StressCell:
                            confidence_level=confidence_level, rng=np.random.default_rng(stream))
 
 
+def _part_cell(task: tuple) -> StressCell:
+    """One cell of the curves' or the sensitivity difference's part, the rules lowered."""
+    part, world, m, k, s, benchmarks, confidence_level, stream = task
+    measure = {"curves": stress_curves.curve_coverage,
+               "sensitivity": stress_curves.sensitivity_coverage,
+               "judge": judge.stress_coverage}[part]
+    with rules_lowered():
+        found = measure(world, m, k, s, benchmarks=benchmarks, confidence_level=confidence_level,
+                        rng=np.random.default_rng(stream))
+    return StressCell(part, m, k, s, world, {n: v[0] for n, v in found.items()},
+                      {n: v[2] for n, v in found.items()},
+                      highest={n: v[1] for n, v in found.items()})
+
+
 def _population(task: tuple) -> dict:
     world, m, s, stream = task
     return population(WORLDS[world], m, s, seed=int(stream.generate_state(1)[0]))
+
+
+# The parts of the grid: their interval types, worlds, and what `samples` counts.
+PARTS = {
+    "rates": (STATISTICS, {w: WORLDS[w].what for w in WORLDS}, SAMPLES, "samples per variant"),
+    "curves": (stress_curves.CURVE_STATISTICS,
+               {w: v.what for w, v in stress_curves.CURVE_WORLDS.items()}, (1, 4),
+               "conversations per base scenario"),
+    "sensitivity": (stress_curves.SENSITIVITY_STATISTICS,
+                    {w: v["what"] for w, v in stress_curves.SENSITIVITY_WORLDS.items()},
+                    (1, 4), "conversations per base scenario"),
+    "judge": (judge.STRESS_STATISTICS,
+              {w: v["what"] for w, v in judge.STRESS_JUDGES.items()}, (10,),
+              "labels per target × metric"),
+}
 
 
 def stress_grid(
@@ -412,19 +451,32 @@ def stress_grid(
     seed: int = 2028,
     metrics: tuple[int, ...] = METRICS,
     base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
-    samples: tuple[int, ...] = SAMPLES,
-    worlds: tuple[str, ...] = tuple(WORLDS),
+    parts: tuple[str, ...] = tuple(PARTS),
+    worlds: tuple[str, ...] | None = None,
     jobs: int = 1,
     cache: Path | None = None,
 ) -> list[StressCell]:
-    """Every design in every world, each from its own seeded stream, measured below the
-    rules; the truths first, from one large study per world, number of metrics and samples."""
-    kinds = list(itertools.product(worlds, metrics, samples))
-    truths = dict(zip(kinds, seeded_runs(_population, kinds, seed=seed + 1, jobs=jobs,
-                                         cache=cache)))
-    designs = [(w, m, k, s, truths[(w, m, s)], benchmarks, confidence_level)
-               for w, m, k, s in itertools.product(worlds, metrics, base_per_metric, samples)]
-    return seeded_runs(_stress_cell, designs, seed=seed, jobs=jobs, cache=cache)
+    """Every design in every world of every part, each from its own seeded stream, measured
+    below the rules (`worlds`: only these, of whichever part has them); for the rates, the
+    truths first, from one large study per world, number of metrics and samples."""
+    cells: list[StressCell] = []
+    for n, part in enumerate(p for p in PARTS if p in parts):
+        _, names, samples, _ = PARTS[part]
+        chosen = [w for w in names if worlds is None or w in worlds]
+        if part == "rates":
+            kinds = list(itertools.product(chosen, metrics, samples))
+            truths = dict(zip(kinds, seeded_runs(_population, kinds, seed=seed + 1, jobs=jobs,
+                                                 cache=cache)))
+            designs = [(w, m, k, s, truths[(w, m, s)], benchmarks, confidence_level)
+                       for w, m, k, s in itertools.product(chosen, metrics, base_per_metric,
+                                                           samples)]
+            cells += seeded_runs(_stress_cell, designs, seed=seed, jobs=jobs, cache=cache)
+            continue
+        designs = [(part, w, m, k, s, benchmarks, confidence_level)
+                   for w, m, k, s in itertools.product(chosen, metrics, base_per_metric,
+                                                       samples)]
+        cells += seeded_runs(_part_cell, designs, seed=seed + 10 * n, jobs=jobs, cache=cache)
+    return cells
 
 
 def rule_of(name: str) -> int:
@@ -435,11 +487,15 @@ def rule_of(name: str) -> int:
 
 def mixed_low_icc(cells: list[StressCell]) -> dict[tuple[int, int], float]:
     """Per (metrics, base scenarios per metric): the highest coverage of a low-ICC metric's rate
-    in a world whose metrics mix low and high ICCs, where the rate is reported."""
+    in a world whose metrics mix low and high ICCs at pass rates between 0.1 and 0.9, where the
+    rate is reported (near 0 or 1 a rate's coverage moves in steps whatever its variance)."""
     out: dict[tuple[int, int], float] = {}
     for c in cells:
+        if c.part != "rates":
+            continue
         iccs = [icc for icc, _ in c.metric_coverage]
-        if not iccs or min(iccs) > LOW_ICC or max(iccs) < HIGH_ICC:
+        low, high = WORLDS[c.world].means
+        if not iccs or min(iccs) > LOW_ICC or max(iccs) < HIGH_ICC or low < 0.1 or high > 0.9:
             continue
         for icc, value in c.metric_coverage:
             if icc <= LOW_ICC and value is not None:
@@ -453,37 +509,83 @@ def coverage_table(cells: list[StressCell], *, benchmarks: int, confidence_level
     number of metrics and base scenarios per metric, the lowest and highest coverage over
     samples × worlds (rounded as the page shows them)."""
     coverage: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for name in STATISTICS:
-        for c in cells:
-            value = c.coverage[name]
+    for c in cells:
+        for name, value in c.coverage.items():
             if value is None:
                 continue
             found = coverage.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
-                str(c.base_per_metric), [value, value])
-            found[0], found[1] = min(found[0], value), max(found[1], value)
+                str(c.base_per_metric), [value, c.high(name)])
+            found[0], found[1] = min(found[0], value), max(found[1], c.high(name))
     rounded = {name: {m: {k: [round(lo, 3), round(hi, 3)] for k, (lo, hi) in by_k.items()}
                       for m, by_k in by_m.items()} for name, by_m in coverage.items()}
     return {"benchmarks": benchmarks, "confidence_level": confidence_level, "band": [LOW, HIGH],
             "coverage": rounded}
 
 
-def _range(values: list[float], tolerance: float) -> str:
-    if not values:
+def _range(low: float | None, high: float | None, tolerance: float) -> str:
+    if low is None:
         return "none"
-    flag = "" if all(covers(v, tolerance) for v in values) else " ✗"
-    return f"{min(values):.3f}–{max(values):.3f}{flag}"
+    flag = "" if covers(low, tolerance) else " ✗"
+    return f"{low:.3f}–{high:.3f}{flag}"
+
+
+PART_TITLES = {"rates": "Rates, differences and gaps", "curves": "Capitulation curves",
+               "sensitivity": "Fidelity sensitivity difference",
+               "judge": "Judge-corrected rates"}
+
+
+def _part_markdown(part: str, cells: list[StressCell], tolerance: float,
+                   benchmarks: int) -> list[str]:
+    statistics, worlds, _, counted = PARTS[part]
+    sizes = sorted({c.base_per_metric for c in cells})
+    measured = measured_rules(cells, benchmarks, statistics)
+    lines = [
+        "",
+        f"## {PART_TITLES[part]}",
+        "",
+        f"{' or '.join(str(s) for s in sorted({c.samples for c in cells}))} {counted}.",
+        "",
+        "| world | what departs from the coverage grid's world |",
+        "|---|---|",
+        *(f"| {w} | {what} |" for w, what in worlds.items()
+          if any(c.world == w for c in cells)),
+        "",
+        "| interval type | rule | not short from | package |",
+        "|---|---|---|---|",
+    ]
+    for name in statistics:
+        statistic, side = GOVERNED_BY[name]
+        found = measured[name]
+        lines.append(f"| {name} | {statistic} ({side}) | "
+                     f"{'beyond the grid' if found is None else found} | {rule_of(name)} |")
+    for m in sorted({c.metrics for c in cells}):
+        lines += [
+            "",
+            f"### {m} metrics: lowest and highest coverage over {counted} × worlds",
+            "",
+            "| interval type | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
+        for name in statistics:
+            row = [name]
+            for k in sizes:
+                at = [c for c in cells if c.metrics == m and c.base_per_metric == k
+                      and c.coverage[name] is not None]
+                text = _range(min((c.coverage[name] for c in at), default=None),
+                              max((c.high(name) for c in at), default=None), tolerance)
+                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
+            lines.append("| " + " | ".join(row) + " |")
+    return lines
 
 
 def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: float,
              seconds: float, command: str) -> str:
-    """The stress grid's page: its worlds, the rules it measures, per number of metrics the
-    lowest and highest coverage per design, the low-ICC metrics of mixed worlds, the cells
-    short of the band where reported, and every cell."""
+    """The stress grid's page: per part its worlds, the rules it measures and per number of
+    metrics the lowest and highest coverage per design; the low-ICC metrics of mixed worlds;
+    the cells short of the band where reported; and every cell."""
     mc = monte_carlo_error(benchmarks, confidence_level)
     tolerance = 2 * mc
     sizes = sorted({c.base_per_metric for c in cells})
-    measured = measured_rules(cells, benchmarks, STATISTICS)
-    worlds = list(dict.fromkeys(c.world for c in cells))
     lines = [
         "# Interval coverage in a stress world",
         "",
@@ -492,77 +594,44 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
             f"package shows beside each interval), in {seconds:.0f} s. Each cell simulates "
             f"{benchmarks} studies of one world at one design "
             f"({' or '.join(str(m) for m in sorted({c.metrics for c in cells}))} metrics × "
-            f"base scenarios per metric × "
-            f"{' or '.join(str(s) for s in sorted({c.samples for c in cells}))} samples per "
-            "variant) and computes every interval with the package's own functions, the rules' "
-            "withholding lowered to 2 base scenarios per metric "
-            "(`pressurebench.stats.sweeps.stress` says how). Nominal level "
-            f"{confidence_level:.0%}; Monte-Carlo standard error of a coverage near it "
+            "base scenarios per metric × samples) and computes every interval with the "
+            "package's own functions, the rules' withholding lowered to 2 base scenarios per "
+            "metric (`pressurebench.stats.sweeps.stress` and `stress_curves` say how). Nominal "
+            f"level {confidence_level:.0%}; Monte-Carlo standard error of a coverage near it "
             f"±{mc:.4f}; ✗ marks a range short of {LOW} by more than two of them "
-            f"(±{tolerance:.4f}). The [coverage grid](interval_coverage.md) measures the same "
-            "intervals in the easy world; [intervals](intervals.md) explains the rules."
+            f"(±{tolerance:.4f}). \"not short from\": the smallest design from which no cell "
+            "of any world at it or at any larger design is short of that; \"package\": what "
+            "`pressurebench.stats.interval_rules` requires, never less. The [coverage "
+            "grid](interval_coverage.md) measures the same intervals in the easy world; "
+            "[intervals](intervals.md) explains the rules."
         ),
-        "",
-        "## The worlds",
-        "",
-        "| world | what departs from the coverage grid's world |",
-        "|---|---|",
-        *(f"| {w} | {WORLDS[w].what} |" for w in worlds),
-        "",
-        "## Rules: fewest base scenarios per metric for an interval",
-        "",
-        (
-            "\"not short from\": the smallest design from which no cell of any world at it or "
-            f"at any larger design covers less than {LOW} by more than two Monte-Carlo "
-            "standard errors; \"package\": what `pressurebench.stats.interval_rules` "
-            "requires, never less."
-        ),
-        "",
-        "| interval type | rule | not short from | package |",
-        "|---|---|---|---|",
     ]
-    for name in STATISTICS:
-        statistic, side = GOVERNED_BY[name]
-        found = measured[name]
-        lines.append(f"| {name} | {statistic} ({side}) | "
-                     f"{'beyond the grid' if found is None else found} | {rule_of(name)} |")
-    for m in sorted({c.metrics for c in cells}):
+    for part in PARTS:
+        of_part = [c for c in cells if c.part == part]
+        if of_part:
+            lines += _part_markdown(part, of_part, tolerance, benchmarks)
+    low_icc = mixed_low_icc(cells)
+    if low_icc:
         lines += [
             "",
-            f"## {m} metrics: lowest and highest coverage over samples × worlds",
+            "## Low-ICC metrics of a mixed study",
             "",
-            "| interval type | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
+            (
+                f"The highest coverage of the rate of a metric whose ICC is at most {LOW_ICC}, "
+                f"in the worlds whose metrics also include one of ICC {HIGH_ICC} or more (at "
+                "pass rates between 0.1 and 0.9), per design: an interval that borrows the "
+                "clustered metric's variance covers these too often (too wide)."
+            ),
+            "",
+            "| metrics | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
             "|---|" + "---|" * len(sizes),
         ]
-        for name in STATISTICS:
-            row = [name]
-            for k in sizes:
-                values = [c.coverage[name] for c in cells if c.metrics == m
-                          and c.base_per_metric == k and c.coverage[name] is not None]
-                text = _range(values, tolerance)
-                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
-            lines.append("| " + " | ".join(row) + " |")
-    low_icc = mixed_low_icc(cells)
-    lines += [
-        "",
-        "## Low-ICC metrics of a mixed study",
-        "",
-        (
-            f"The highest coverage of the rate of a metric whose ICC is at most {LOW_ICC}, in "
-            f"the worlds whose metrics also include one of ICC {HIGH_ICC} or more, per design: "
-            "an interval that borrows the clustered metric's variance covers these too often "
-            "(too wide)."
-        ),
-        "",
-        "| metrics | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-        "|---|" + "---|" * len(sizes),
-    ]
-    for m in sorted({c.metrics for c in cells}):
-        lines.append(f"| {m} | " + " | ".join(
-            f"{low_icc[(m, k)]:.3f}" if (m, k) in low_icc else "none" for k in sizes) + " |")
-    short = [(c, n) for c in cells for n in STATISTICS
-             if c.base_per_metric >= rule_of(n) and c.coverage[n] is not None
-             and not covers(c.coverage[n], tolerance)]
+        for m in sorted({c.metrics for c in cells}):
+            lines.append(f"| {m} | " + " | ".join(
+                f"{low_icc[(m, k)]:.3f}" if (m, k) in low_icc else "none" for k in sizes) + " |")
+    short = [(c, n) for c in cells for n, value in c.coverage.items()
+             if c.base_per_metric >= rule_of(n) and value is not None
+             and not covers(value, tolerance)]
     lines += [
         "",
         "## Reported cells short of the band",
@@ -572,16 +641,25 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
          + ("; ".join(f"{n} in \"{c.world}\" at {c.metrics} metrics, k={c.base_per_metric}, "
                       f"samples={c.samples} ({c.coverage[n]:.3f})" for c, n in short) or "none")
          + "."),
-        "",
-        "## Every cell",
-        "",
-        "| world | metrics | k | samples | " + " | ".join(STATISTICS) + " |",
-        "|---|---|---|---|" + "---|" * len(STATISTICS),
     ]
-    for c in cells:
-        values = ["none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}" for n in STATISTICS]
-        lines.append(f"| {c.world} | {c.metrics} | {c.base_per_metric} | {c.samples} | "
-                     + " | ".join(values) + " |")
+    for part in PARTS:
+        of_part = [c for c in cells if c.part == part]
+        if not of_part:
+            continue
+        statistics = PARTS[part][0]
+        lines += [
+            "",
+            f"## Every cell: {PART_TITLES[part].lower()}",
+            "",
+            "| world | metrics | k | samples | " + " | ".join(statistics) + " |",
+            "|---|---|---|---|" + "---|" * len(statistics),
+        ]
+        for c in of_part:
+            values = ["none" if c.coverage[n] is None else
+                      f"{c.coverage[n]:.3f}" if c.high(n) == c.coverage[n] else
+                      f"{c.coverage[n]:.3f}–{c.high(n):.3f}" for n in statistics]
+            lines.append(f"| {c.world} | {c.metrics} | {c.base_per_metric} | {c.samples} | "
+                         + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -591,9 +669,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--metrics", type=int, nargs="+", default=list(METRICS))
     parser.add_argument("--base-per-metric", type=int, nargs="+", default=list(BASE_PER_METRIC))
-    parser.add_argument("--samples", type=int, nargs="+", default=list(SAMPLES))
-    parser.add_argument("--world", action="append", choices=list(WORLDS),
-                        help="only these worlds (repeatable)")
+    parser.add_argument("--part", action="append", choices=list(PARTS),
+                        help="only these parts (repeatable)")
+    parser.add_argument("--world", action="append", help="only these worlds (repeatable)")
     parser.add_argument("--confidence-level", type=float, default=0.95)
     parser.add_argument("--seed", type=int, default=2028)
     parser.add_argument("--cache", type=Path,
@@ -606,8 +684,8 @@ def main(argv: list[str] | None = None) -> None:
     cells = stress_grid(
         benchmarks=args.benchmarks, confidence_level=args.confidence_level, seed=args.seed,
         metrics=tuple(args.metrics), base_per_metric=tuple(args.base_per_metric),
-        samples=tuple(args.samples), worlds=tuple(args.world or WORLDS), jobs=args.jobs,
-        cache=args.cache,
+        parts=tuple(args.part or PARTS), worlds=tuple(args.world) if args.world else None,
+        jobs=args.jobs, cache=args.cache,
     )
     command = (f"python -m pressurebench.stats.sweeps stress --benchmarks {args.benchmarks} "
                f"--jobs {args.jobs} --out {args.out or '-'}"
