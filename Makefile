@@ -1,8 +1,9 @@
 # Entry points: `make repro` runs the pipeline, `make test` runs every test,
 # `make docs` builds the documentation site into site/ (any warning fails it),
 # `make perf` runs the measurements under perf/, `make coverage` the interval coverage
-# grid, `make judge-coverage` that of judge-corrected rates, `make capitulation-coverage` that of
-# capitulation bands and the fidelity sensitivity difference. Each bootstraps .venv first.
+# grid and the stress grid, `make judge-coverage` that of judge-corrected rates,
+# `make capitulation-coverage` that of capitulation bands and the fidelity sensitivity
+# difference. Each bootstraps .venv first.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -52,11 +53,16 @@ perf: $(STAMP)
 # `python -m pressurebench.stats.sweeps <sweep>`, in worker processes of one BLAS thread each.
 SWEEPS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pressurebench.stats.sweeps
 
-# The coverage of every interval type over a grid of designs (about 15 minutes on 2 otherwise
-# idle CPUs).
+# The coverage of every interval type over a grid of designs in an easy world, then in the
+# stress grid's worlds. Each finished cell is kept in .sweep-cache/ (by the code that measured
+# it), so an interrupted run resumes where it stopped.
 coverage: $(STAMP)
-	$(SWEEPS) grid --benchmarks 1000 --jobs 2 --sensitivity --out docs/interval_coverage.md \
+	$(SWEEPS) grid --benchmarks 1000 --jobs 2 --sensitivity --cache .sweep-cache \
+		--out docs/interval_coverage.md \
 		--coverage-json src/pressurebench/stats/coverage/interval_coverage.json
+	$(SWEEPS) stress --benchmarks 1000 --jobs 2 --cache .sweep-cache \
+		--out docs/stress_coverage.md \
+		--coverage-json src/pressurebench/stats/coverage/stress_coverage.json
 
 # The coverage and width of judge-corrected pass rates over label budgets, judge qualities and
 # designs (about 15 CPU-minutes; `--judge` and `--base` run parts of it, e.g. in parallel), after

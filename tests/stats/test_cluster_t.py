@@ -27,8 +27,22 @@ def test_stratified_variance_by_hand():
     result = stratified_variance(z, np.ones(5, bool), strata, min_df=1)
     expected = 3 / 2 * ((1 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2) + 2 / 1 * (2**2 + 2**2)
     assert result.variance[0] == pytest.approx(expected)
-    assert result.df[0] == 3  # (3 − 1) + (2 − 1)
+    # Satterthwaite's degrees of freedom of the two strata's variances, at most (3 − 1) + (2 − 1)
+    first, second = 3 / 2 * 14, 2 / 1 * 8
+    assert result.df[0] == pytest.approx((first + second) ** 2 / (first**2 / 2 + second**2 / 1))
+    assert result.df[0] <= 3
     assert result.reason == [None]
+
+
+def test_the_degrees_of_freedom_follow_the_metric_that_carries_the_variance():
+    """Four metrics of 3 base scenarios: when one metric's scenarios vary and the others' hardly
+    do, the sum's variance is that metric's, estimated on 2 degrees of freedom, not 8; when they
+    vary alike, all 8 count."""
+    strata = np.repeat(np.arange(4), 3)
+    alike = np.tile([0.0, 1.0, 2.0], 4)
+    one = np.r_[[0.0, 10.0, 20.0], np.tile([0.0, 0.01, 0.02], 3)]
+    assert stratified_variance(alike, np.ones(12, bool), strata, min_df=1).df[0] == pytest.approx(8)
+    assert stratified_variance(one, np.ones(12, bool), strata, min_df=1).df[0] < 2.01
 
 
 def test_inactive_clusters_leave_the_variance_and_the_degrees_of_freedom():

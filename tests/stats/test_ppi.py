@@ -62,8 +62,9 @@ def test_iid_estimate_and_interval_equal_ppi_python_at_the_same_lambda(seed, lam
     """ppi-python's interval is θ̂ ± z · √(s²_r / n + λ² s²_f / N) with ddof-0 standard
     deviations. Our linearized contributions give exactly that estimate and variance; the
     reported interval then takes each stratum's variance with k / (k − 1), the residual's at
-    least its floor, Student t on the Welch–Satterthwaite degrees of freedom of the two terms,
-    and Wilson's form, all computed here from ppi-python's own two variance terms."""
+    least its floor, Student t on the Welch–Satterthwaite degrees of freedom of the two terms
+    (the whole's at most Satterthwaite's over its two strata), and Wilson's form, all computed
+    here from ppi-python's own two variance terms."""
     y, f, f_u = iid_sample(seed, 200, 3000)
     n, big_n = len(y), len(f_u)
     strata = iid_strata(n, big_n)
@@ -88,7 +89,11 @@ def test_iid_estimate_and_interval_equal_ppi_python_at_the_same_lambda(seed, lam
     floor = ((p * values**2).sum() - (p * values).sum() ** 2) / (n + 2)
     assert residual_floor(tables, parts.lam)[0] == pytest.approx(floor, rel=1e-12)
     v_residual = max(v_residual, floor)
-    df = min(n + big_n - 2, welch_df(v_judge, n + big_n - 2, v_residual, n - 1))
+    per_stratum = [len(z[strata == h]) / (len(z[strata == h]) - 1)
+                   * ((z[strata == h] - z[strata == h].mean()) ** 2).sum() for h in (0, 1)]
+    whole = sum(per_stratum) ** 2 / (per_stratum[0] ** 2 / (n - 1)
+                                     + per_stratum[1] ** 2 / (big_n - 1))
+    df = min(whole, welch_df(v_judge, whole, v_residual, n - 1))
     expected = wilson_t_interval(
         np.array([estimate]), np.array([v_residual + v_judge]), np.array([df]), 0.95
     )

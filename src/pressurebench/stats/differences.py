@@ -91,12 +91,25 @@ def mover_interval(
     k_a: np.ndarray,
     k_b: np.ndarray,
     design: DesignVariance,
-    confidence_level: float,
+    confidence_level: float | np.ndarray,
+    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """MOVER interval of p_a − p_b from each rate's Wilson-t interval (`stats.cluster_t`) and
     their correlation; a side whose variance is 0 (every row passing, say) takes the Wilson
-    interval with each of its `k` base scenarios counted once, as its rate does."""
+    interval with each of its `k` base scenarios counted once, as its rate does.
+
+    A positive covariance is first reduced by half a step of its lattice, 1 / (2 k² m) on the
+    rates' scale with k base scenarios of m rows (`rows`: the fewer valid rows of the two
+    sides), as Newcombe's (1998, method 10) continuity-corrected correlation of paired
+    proportions does. Where the two targets find the same scenarios hard and the scenarios
+    cluster strongly (an ICC of 0.9), the difference rests on the few scenarios where they
+    part, the estimated correlation is near 1 and the uncorrected MOVER interval collapses:
+    it covered 0.89-0.91 on one metric at 20-30 base scenarios in the stress grid."""
     var_a, var_b, covariance = design.sides
+    if rows is not None:
+        k = np.maximum(np.minimum(k_a, k_b), 1)
+        step = 1 / (2 * k**2 * np.maximum(rows / k, 1))
+        covariance = np.where(covariance > 0, np.maximum(covariance - step, 0.0), covariance)
     sides = []
     for p, var, k in ((p_a, var_a, k_a), (p_b, var_b, k_b)):
         low, high = wilson_t_interval(p, var, design.df, confidence_level)
@@ -160,7 +173,7 @@ def difference_bounds(
     d = p_a - p_b
     half = t_quantile(design.df, level) * np.sqrt(design.variance)
     if method in MOVER_METHODS:
-        low, high = mover_interval(p_a, p_b, k_a, k_b, design, level)
+        low, high = mover_interval(p_a, p_b, k_a, k_b, design, level, np.minimum(n_a, n_b))
     else:
         low, high = np.maximum(d - half, -1.0), np.minimum(d + half, 1.0)
     low_a, high_a = wilson_interval(p_a * k_a, k_a, level)

@@ -22,8 +22,9 @@ INDEPENDENT_CLUSTER_BOOTSTRAP = "independent-cluster-bootstraps-percentile"
 # is the t quantile on base scenarios minus metrics (Hesterberg's expanded
 # percentile interval): the small-design widening cluster-t gives rates.
 CLUSTER_BOOTSTRAP_EXPANDED = "stratified-cluster-bootstrap-expanded-percentile"
-# Every replicate gave the same value (all rows pass, all fail, or every metric
-# has one base scenario): Wilson interval with each base scenario counted once.
+# A rate with fewer than one base scenario's worth of rows going the other way (every row
+# passing included): Wilson interval with each base scenario counted once, and Brown, Cai &
+# DasGupta's Poisson bound where one or two scenarios go the other way.
 WILSON_CLUSTERS = "wilson-effective-n-clusters"
 # One base scenario: nothing to resample, so rows are treated as independent.
 # This describes verdict variation within that scenario only and is narrower

@@ -16,7 +16,7 @@ import pandas as pd
 from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level
-from .cluster_t import rate_z, stratified_variance, wilson_t_interval
+from .cluster_t import rate_z, stratified_variance, wilson_t_effective
 from .estimates import RateEstimate
 from .frame import (
     DEMOGRAPHIC_PREFIX,
@@ -72,8 +72,10 @@ def estimate_rates(
     """One RateEstimate per column of (clusters, groups) tables of passes and valid rows.
 
     The interval is Wilson's score interval on the design-effective sample size with the t
-    quantile (`stats.cluster_t`), over the base scenarios within metrics that `bootstrap`
-    knows, each group on its own base scenarios: one metric's rate on that metric's, with its
+    quantile and Brown, Cai & DasGupta's Poisson bound on the side where one or two rows'
+    worth goes the other way (`cluster_t.wilson_t_effective`: a metric at a rate of 0.005
+    whose one passing scenario sets the rate has a Wilson lower bound above 0.005), over the
+    base scenarios within metrics that `bootstrap` knows, each group on its own base scenarios: one metric's rate on that metric's, with its
     own design effect and base scenarios minus one degrees of freedom. A metric's design
     effect is its own: metrics whose scenarios cluster differently (one ICC 0.8 among metrics
     at 0.05) get intervals of their own width, where a design effect pooled over the metrics
@@ -94,8 +96,15 @@ def estimate_rates(
     design = stratified_variance(
         rate_z(successes, trials), trials > 0, bootstrap.strata_codes, rule=RATE
     )
-    low, high = wilson_t_interval(rate, design.variance, design.df, confidence_level)
-    clusters_low, clusters_high = wilson_interval(rate * n_clusters, n_clusters, confidence_level)
+    inside = (rate > 0) & (rate < 1) & (design.variance > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effective = np.where(inside, rate * (1 - rate) / np.where(inside, design.variance, 1.0),
+                             np.nan)
+    low, high = wilson_t_effective(rate, effective, design.df, confidence_level)
+    # Each base scenario counted once, with the Poisson bound where one or two scenarios go
+    # the other way (four of five passing: Wilson's upper bound is 0.964, below a true 0.97).
+    clusters_low, clusters_high = wilson_t_effective(
+        rate, n_clusters.astype(float), np.full(rate.shape, np.inf), confidence_level)
 
     out = []
     for g in range(successes.shape[1]):
@@ -105,7 +114,7 @@ def estimate_rates(
         reason = design.reason[g]
         if reason is not None:
             lo, hi, method = None, None, methods.NONE
-        elif not np.isfinite(low[g]) or n_clusters[g] * min(rate[g], 1 - rate[g]) < 1:
+        elif not np.isfinite(low[g]) or n_clusters[g] * min(rate[g], 1 - rate[g]) < 1 - 1e-9:
             lo, hi, method = clusters_low[g], clusters_high[g], methods.WILSON_CLUSTERS
         else:
             lo, hi, method = low[g], high[g], methods.CLUSTER_T_WILSON

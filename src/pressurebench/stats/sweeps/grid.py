@@ -49,6 +49,7 @@ import json
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -247,6 +248,7 @@ def coverage_grid(
     jobs: int = 1,
     df_factor: float = 1.0,
     only: frozenset[tuple[int, int]] | None = None,
+    cache: Path | None = None,
 ) -> list[Cell]:
     """Every cell of the grid, each from its own seeded stream, measured below the rules
     (with `df_factor`, every t quantile on that many times its degrees of freedom; with
@@ -259,7 +261,7 @@ def coverage_grid(
         )
     ]
     keep = None if only is None else (lambda design: (design[0], design[1]) in only)
-    return seeded_runs(_cell, designs, seed=seed, jobs=jobs, keep=keep)
+    return seeded_runs(_cell, designs, seed=seed, jobs=jobs, keep=keep, cache=cache)
 
 
 def _cell(task: tuple) -> Cell:
@@ -511,6 +513,9 @@ def main(argv: list[str] | None = None) -> None:
         "--sensitivity", action="store_true",
         help="also measure the small designs with narrower quantiles (a section of the page)",
     )
+    parser.add_argument("--cache", type=Path,
+                        help="keep each finished cell here and reuse it: an interrupted run "
+                        "resumes (`common.seeded_runs`)")
     parser.add_argument("--out", help="write the markdown table here (default: print it)")
     parser.add_argument(
         "--coverage-json",
@@ -521,7 +526,8 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     grid = {"benchmarks": args.benchmarks, "confidence_level": args.confidence_level,
             "seed": args.seed, "metrics": tuple(args.metrics),
-            "base_per_metric": tuple(args.base_per_metric), "jobs": args.jobs}
+            "base_per_metric": tuple(args.base_per_metric), "jobs": args.jobs,
+            "cache": args.cache}
     cells = coverage_grid(**grid)
     sensitivity = None
     if args.sensitivity:

@@ -65,6 +65,7 @@ from .common import (
 )
 
 SAMPLES = (1, 3)
+JUDGE_BENCHMARKS = 400
 # Clusters per metric of the large simulated study whose totals give each interval's truth.
 POPULATION = 40000
 
@@ -472,11 +473,20 @@ def stress_grid(
                                                            samples)]
             cells += seeded_runs(_stress_cell, designs, seed=seed, jobs=jobs, cache=cache)
             continue
-        designs = [(part, w, m, k, s, benchmarks, confidence_level)
-                   for w, m, k, s in itertools.product(chosen, metrics, base_per_metric,
+        # Judge-corrected rates are simulated row by row: the 4-metric designs only, and at
+        # most JUDGE_BENCHMARKS studies per cell.
+        counts = tuple(m for m in metrics if part != "judge" or m == min(metrics))
+        size = part_benchmarks(part, benchmarks)
+        designs = [(part, w, m, k, s, size, confidence_level)
+                   for w, m, k, s in itertools.product(chosen, counts, base_per_metric,
                                                        samples)]
         cells += seeded_runs(_part_cell, designs, seed=seed + 10 * n, jobs=jobs, cache=cache)
     return cells
+
+
+def part_benchmarks(part: str, benchmarks: int) -> int:
+    """Simulated studies per cell of `part`."""
+    return min(benchmarks, JUDGE_BENCHMARKS) if part == "judge" else benchmarks
 
 
 def rule_of(name: str) -> int:
@@ -534,16 +544,19 @@ PART_TITLES = {"rates": "Rates, differences and gaps", "curves": "Capitulation c
                "judge": "Judge-corrected rates"}
 
 
-def _part_markdown(part: str, cells: list[StressCell], tolerance: float,
-                   benchmarks: int) -> list[str]:
+def _part_markdown(part: str, cells: list[StressCell], benchmarks: int) -> list[str]:
     statistics, worlds, _, counted = PARTS[part]
     sizes = sorted({c.base_per_metric for c in cells})
-    measured = measured_rules(cells, benchmarks, statistics)
+    size = part_benchmarks(part, benchmarks)
+    measured = measured_rules(cells, size, statistics)
+    tolerance = 2 * monte_carlo_error(size, 0.95)
     lines = [
         "",
         f"## {PART_TITLES[part]}",
         "",
-        f"{' or '.join(str(s) for s in sorted({c.samples for c in cells}))} {counted}.",
+        (f"{' or '.join(str(s) for s in sorted({c.samples for c in cells}))} {counted}; "
+        f"{size} simulated studies per cell (✗: short of {LOW} by more than "
+        f"±{tolerance:.4f})."),
         "",
         "| world | what departs from the coverage grid's world |",
         "|---|---|",
@@ -592,14 +605,15 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
         (
             f"Written by `make coverage` (`{command}`, which also writes the summary the "
             f"package shows beside each interval), in {seconds:.0f} s. Each cell simulates "
-            f"{benchmarks} studies of one world at one design "
+            f"{benchmarks} studies (judge-corrected rates: {part_benchmarks('judge', benchmarks)}) "
+            "of one world at one design "
             f"({' or '.join(str(m) for m in sorted({c.metrics for c in cells}))} metrics × "
             "base scenarios per metric × samples) and computes every interval with the "
             "package's own functions, the rules' withholding lowered to 2 base scenarios per "
             "metric (`pressurebench.stats.sweeps.stress` and `stress_curves` say how). Nominal "
             f"level {confidence_level:.0%}; Monte-Carlo standard error of a coverage near it "
-            f"±{mc:.4f}; ✗ marks a range short of {LOW} by more than two of them "
-            f"(±{tolerance:.4f}). \"not short from\": the smallest design from which no cell "
+            f"±{mc:.4f} at {benchmarks} studies; ✗ marks a range short of {LOW} by more than two "
+            f"of them (±{tolerance:.4f}). \"not short from\": the smallest design from which no cell "
             "of any world at it or at any larger design is short of that; \"package\": what "
             "`pressurebench.stats.interval_rules` requires, never less. The [coverage "
             "grid](interval_coverage.md) measures the same intervals in the easy world; "
@@ -609,7 +623,7 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
     for part in PARTS:
         of_part = [c for c in cells if c.part == part]
         if of_part:
-            lines += _part_markdown(part, of_part, tolerance, benchmarks)
+            lines += _part_markdown(part, of_part, benchmarks)
     low_icc = mixed_low_icc(cells)
     if low_icc:
         lines += [
@@ -631,7 +645,8 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
                 f"{low_icc[(m, k)]:.3f}" if (m, k) in low_icc else "none" for k in sizes) + " |")
     short = [(c, n) for c in cells for n, value in c.coverage.items()
              if c.base_per_metric >= rule_of(n) and value is not None
-             and not covers(value, tolerance)]
+             and not covers(value, 2 * monte_carlo_error(part_benchmarks(c.part, benchmarks),
+                                                         0.95))]
     lines += [
         "",
         "## Reported cells short of the band",
