@@ -4,6 +4,8 @@ model and analysed by the package's own intervals, and a pilot's ICC is recovere
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -218,3 +220,21 @@ def test_a_perfect_judge_still_plans_the_labels_a_corrected_value_needs_in_every
 
     design = Design(metrics=4, variants=2, samples=2, rate=0.7, icc=0.2)
     assert required_labels(design, 30, half_width=0.3, accuracy=1.0) == 4 * MIN_LABELLED_PER_METRIC
+
+
+def test_the_planning_table_of_the_statistics_page_is_what_the_plan_gives():
+    """docs/statistics.md's table of base scenarios per metric, row by row, for 4 metrics of
+    2 variants: each goal and assumption as written, at 1, 2, 3 and 5 samples."""
+    page = (Path(__file__).parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    goals = {"±0.05 interval on a pass rate": {"half_width": 0.05},
+             "detect a difference of 0.1 between targets": {"difference": 0.1},
+             "detect a demographic gap of 0.1": {"gap": 0.1}}
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+), ([\d.]+), ([\d.]+) \| (\d+) \| (\d+) \| (\d+) "
+                      r"\| (\d+) \|$", page, flags=re.MULTILINE)
+    assert len(rows) == 4
+    for goal, rate, icc, share, *shown in rows:
+        design = Design(metrics=4, variants=2, samples=1, rate=float(rate), icc=float(icc),
+                        variant_share=float(share))
+        planned = [required_scenarios(replace(design, samples=k), **goals[goal])
+                   for k in (1, 2, 3, 5)]
+        assert planned == [int(x) for x in shown], goal

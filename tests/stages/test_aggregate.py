@@ -168,7 +168,7 @@ def test_aggregate_end_to_end(project):
     assert b.overall.n_clusters == 3 * 2 and b.overall.ci_low is not None
     for metric in b.by_metric.values():
         assert metric.rate is not None and metric.ci_low is None and metric.ci_method == "none"
-        assert f"the coverage grid needs {RATE.single} per metric" in metric.reason
+        assert f"the coverage grids need {RATE.single} per metric" in metric.reason
 
 
 def test_metrics_summary_for_dvc(project):

@@ -118,7 +118,7 @@ def test_a_band_below_its_rule_is_withheld_with_the_rules_reason_and_at_it_is_re
     below, _, diff = _curves_at(4, CAPITULATION.pooled - 1)
     assert below.reason.startswith(
         f"too few base scenarios for a capitulation band interval ({4 * (CAPITULATION.pooled - 1)}"
-        f" with valid rows over 4 metrics; the coverage grid needs {CAPITULATION.pooled} per "
+        f" with valid rows over 4 metrics; the coverage grids need {CAPITULATION.pooled} per "
         "metric)")
     assert "generation.scenarios_per_metric" in below.reason
     assert all(p.ci_low is None for p in below.points) and diff.reason == below.reason
@@ -142,8 +142,8 @@ def test_a_curve_difference_below_its_own_rule_is_withheld_though_both_curves_ha
     assert curve.reason is None
     assert diff.reason.startswith(
         "too few base scenarios for a curve difference interval "
-        f"({4 * (CURVE_DIFFERENCE.pooled - 1)} with valid rows over 4 metrics; the coverage grid "
-        f"needs {CURVE_DIFFERENCE.pooled} per metric)")
+        f"({4 * (CURVE_DIFFERENCE.pooled - 1)} with valid rows over 4 metrics; the coverage grids "
+        f"need {CURVE_DIFFERENCE.pooled} per metric)")
     assert all(p.ci_low is None and p.ci_method == methods.NONE for p in diff.points)
     _, _, diff = _curves_at(4, CURVE_DIFFERENCE.pooled)
     assert diff.reason is None

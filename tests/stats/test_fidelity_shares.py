@@ -161,8 +161,8 @@ def test_a_sensitivity_difference_below_its_rule_is_withheld_and_at_it_reported(
     below = _sensitivity_at(SENSITIVITY.pooled - 1).overall.difference
     assert below.ci_low is None and below.reason.startswith(
         "too few base scenarios for a sensitivity difference interval "
-        f"({2 * (SENSITIVITY.pooled - 1)} with valid rows over 2 metrics; the coverage grid "
-        f"needs {SENSITIVITY.pooled} per metric)")
+        f"({2 * (SENSITIVITY.pooled - 1)} with valid rows over 2 metrics; the coverage grids "
+        f"need {SENSITIVITY.pooled} per metric)")
     at = _sensitivity_at(SENSITIVITY.pooled).overall.difference
     assert at.reason is None and at.ci_low < at.difference < at.ci_high
     assert at.ci_method == SENSITIVITY.method

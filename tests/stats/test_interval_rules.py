@@ -36,7 +36,7 @@ def test_a_metrics_rate_and_the_pooled_rate_follow_their_own_rules():
     assert rate_estimate(small, boot).ci_low is not None
     for estimate in rates_by(small, boot, "metric_id").values():
         assert estimate.ci_low is None
-        assert f"the coverage grid needs {RATE.single} per metric" in estimate.reason
+        assert f"the coverage grids need {RATE.single} per metric" in estimate.reason
     enough = _scores(RATE.single)
     for estimate in rates_by(enough, ClusterBootstrap.from_scores(enough), "metric_id").values():
         assert estimate.ci_low is not None and estimate.reason is None

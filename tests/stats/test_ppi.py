@@ -286,7 +286,7 @@ def test_a_corrected_rate_is_withheld_just_below_its_rule_and_reported_at_it(met
         f"too few base scenarios for a corrected rate interval ({(needed - 1) * metrics} with "
         f"valid rows"
     )
-    assert f"the coverage grid needs {needed} per metric" in out.reason[0]
+    assert f"the coverage grids need {needed} per metric" in out.reason[0]
     assert f"an interval needs at least {needed} base scenarios per metric" in out.reason[0]
     tables, strata = _rule_design(needed, metrics)
     out = ppi_rates(tables, strata, 0.95)
@@ -300,7 +300,7 @@ def test_a_corrected_difference_is_withheld_just_below_its_rule_and_reported_at_
     out = ppi_differences(tables, strata, [(0, 1)], 0.95)
     assert np.isfinite(out.estimate[0]) and np.isnan(out.ci_low[0])
     assert out.reason[0].startswith("too few base scenarios for a corrected difference interval")
-    assert f"the coverage grid needs {needed} per metric" in out.reason[0]
+    assert f"the coverage grids need {needed} per metric" in out.reason[0]
     tables, strata = _rule_design(needed, 4, groups=2)
     out = ppi_differences(tables, strata, [(0, 1)], 0.95)
     assert out.reason[0] is None and out.ci_method == [methods.PPI_CLUSTER_T]

@@ -30,8 +30,9 @@ ROOT = Path(__file__).parents[2]
 def _cell(world: str, k: int, samples: int, seed: int) -> stress.StressCell:
     truth = stress.population(stress.WORLDS[world], 4, samples, seed=seed)
     with rules_lowered():
-        return stress.stress_cell(world, 4, k, samples, truth, benchmarks=BENCHMARKS,
-                                  confidence_level=0.95, rng=np.random.default_rng(seed))
+        (cell,) = stress.stress_cell(world, 4, k, samples, truth, benchmarks=BENCHMARKS,
+                                     confidence_level=0.95, rng=np.random.default_rng(seed))
+    return cell
 
 
 def test_a_metric_that_clusters_far_more_than_the_others_keeps_its_coverage():

@@ -87,7 +87,7 @@ class IntervalRule:
         if clusters < needed * metrics:
             over = f"over {metrics} metrics" if metrics > 1 else "in one metric"
             return (f"too few base scenarios for a {self.statistic} interval ({clusters} with "
-                    f"valid rows {over}; the coverage grid needs {needed} per metric)")
+                    f"valid rows {over}; the coverage grids need {needed} per metric)")
         return None
 
 

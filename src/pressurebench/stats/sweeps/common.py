@@ -201,9 +201,16 @@ def measured_rules(
     """Per interval type, the fewest base scenarios per metric from which no cell (any number
     of metrics, samples, ICC, rate or world) at that design or any larger one covers less than
     LOW by more than two Monte-Carlo standard errors (a cell at 0.95 falls that far in about
-    one of 40 cells by chance); None when even the largest design does."""
-    tolerance = 2 * monte_carlo_error(benchmarks, 0.95)
-    return holds_from(cells, statistics, lambda value: covers(value, tolerance))
+    one of 40 cells by chance); None when even the largest design does. A cell that counts
+    its own studies (a `benchmarks` attribute above 0) is read with its own error."""
+    sizes = sorted({c.base_per_metric for c in cells})
+    out: dict[str, int | None] = {}
+    for name in statistics:
+        passing = [all(covers(c.coverage[name], 2 * monte_carlo_error(
+                       getattr(c, "benchmarks", 0) or benchmarks, 0.95))
+                       for c in cells if c.base_per_metric == k) for k in sizes]
+        out[name] = next((k for i, k in enumerate(sizes) if all(passing[i:])), None)
+    return out
 
 
 def band_rules(

@@ -66,6 +66,9 @@ from .common import (
 
 SAMPLES = (1, 3)
 JUDGE_BENCHMARKS = 400
+# The fewest studies of a world with lost scenarios that make a cell of the design they ended
+# with (`stress_cell`): a coverage near 0.95 from 300 is known to ±0.025.
+MIN_STUDIES = 300
 # Clusters per metric of the large simulated study whose totals give each interval's truth.
 POPULATION = 40000
 
@@ -169,11 +172,13 @@ LOW_ICC, HIGH_ICC = 0.1, 0.5
 
 @dataclass(frozen=True)
 class StressCell:
-    """One design in one world of one part of the grid ("rates", "curves" or "sensitivity"):
-    per interval type its coverage among the benchmarks where it was reported (None: never;
-    for curves the lowest over turns, `highest` the highest) and the share reported; per
+    """One design in one world of one part of the grid ("rates", "curves", "sensitivity" or
+    "judge"): per interval type its coverage among the benchmarks where it was reported (None:
+    never; for curves the lowest over turns, `highest` the highest) and the share reported; per
     measured metric its ICC and its rate's coverage. `samples` counts conversations per base
-    scenario for curves and the sensitivity difference."""
+    scenario for curves and the sensitivity difference. In a world that loses base scenarios,
+    a rates cell holds the studies planned with `planned` base scenarios per metric that ended
+    with `base_per_metric` (`benchmarks` of them): see `stress_cell`."""
 
     part: str
     metrics: int
@@ -184,6 +189,8 @@ class StressCell:
     reported: dict[str, float]
     highest: dict[str, float | None] = field(default_factory=dict)
     metric_coverage: tuple[tuple[float, float | None], ...] = field(default=())
+    planned: int = 0
+    benchmarks: int = 0
 
     def high(self, name: str) -> float | None:
         return self.highest.get(name, self.coverage[name])
@@ -353,9 +360,15 @@ def _worst(found: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.n
 def stress_cell(
     world_name: str, metrics: int, k: int, samples: int, truth: dict, *, benchmarks: int,
     confidence_level: float, rng: np.random.Generator,
-) -> StressCell:
+) -> list[StressCell]:
     """One design in one world: `benchmarks` studies, every interval type's coverage (call
-    within `rules_lowered` to measure below the rules)."""
+    within `rules_lowered` to measure below the rules).
+
+    In a world that loses base scenarios, a study planned with k per metric ends with fewer,
+    and the rules and the coverage printed beside an interval read the design it ends with;
+    so its studies are split by that design (base scenarios with valid rows over metrics,
+    rounded down), one cell each where at least `MIN_STUDIES` ended there, each read with its
+    own Monte-Carlo error. Elsewhere the one cell holds every study."""
     world = WORLDS[world_name]
     tables = simulate(world, metrics, k, samples, benchmarks, rng)
     strata = np.repeat(np.arange(metrics), k)
@@ -395,15 +408,29 @@ def stress_cell(
                                           level, **difference))
     for name, found in (("metric", per_metric), ("metric difference", per_difference)):
         results[f"{name} (min)"], results[f"{name} (max)"] = extremes(found)
-    coverage, reported = coverage_shares(results)
-    metric_coverage = tuple(
-        (float(iccs[m]), float(cov[rep].mean()) if rep.any() else None)
-        for m, (rep, cov) in zip(measured_metrics(metrics), per_metric))
-    return StressCell("rates", metrics, k, samples, world_name, coverage, reported,
-                      metric_coverage=metric_coverage)
+    per_metric_results = dict(zip(measured_metrics(metrics), per_metric))
+    if world.lost == 0:
+        ended = {k: np.ones(benchmarks, dtype=bool)}
+    else:
+        # The design a study ends with, as the rules count it: its base scenarios with valid
+        # rows, over its metrics (`interval_rules.IntervalRule.withheld`).
+        realized = (whole.valid > 0).sum(axis=0) // metrics
+        ended = {int(r): realized == r for r in np.unique(realized)
+                 if r >= 2 and (realized == r).sum() >= MIN_STUDIES}
+    cells = []
+    for design, chosen in sorted(ended.items()):
+        coverage, reported = coverage_shares(
+            {name: (rep[chosen], cov[chosen]) for name, (rep, cov) in results.items()})
+        metric_coverage = tuple(
+            (float(iccs[m]), float(cov[chosen][rep[chosen]].mean()) if rep[chosen].any() else None)
+            for m, (rep, cov) in per_metric_results.items())
+        cells.append(StressCell("rates", metrics, design, samples, world_name, coverage, reported,
+                                metric_coverage=metric_coverage, planned=k,
+                                benchmarks=int(chosen.sum())))
+    return cells
 
 
-def _stress_cell(task: tuple) -> StressCell:
+def _stress_cell(task: tuple) -> list[StressCell]:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
     world, m, k, s, truth, benchmarks, confidence_level, stream = task
     with rules_lowered():
@@ -422,7 +449,7 @@ def _part_cell(task: tuple) -> StressCell:
                         rng=np.random.default_rng(stream))
     return StressCell(part, m, k, s, world, {n: v[0] for n, v in found.items()},
                       {n: v[2] for n, v in found.items()},
-                      highest={n: v[1] for n, v in found.items()})
+                      highest={n: v[1] for n, v in found.items()}, planned=k)
 
 
 def _population(task: tuple) -> dict:
@@ -471,7 +498,8 @@ def stress_grid(
             designs = [(w, m, k, s, truths[(w, m, s)], benchmarks, confidence_level)
                        for w, m, k, s in itertools.product(chosen, metrics, base_per_metric,
                                                            samples)]
-            cells += seeded_runs(_stress_cell, designs, seed=seed, jobs=jobs, cache=cache)
+            cells += [c for found in seeded_runs(_stress_cell, designs, seed=seed, jobs=jobs,
+                                                 cache=cache) for c in found]
             continue
         # Judge-corrected rates are simulated row by row: the 4-metric designs only, and at
         # most JUDGE_BENCHMARKS studies per cell.
@@ -532,10 +560,22 @@ def coverage_table(cells: list[StressCell], *, benchmarks: int, confidence_level
             "coverage": rounded}
 
 
-def _range(low: float | None, high: float | None, tolerance: float) -> str:
-    if low is None:
+def _tolerance(cell: StressCell, benchmarks: int) -> float:
+    """Two Monte-Carlo standard errors of a coverage near 0.95 from the cell's studies."""
+    return 2 * monte_carlo_error(cell.benchmarks or part_benchmarks(cell.part, benchmarks), 0.95)
+
+
+def _short(cell: StressCell, name: str, benchmarks: int) -> bool:
+    value = cell.coverage[name]
+    return value is not None and not covers(value, _tolerance(cell, benchmarks))
+
+
+def _range(cells: list[StressCell], name: str, benchmarks: int) -> str:
+    if not cells:
         return "none"
-    flag = "" if covers(low, tolerance) else " ✗"
+    low = min(c.coverage[name] for c in cells)
+    high = max(c.high(name) for c in cells)
+    flag = " ✗" if any(_short(c, name, benchmarks) for c in cells) else ""
     return f"{low:.3f}–{high:.3f}{flag}"
 
 
@@ -584,8 +624,7 @@ def _part_markdown(part: str, cells: list[StressCell], benchmarks: int) -> list[
             for k in sizes:
                 at = [c for c in cells if c.metrics == m and c.base_per_metric == k
                       and c.coverage[name] is not None]
-                text = _range(min((c.coverage[name] for c in at), default=None),
-                              max((c.high(name) for c in at), default=None), tolerance)
+                text = _range(at, name, benchmarks)
                 row.append(text if k >= rule_of(name) else f"({text}, withheld)")
             lines.append("| " + " | ".join(row) + " |")
     return lines
@@ -615,7 +654,12 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
             f"±{mc:.4f} at {benchmarks} studies; ✗ marks a range short of {LOW} by more than two "
             f"of them (±{tolerance:.4f}). \"not short from\": the smallest design from which no cell "
             "of any world at it or at any larger design is short of that; \"package\": what "
-            "`pressurebench.stats.interval_rules` requires, never less. The [coverage "
+            "`pressurebench.stats.interval_rules` requires, never less. In a world that loses "
+            "base scenarios a study counts at the design it ends with (its base scenarios with "
+            "valid rows over its metrics, as the rules count them): \"planned\" is the design "
+            "it was planned with, \"studies\" how many of them ended there, and each such cell "
+            "is read with its own Monte-Carlo error (capitulation curves stay at the design "
+            "planned, the larger). The [coverage "
             "grid](interval_coverage.md) measures the same intervals in the easy world; "
             "[intervals](intervals.md) explains the rules."
         ),
@@ -643,18 +687,17 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
         for m in sorted({c.metrics for c in cells}):
             lines.append(f"| {m} | " + " | ".join(
                 f"{low_icc[(m, k)]:.3f}" if (m, k) in low_icc else "none" for k in sizes) + " |")
-    short = [(c, n) for c in cells for n, value in c.coverage.items()
-             if c.base_per_metric >= rule_of(n) and value is not None
-             and not covers(value, 2 * monte_carlo_error(part_benchmarks(c.part, benchmarks),
-                                                         0.95))]
+    short = [(c, n) for c in cells for n in c.coverage
+             if c.base_per_metric >= rule_of(n) and _short(c, n, benchmarks)]
     lines += [
         "",
         "## Reported cells short of the band",
         "",
         (f"Beyond two Monte-Carlo standard errors, among the cells the package reports (at or "
          f"above each type's rule): {len(short)}: "
-         + ("; ".join(f"{n} in \"{c.world}\" at {c.metrics} metrics, k={c.base_per_metric}, "
-                      f"samples={c.samples} ({c.coverage[n]:.3f})" for c, n in short) or "none")
+         + ("; ".join(f"{n} in \"{c.world}\" at {c.metrics} metrics, k={c.base_per_metric} "
+                      f"(planned {c.planned}), samples={c.samples} ({c.coverage[n]:.3f})"
+                      for c, n in short) or "none")
          + "."),
     ]
     for part in PARTS:
@@ -666,15 +709,17 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
             "",
             f"## Every cell: {PART_TITLES[part].lower()}",
             "",
-            "| world | metrics | k | samples | " + " | ".join(statistics) + " |",
-            "|---|---|---|---|" + "---|" * len(statistics),
+            "| world | metrics | k | planned | studies | samples | " + " | ".join(statistics)
+            + " |",
+            "|---|---|---|---|---|---|" + "---|" * len(statistics),
         ]
         for c in of_part:
             values = ["none" if c.coverage[n] is None else
                       f"{c.coverage[n]:.3f}" if c.high(n) == c.coverage[n] else
                       f"{c.coverage[n]:.3f}–{c.high(n):.3f}" for n in statistics]
-            lines.append(f"| {c.world} | {c.metrics} | {c.base_per_metric} | {c.samples} | "
-                         + " | ".join(values) + " |")
+            studies = c.benchmarks or part_benchmarks(c.part, benchmarks)
+            lines.append(f"| {c.world} | {c.metrics} | {c.base_per_metric} | {c.planned} | "
+                         f"{studies} | {c.samples} | " + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
 
 
