@@ -152,9 +152,12 @@ def difference_bounds(
     *,
     method: str,
     confidence_level: float | np.ndarray,
+    nested: bool = False,
 ) -> DifferenceBounds:
     """Each group's a − b and its interval at `confidence_level` (one level, or one per
-    group: how a p-value inverts the interval, `inverted_tests`).
+    group: how a p-value inverts the interval, `inverted_tests`). `nested`: side a's rows are
+    some of side b's (the fidelity sensitivity difference), whose correlation is not one of
+    paired outcomes and takes no continuity correction (`mover_interval`).
 
     The interval is d ± t · √variance, clipped to [−1, 1], or with a MOVER
     `method` (`MOVER_METHODS`) the MOVER interval of the two rates. Where the design
@@ -173,7 +176,8 @@ def difference_bounds(
     d = p_a - p_b
     half = t_quantile(design.df, level) * np.sqrt(design.variance)
     if method in MOVER_METHODS:
-        low, high = mover_interval(p_a, p_b, k_a, k_b, design, level, np.minimum(n_a, n_b))
+        low, high = mover_interval(p_a, p_b, k_a, k_b, design, level,
+                                   None if nested else np.minimum(n_a, n_b))
     else:
         low, high = np.maximum(d - half, -1.0), np.minimum(d + half, 1.0)
     low_a, high_a = wilson_interval(p_a * k_a, k_a, level)
@@ -201,6 +205,7 @@ def estimate_differences(
     *,
     method: str,
     confidence_level: float,
+    nested: bool = False,
 ) -> list[Difference]:
     """One Difference (a − b) per group, from (clusters, groups) pass tables of both sides and
     the `design` variance of their difference (`paired_design` or `independent_design`): its
@@ -208,10 +213,11 @@ def estimate_differences(
     (`inverted_tests.inverted_p_values`), and the smallest difference the design detects
     with 80% power (`power.minimum_detectable_effect`)."""
     tables = (successes_a, trials_a, successes_b, trials_b)
-    shown = difference_bounds(*tables, design, method=method, confidence_level=confidence_level)
+    shown = difference_bounds(*tables, design, method=method, confidence_level=confidence_level,
+                              nested=nested)
     p_values = inverted_p_values(
         lambda levels: difference_bounds(*tables, design, method=method,
-                                         confidence_level=levels)[1:3],
+                                         confidence_level=levels, nested=nested)[1:3],
         len(labels), confidence_level,
     )
     mde = minimum_detectable_effect(np.sqrt(design.variance), design.df, confidence_level)

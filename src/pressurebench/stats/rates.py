@@ -72,20 +72,23 @@ def estimate_rates(
     """One RateEstimate per column of (clusters, groups) tables of passes and valid rows.
 
     The interval is Wilson's score interval on the design-effective sample size with the t
-    quantile and Brown, Cai & DasGupta's Poisson bound on the side where one or two rows'
-    worth goes the other way (`cluster_t.wilson_t_effective`: a metric at a rate of 0.005
-    whose one passing scenario sets the rate has a Wilson lower bound above 0.005), over the
-    base scenarios within metrics that `bootstrap` knows, each group on its own base scenarios: one metric's rate on that metric's, with its
-    own design effect and base scenarios minus one degrees of freedom. A metric's design
-    effect is its own: metrics whose scenarios cluster differently (one ICC 0.8 among metrics
-    at 0.05) get intervals of their own width, where a design effect pooled over the metrics
-    covered the clustered one 0.77-0.85 and the others 0.99 (the stress grid,
-    docs/stress_coverage.md). Where the design has too few base scenarios for it, or a metric
-    has a single one, the interval is withheld with the reason. Where the rate is so close to
-    0 or 1 that less than one base scenario's worth of rows goes the other way (every row
-    passing included), the variance estimate says nothing (a rare failing scenario is usually
-    not drawn at all) and the interval is a Wilson interval on the number of base scenarios:
-    counting each scenario once is the upper bound of the design effect.
+    quantile (`stats.cluster_t`), over the base scenarios within metrics that `bootstrap`
+    knows, each group on its own base scenarios: one metric's rate on that metric's, with its
+    own design effect and its base scenarios minus one degrees of freedom. Metrics whose
+    scenarios cluster differently (one at ICC 0.8 among metrics at 0.05) thus get intervals
+    of their own width; a design effect pooled over the metrics covered the clustered one
+    0.83-0.86 at 5-30 base scenarios per metric of 4 metrics (0.69-0.72 of 20) and the others
+    0.99-1.00 (the stress grid, docs/stress_coverage.md). Where one or two rows' worth goes the
+    other way, the bound on that side is Brown, Cai & DasGupta's Poisson one where it is
+    wider (`cluster_t.wilson_t_effective`): a metric at 0.005 whose one passing scenario sets
+    the rate has a Wilson lower bound above 0.005.
+
+    Where the design has too few base scenarios for an interval, or a metric has a single
+    one, it is withheld with the reason. Where the rate is so close to 0 or 1 that less than
+    one base scenario's worth of rows goes the other way (every row passing included), the
+    variance estimate says nothing (a rare failing scenario is usually not drawn at all) and
+    the interval is a Wilson interval on the number of base scenarios, with the same Poisson
+    bound: counting each scenario once is the upper bound of the design effect.
     """
     check_confidence_level(confidence_level)
     x = successes.sum(axis=0)

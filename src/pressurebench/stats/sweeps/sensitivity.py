@@ -82,7 +82,7 @@ def difference_coverage(s_a, t_a, s_b, t_b, strata, truth, level):
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=interval_rules.SENSITIVITY)
     estimates = estimate_differences(
         [("without breaks", "all")] * s_a.shape[1], s_a, t_a, s_b, t_b, design,
-        method=methods.CLUSTER_T_MOVER, confidence_level=level,
+        method=methods.CLUSTER_T_MOVER, confidence_level=level, nested=True,
     )
     return covered(estimates, truth)
 
