@@ -86,15 +86,16 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
 
 
 def _shows_what_its_design_supports(results: Results, planned: int) -> None:
-    """An example plans enough base scenarios for the pooled intervals (3 per metric with
-    valid rows, `interval_rules`), so they are shown with their method and the coverage
-    grid's figures beside them; each metric's rate (5 per metric) is shown only when planned."""
+    """An example plans enough base scenarios for the pooled intervals (`interval_rules`:
+    5 per metric with valid rows for a rate over metrics), so they are shown with their method
+    and both grids' figures beside them; each metric's rate (5 per metric) too."""
     assert planned >= with_margin(RATE.pooled)
     kinds = {entry.interval: entry for entry in results.intervals}
     for kind in ("overall rate", "difference between targets", "demographic gap"):
         entry = kinds[kind]
         assert entry.reason is None and entry.coverage_low is not None, entry
         assert LOW - 0.02 <= entry.coverage_low <= entry.coverage_high, entry
+        assert entry.stress_low is not None and entry.stress_low <= entry.stress_high, entry
     for target, found in results.targets.items():
         assert found.overall.ci_low is not None, (target, found.overall.reason)
         assert found.overall.ci_method != methods.NONE

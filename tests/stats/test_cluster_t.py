@@ -14,9 +14,9 @@ from pressurebench.stats.cluster_t import (
     stratified_variance,
     wilson_t_interval,
 )
-from pressurebench.stats.multiplicity import holm_adjust
 from pressurebench.stats.interval_rules import RATE
 from pressurebench.stats.intervals import wilson_interval
+from pressurebench.stats.multiplicity import holm_adjust
 from pressurebench.stats.rates import rate_estimate, rates_by
 
 

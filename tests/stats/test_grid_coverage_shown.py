@@ -11,6 +11,7 @@ from pathlib import Path
 from pressurebench.stats import methods
 from pressurebench.stats.interval_rules import (
     COVERAGE_FILE,
+    DIFFERENCE,
     RATE,
     SWEEP_COVERAGE_FILE,
     coverage_table,
@@ -64,13 +65,18 @@ def test_results_carry_each_interval_types_method_and_its_measured_coverage():
 
 
 def test_below_a_rule_the_results_say_the_interval_type_is_withheld():
-    scores = synthetic_scores(target_rates={"a": 0.7}, metrics=4, base_per_metric=RATE.pooled,
-                              samples=1, seed=4)
+    """At the pooled rule of a difference, below its rule on one metric: the difference over
+    all metrics is shown, one metric's is withheld with the rule it needs, and so is every rate
+    (whose rule is above the design)."""
+    scores = synthetic_scores(target_rates={"a": 0.7, "b": 0.6}, metrics=4,
+                              base_per_metric=DIFFERENCE.pooled, samples=1, seed=4)
     shown = {i.interval: i for i in build_results(scores, **SETTINGS).intervals}
-    assert shown["overall rate"].reason is None
-    metric = shown["rate of a metric"]
+    assert shown["difference between targets"].reason is None
+    metric = shown["difference between targets on a metric"]
     assert metric.coverage_low is None and metric.method == methods.NONE
-    assert f"needs {RATE.single} base scenarios per metric" in metric.reason
+    assert f"needs {DIFFERENCE.single} base scenarios per metric" in metric.reason
+    assert DIFFERENCE.pooled < RATE.pooled
+    assert f"needs {RATE.pooled} base scenarios per metric" in shown["overall rate"].reason
 
 
 def _summary_tables(text: str) -> dict[str, dict[str, dict[str, list[float]]]]:

@@ -29,16 +29,18 @@ def _scores(base_per_metric: int, metrics: int = 4, seed: int = 1):
 
 
 def test_a_metrics_rate_and_the_pooled_rate_follow_their_own_rules():
-    """4 metrics × RATE.pooled base scenarios: the pooled rate is reported, each metric's is
-    not (it needs RATE.single); at RATE.single both are."""
-    small = _scores(RATE.pooled)
+    """4 metrics, one base scenario per metric below each rate rule: the pooled rate and each
+    metric's are withheld, each naming its own rule; at the rules both are reported."""
+    small = _scores(min(RATE.pooled, RATE.single) - 1)
     boot = ClusterBootstrap.from_scores(small)
-    assert rate_estimate(small, boot).ci_low is not None
+    assert f"the coverage grids need {RATE.pooled} per metric" in rate_estimate(small, boot).reason
     for estimate in rates_by(small, boot, "metric_id").values():
         assert estimate.ci_low is None
         assert f"the coverage grids need {RATE.single} per metric" in estimate.reason
-    enough = _scores(RATE.single)
-    for estimate in rates_by(enough, ClusterBootstrap.from_scores(enough), "metric_id").values():
+    enough = _scores(max(RATE.pooled, RATE.single))
+    boot = ClusterBootstrap.from_scores(enough)
+    assert rate_estimate(enough, boot).ci_low is not None
+    for estimate in rates_by(enough, boot, "metric_id").values():
         assert estimate.ci_low is not None and estimate.reason is None
 
 
@@ -120,14 +122,16 @@ def test_the_sizing_recipe_in_the_docs_runs_and_prints_the_rules(capsys):
 
 
 def test_the_coverage_recipe_in_the_docs_prints_the_grids_coverage_at_a_design(capsys):
-    """docs/intervals.md's reading of the grid's coverage at 10 metrics × 6 base scenarios:
-    the 4-metric design of 5 base scenarios, the largest not above it."""
+    """docs/intervals.md's reading of both grids' coverage at 10 metrics × 6 base scenarios:
+    the 4-metric design of 5 base scenarios, the largest not above it, and the stress grid's
+    lowest there."""
     page = (Path(__file__).parents[2] / "docs" / "intervals.md").read_text(encoding="utf-8")
     code = next(block for block in re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
                 if "grid_coverage" in block)
     exec(compile(code, "docs/intervals.md", "exec"), {})
     out = capsys.readouterr().out
     assert out.count("at 4 metrics x 5 base scenarios") == 4, out
+    assert out.count("in the stress grid at least 0.9") == 4, out
 
 
 def test_plan_lists_the_measured_rules_and_sizes_for_the_curve_difference_when_asked():
@@ -143,6 +147,7 @@ def test_plan_lists_the_measured_rules_and_sizes_for_the_curve_difference_when_a
 
     assert [RULES[r.statistic] for r in (CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY)] == [
         CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY]
-    assert scenarios_for_intervals(4) == max(CAPITULATION.pooled, SENSITIVITY.pooled, 3)
-    assert scenarios_for_intervals(4) < CURVE_DIFFERENCE.pooled
+    assert scenarios_for_intervals(4) == max(
+        rule.per_metric(4) for rule in RULES.values()
+        if rule.statistic not in ("curve difference", "corrected rate", "corrected difference"))
     assert scenarios_for_intervals(4, (CURVE_DIFFERENCE,)) == CURVE_DIFFERENCE.pooled
