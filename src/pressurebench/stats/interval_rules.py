@@ -147,17 +147,34 @@ CORRECTED_RATE = IntervalRule(
 CORRECTED_DIFFERENCE = IntervalRule("corrected difference", pooled=12, single=12,
                                     method="ppi++-cluster-t")
 
+# The validation studies' contrasts, measured by their own sweep (`make validation-coverage`,
+# docs/validation_coverage.md): a gap read twice on the same rows (the judge's part of a gap,
+# a gap's change between judges), the share of a gap its judge's part is (Fieller), a probe's
+# flip rate over a floor's on the same rows, and the change of a difference between two
+# targets across arms (same scenarios, or unrelated ones). Each is reported on its target's
+# metrics pooled, the flip excess also per metric.
+GAP_CONTRAST = IntervalRule("gap contrast", pooled=3, single=5, method="cluster-t")
+EXPLAINED_SHARE = IntervalRule("explained share", pooled=3, single=5, method="fieller-cluster-t")
+FLIP_EXCESS = IntervalRule("flip excess", pooled=3, single=5, method="cluster-t")
+DIFFERENCE_CHANGE = IntervalRule("difference change", pooled=3, single=5, method="cluster-t")
+INDEPENDENT_DIFFERENCE_CHANGE = IntervalRule("independent difference change", pooled=3,
+                                             single=12, method="cluster-t-welch")
+VALIDATION_RULES = (GAP_CONTRAST, EXPLAINED_SHARE, FLIP_EXCESS, DIFFERENCE_CHANGE,
+                    INDEPENDENT_DIFFERENCE_CHANGE)
+
 RULES = {rule.statistic: rule for rule in (RATE, DIFFERENCE, INDEPENDENT_DIFFERENCE, GAP, CONTRAST,
                                            CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY,
-                                           CORRECTED_RATE, CORRECTED_DIFFERENCE)}
+                                           CORRECTED_RATE, CORRECTED_DIFFERENCE,
+                                           *VALIDATION_RULES)}
 
 
 def scenarios_for_intervals(metrics: int, rules: tuple[IntervalRule, ...] | None = None) -> int:
     """Fewest base scenarios per metric at which every rule in `rules` reports its pooled
     interval over `metrics` metrics; by default every measured rule but the curve difference's,
-    which only a study comparing targets turn by turn needs, and the judge-corrected ones,
-    whose intervals need human labels a study may never collect (`plan` lists them all)."""
-    optional = (CURVE_DIFFERENCE, CORRECTED_RATE, CORRECTED_DIFFERENCE)
+    which only a study comparing targets turn by turn needs, the judge-corrected ones,
+    whose intervals need human labels a study may never collect, and the validation studies'
+    contrasts, which only a study with those arms or probes needs (`plan` lists them all)."""
+    optional = (CURVE_DIFFERENCE, CORRECTED_RATE, CORRECTED_DIFFERENCE, *VALIDATION_RULES)
     chosen = tuple(r for r in RULES.values() if r not in optional) if rules is None else rules
     return max(rule.per_metric(metrics) for rule in chosen)
 
