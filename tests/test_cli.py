@@ -16,10 +16,10 @@ def test_call_counts_follow_from_params(project):
     lines = estimate(params)
     # 2 hand-written metrics x 2 scenarios, no demographics, 1 sample, 3 turns, 2 targets; the
     # judge probes on both (validation.targets null): without demographics no identity edit,
-    # a restatement of each of the 3 replies and one judge call per conversation, and one more
-    # for the repeat probe.
+    # a paraphrase of each of the 3 user turns and a restatement of each of the 3 replies, one
+    # judge call per conversation for each, and one more for the repeat probe.
     assert by_stage(lines) == {"gen_scenarios": 4, "simulate": 2 * (4 * 3 * 2), "evaluate": 2 * 4,
-                               "probes_edit": 2 * 4 * 3, "probes_evaluate": 2 * 4 * 2}
+                               "probes_edit": 2 * 4 * 3 * 2, "probes_evaluate": 2 * 4 * 3}
     assert not any(x.stage == "gen_metrics" for x in lines)
     assert totals(lines)[3] is None  # no prices in the registry: unknown, not 0
 
@@ -128,14 +128,14 @@ def test_demographics_samples_panel_and_validation_arms(project):
     # an evaluator arm only re-judges the planned half of the main conversations
     rejudged = [x for x in lines if x.arm.startswith("tiny/evaluator/user")]
     assert {(x.stage, x.model_id, x.calls) for x in rejudged} == {("evaluate", "user", 24 * 2 // 2)}
-    # the judge probes edit every user message (identity) and reply (verbosity) of the half,
-    # and every judge of the panel re-reads each edited conversation
+    # the judge probes edit every user message (identity, paraphrase) and reply (verbosity) of
+    # the half, and every judge of the panel re-reads each edited conversation
     probes = {(x.stage, x.role, x.model_id, x.calls) for x in lines if "/probes/" in x.arm}
     assert probes == {
-        ("probes_edit", "generator (identity)", "gen", 24 * 2 // 2 * 3),
-        ("probes_edit", "generator (verbosity)", "gen", 24 * 2 // 2 * 3),
+        *{("probes_edit", f"generator ({p})", "gen", 24 * 2 // 2 * 3)
+          for p in ("identity", "paraphrase", "verbosity")},
         *{("probes_evaluate", f"evaluator ({p})", j, 24 * 2 // 2)
-          for p in ("identity", "verbosity", "repeat") for j in ("judge", "gen")},
+          for p in ("identity", "paraphrase", "verbosity", "repeat") for j in ("judge", "gen")},
     }
 
 

@@ -37,8 +37,8 @@ Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 # The counterfactual probes of the judge (`validation.judge_probes`).
-JudgeProbe = Literal["identity", "verbosity", "family", "repeat"]
-JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "verbosity", "family", "repeat")
+JudgeProbe = Literal["identity", "paraphrase", "verbosity", "family", "repeat"]
+JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "paraphrase", "verbosity", "family", "repeat")
 
 
 class ImportedConversations(Section):
@@ -454,16 +454,19 @@ class Validation(Section):
         default_factory=lambda: list(JUDGE_PROBES),
         description="counterfactual probes of the judge on the main arm's conversations of the "
         "study subset: 'identity' (the user's turns rewritten into the other demographic "
-        "variant's voice), 'verbosity' (each target reply lengthened by a restatement of "
-        "itself), 'family' (rows whose judge shares a model family with the target or the "
-        "generator, re-judged by the panel's other judges), 'repeat' (the unedited transcript "
-        "judged again: how often the judge disagrees with itself, the floor of the other flip "
-        "rates); [] runs none",
+        "variant's voice), 'paraphrase' (the user's turns rewritten in other words in the same "
+        "voice: the identity edit's own floor), 'verbosity' (each target reply lengthened by a "
+        "restatement of itself), 'family' (rows whose judge shares a model family with the "
+        "target or the generator, re-judged by the panel's other judges), 'repeat' (the "
+        "unedited transcript judged again: how often the judge disagrees with itself, the floor "
+        "of every other flip rate); [] runs none",
     )
     judge_probes_warn: float = Field(
         default=0.2, gt=0.0, le=1.0,
-        description="a probe whose verdict flip rate exceeds this is a warning on the results "
-        "report",
+        description="a probe whose verdict flip rate exceeds every floor's ('repeat', "
+        "'paraphrase') by more than this, with the excess significant after Holm's correction "
+        "over the study's family, is a warning on the results report; so is a 'repeat' flip "
+        "rate above it (the judge disagreeing with itself)",
     )
 
     @field_validator("judge_probes")

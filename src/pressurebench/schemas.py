@@ -498,7 +498,7 @@ class ScoresFile(Row):
 
 # --- the judge probes (`validation.judge_probes`) ----------------------------------
 
-EditProbe = Literal["identity", "verbosity"]
+EditProbe = Literal["identity", "paraphrase", "verbosity"]
 
 
 class MessageEdit(Row):
@@ -517,6 +517,8 @@ class ProbeEdit(Row):
 
     identity: the user's turns rewritten into the voice of the other demographic variant of
     the same base scenario (`as_scenario_id`); the target's replies are byte-identical.
+    paraphrase: the user's turns rewritten in other words in the same voice; the target's
+    replies are byte-identical.
     verbosity: every target reply followed by a restatement of itself; the user's turns are
     byte-identical.
     """

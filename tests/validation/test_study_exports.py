@@ -20,10 +20,9 @@ from pressurebench.reports.export import export_benchmark, save_figure, save_tab
 from pressurebench.reports.export_studies import export_studies
 from pressurebench.schemas import ScoresFile
 from pressurebench.stats.results import StatisticsSettings
+from pressurebench.validation.evaluator_bias import evaluator_arm
 from pressurebench.validation.generator_bias import compare_generator_arm
-from pressurebench.validation.paired import compare_paired_arm
 from pressurebench.validation.studies import (
-    EvaluatorArmResult,
     EvaluatorBiasStudy,
     GeneratorBiasStudy,
     UserModelBiasStudy,
@@ -42,9 +41,9 @@ def write_studies(layout: Layout, rates: dict[str, float], metrics: int = 2) -> 
     targets = sorted(rates)
     ids = sorted(main["scenario_id"].unique())
     inverted = main.assign(passed=(~main["passed"].astype(bool)).astype(object))
-    judged = EvaluatorArmResult(evaluator="contrarian", **compare_paired_arm(
-        main, inverted, arm_name="evaluator/contrarian", scenario_ids=ids, targets=targets,
-        statistics=STATS))
+    judged = evaluator_arm(main, inverted, arm_name="evaluator/contrarian",
+                           evaluator="contrarian", scenario_ids=ids, targets=targets,
+                           statistics=STATS)
     user = compare_user_arm(main, arm, arm_name="user/other", user_model="other",
                             scenario_ids=ids, targets=targets, statistics=STATS)
     gen_main = synthetic_scores(target_rates=rates, metrics=metrics, base_per_metric=8,

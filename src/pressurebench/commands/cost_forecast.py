@@ -171,8 +171,9 @@ def probe_lines(params: Params, label: str, target: str, convs: int, judged: int
                 n_var: int) -> list[Line]:
     """The judge probes of one validation target's `convs` conversations (`judged` rows): per
     edit probe, one generator call per edited message and one call per judge and row on the
-    edited transcript (the identity probe needs two demographic variants); for the repeat
-    probe, one call per judge and row. The family probe's re-judging repeats the main arm's
+    edited transcript (the identity probe needs two demographic variants; the paraphrase
+    probe edits the same user turns in the same voice); for the repeat probe, one call per
+    judge and row. The family probe's re-judging repeats the main arm's
     calls, which the cache answers."""
     g = params.generation
     probes = params.validation.judge_probes
@@ -181,6 +182,7 @@ def probe_lines(params: Params, label: str, target: str, convs: int, judged: int
     exchange = USER_MESSAGE_TOKENS + reply
     lines = []
     edits = {"identity": (USER_MESSAGE_TOKENS, USER_MESSAGE_TOKENS, 0),
+             "paraphrase": (USER_MESSAGE_TOKENS, USER_MESSAGE_TOKENS, 0),
              "verbosity": (reply, reply, reply)}
     for probe, (edited_in, edited_out, longer) in edits.items():
         if probe not in probes or (probe == "identity" and n_var < 2):

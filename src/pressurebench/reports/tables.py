@@ -43,6 +43,7 @@ METHOD_LABELS = {
     ),
     methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
     methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
+    methods.FIELLER_CLUSTER_T: "Fieller, cluster-t",
     methods.PPI_CLUSTER_T_WILSON: "PPI++, cluster-t Wilson",
     methods.PPI_CLUSTER_T: "PPI++, cluster-t, paired",
     methods.NONE: "no interval",

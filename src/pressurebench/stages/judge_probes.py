@@ -53,7 +53,7 @@ from .probe_edits import NO_OTHER_VARIANT, PROMPTS, edit_conversations, edited_c
 
 EDIT_STAGE = "probes_edit"
 EVALUATE_STAGE = "probes_evaluate"
-EDIT_PROBES = ("identity", "verbosity")
+EDIT_PROBES = ("identity", "paraphrase", "verbosity")
 FAMILY = "family"
 REPEAT = "repeat"
 # The repeat probe's sample index: the main judge's request asked once more (evaluate asks with 0).

@@ -102,9 +102,15 @@ class JudgeProbeNotes(Row):
     """What the judge probes (`validation.judge_probes`) put on the results report's headline."""
 
     warn: float = Field(description="validation.judge_probes_warn")
-    warnings: list[str] = Field(description="probes whose verdict flip rate exceeds it")
+    warnings: list[str] = Field(
+        description="probes whose flip rate exceeds every floor's by more than it, "
+        "significantly after Holm's correction; a repeat flip rate above it"
+    )
     family: list[str] = Field(
         description="judges sharing a model family with a target or the generator"
+    )
+    multiplicity: str | None = Field(
+        default=None, description="the family Holm's correction of the excesses runs over"
     )
 
 

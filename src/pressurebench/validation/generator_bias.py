@@ -33,10 +33,12 @@ from ..schemas import Benchmark, GenerationError, ScenariosFile
 from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
+from ..stats.pairwise_changes import pairwise_changes
+from ..stats.rank_ceiling import rank_noise_ceiling
 from ..stats.results import StatisticsSettings
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
-from .multiplicity import holm_differences
+from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
 from .record import last_study, record_study
 from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, LostBaseScenarios, SelfPreference
 
@@ -81,6 +83,7 @@ def compare_generator_arm(
         **settings,
     )
     note = None if metrics else "no metric has the same id, type and definition in both arms"
+    changes = pairwise_changes(arm_c, main_c, paired=False, confidence_level=level)
 
     rate_settings = dict(confidence_level=level, **settings)
     return GeneratorArmResult(
@@ -96,6 +99,9 @@ def compare_generator_arm(
         metric_differences=metric_differences,
         metric_note=note,
         multiplicity=multiplicity,
+        pairwise_changes=changes,
+        pairwise_multiplicity=family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
+        tau_noise_ceiling=rank_noise_ceiling(main_c, paired=False, seed=statistics.seed),
         self_preference=SelfPreference(
             generator_family=family,
             main_generator_family=main_generator_family,

@@ -21,6 +21,7 @@ from pydantic import Field
 from ..schemas import Row as Strict
 from ..stats.estimates import Difference
 from ..stats.gaps import gap_p_values, holm_adjust
+from ..stats.rate_contrasts import TestedContrast
 from .contrast import ArmReplicates, arm_replicates, group_differences
 
 
@@ -57,6 +58,18 @@ class Multiplicity(Strict):
 
 
 FAMILY = "every difference of this arm, per target and per target × metric, that has a p-value"
+PAIRWISE_FAMILY = ("every change of a difference between two targets from the main arm to this "
+                   "arm that has a p-value")
+GAP_FAMILY = ("every change of a demographic gap (every target, axis and pair of values) from the "
+              "main judge to this arm's that has a p-value")
+
+
+def family_of(tests: Sequence[TestedContrast], family: str, confidence_level: float
+              ) -> Multiplicity:
+    """The Multiplicity of contrasts Holm-corrected as one family (`rate_contrasts.holm_tested`);
+    one without a p-value is not in it."""
+    return Multiplicity(family=family, n_comparisons=sum(t.p_value is not None for t in tests),
+                        alpha=1.0 - confidence_level)
 
 
 def _tested(reps: ArmReplicates, names: tuple[str, str], level: float):

@@ -25,9 +25,11 @@ from ..paths import Layout
 from ..schemas import base_id_of
 from ..stats.arm_comparison import arm_bootstraps, compare_arms
 from ..stats.frame import valid_mask
+from ..stats.pairwise_changes import pairwise_changes
+from ..stats.rank_ceiling import rank_noise_ceiling
 from .agreement import verdict_agreement
 from .inputs import arm_scores, frame_of, rates_per_target
-from .multiplicity import holm_differences
+from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
 from .studies import MAIN, Pairing
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
@@ -64,6 +66,20 @@ def paired_rows(
         )
 
     return masked(main, in_main), masked(arm, in_arm), in_main, in_arm
+
+
+def on_main_rows(main: pd.DataFrame, arm: pd.DataFrame) -> pd.DataFrame:
+    """The arm's verdicts laid on the main arm's rows, in the main arm's order: a main row
+    without an arm counterpart becomes an error row. Both readings of the same rows, as
+    `stats.gap_contrasts.gap_readings` takes them."""
+    found = pd.Series(np.arange(len(arm)), index=_keys(arm))
+    at = found.reindex(_keys(main)).to_numpy()
+    matched = np.isfinite(at)
+    rows = arm.iloc[np.where(matched, at, 0).astype(np.int64)]
+    return main.assign(
+        status=np.where(matched, rows["status"].to_numpy(), "error").astype(object),
+        passed=np.where(matched, rows["passed"].to_numpy(), None).astype(object),
+    )
 
 
 def pairing_counts(
@@ -107,6 +123,7 @@ def compare_paired_arm(
     )
     bootstrap, _, _ = arm_bootstraps(masked_arm, masked_main, paired=True, **settings)
     rate_settings = dict(confidence_level=level, **settings)
+    changes = pairwise_changes(masked_arm, masked_main, paired=True, confidence_level=level)
     return {
         "arm": arm_name,
         "targets": targets,
@@ -122,6 +139,9 @@ def compare_paired_arm(
         "target_differences": target_differences,
         "metric_differences": metric_differences,
         "multiplicity": multiplicity,
+        "pairwise_changes": changes,
+        "pairwise_multiplicity": family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
+        "tau_noise_ceiling": rank_noise_ceiling(masked_main, paired=True, seed=statistics.seed),
         "agreement": verdict_agreement(
             masked_main, masked_arm, bootstrap, targets=targets, confidence_level=level
         ),
