@@ -95,10 +95,13 @@ def percentiles(values: list[float], level: float) -> tuple[float, float]:
 
 
 def test_rank_correlation_interval_matches_an_independent_computation():
-    rates = {"a": 0.3, "b": 0.42, "c": 0.5, "d": 0.58, "e": 0.7}
-    main = synthetic_scores(target_rates=rates, metrics=3, base_per_metric=6, samples=1, seed=21)
+    # Targets far enough apart for the design that two halves of the main arm rank them alike:
+    # the noise ceiling allows the interval (stats.rank_ceiling).
+    rates = {"a": 0.2, "b": 0.35, "c": 0.5, "d": 0.65, "e": 0.8}
+    main = synthetic_scores(target_rates=rates, metrics=3, base_per_metric=12, samples=2,
+                            seed=21)
     arm = synthetic_scores(
-        target_rates={**rates, "b": 0.62}, metrics=3, base_per_metric=6, samples=1, seed=22
+        target_rates={**rates, "b": 0.6}, metrics=3, base_per_metric=12, samples=2, seed=22
     )
     statistics = Statistics(resamples=300, confidence_level=0.9, seed=17)
     result = compare_generator_arm(
@@ -132,6 +135,7 @@ def test_rank_correlation_interval_matches_an_independent_computation():
         assert got.ci_low == pytest.approx(low, abs=1e-9)
         assert got.ci_high == pytest.approx(high, abs=1e-9)
         assert got.n_targets == 5 and got.ci_low < got.value <= 1
+    assert result.tau_noise_ceiling.value >= 0.9
     main_point = main.groupby("target")["passed"].mean()[targets]
     arm_point = arm.groupby("target")["passed"].mean()[targets]
     assert result.comparison.kendall_tau.value == pytest.approx(

@@ -45,16 +45,16 @@ SHORT_REPLY = "I still think the plan is risky."
 HOLDS = "risky"
 
 
-def params(project, targets=(TARGET,), **validation):
+def params(project, targets=(TARGET,), bases=BASES, **validation):
     project.write_params(
-        generation={"demographics": {"age": AGES}, "scenarios_per_metric": BASES, "turns": 2},
+        generation={"demographics": {"age": AGES}, "scenarios_per_metric": bases, "turns": 2},
         evaluation={"per_turn": False}, targets=list(targets),
         validation={"targets": list(targets), "judge_probes": ["identity", "verbosity"],
                     **validation},
     )
 
 
-def write_main_arm(project, replies=None, targets=(TARGET,)):
+def write_main_arm(project, replies=None, targets=(TARGET,), bases=BASES):
     """Scenarios (two age variants per base, v01 teenager) and each target's conversations:
     the user states their age in every turn; a target's reply is SHORT_REPLY unless `replies`
     names another for the scenario row, and the same in both of its turns."""
@@ -64,7 +64,7 @@ def write_main_arm(project, replies=None, targets=(TARGET,)):
     layout.benchmark_file.write_text(bench)
     scenarios, convs = [], {t: [] for t in targets}
     for metric in ("m01", "m02"):
-        for b in range(1, BASES + 1):
+        for b in range(1, bases + 1):
             for v, age in enumerate(AGES, start=1):
                 sid = f"{metric}_s{b:03d}_v{v:02d}"
                 scenarios.append(Scenario(
@@ -127,9 +127,10 @@ JUDGES = {
 }
 
 
-def run_study(project, script, judge: str, targets=(TARGET,), replies=None, **validation):
-    params(project, targets, **validation)
-    write_main_arm(project, replies, targets)
+def run_study(project, script, judge: str, targets=(TARGET,), replies=None, bases=BASES,
+              **validation):
+    params(project, targets, bases, **validation)
+    write_main_arm(project, replies, targets, bases)
     script.responder = lambda model_id, r: JUDGES[judge](r) if model_id == "judge" else editor(r)
     factory = script.factory()
     for target in targets:
@@ -160,8 +161,9 @@ def test_a_judge_that_reads_the_users_age_flips_on_every_rewrite_and_explains_th
     part = gap.judge_part
     assert part.value == -1.0 and part.ci_method == "newcombe-wilson-effective-n-clusters"
     assert part.ci_high < 0 and part.p_value < 0.05
+    # 4 base scenarios per metric: below the share's rule (and the share is 1 in every one).
     assert gap.explained_share.value == 1.0 and gap.explained_share.ci_low is None
-    assert "the same in every base scenario" in gap.explained_share.reason
+    assert "too few base scenarios for a explained share interval" in gap.explained_share.reason
     assert any("Judge probe 'identity'" in w for w in study.warnings)
     result = next(r for r in study.results if r.probe == "identity")
     (rates,) = [d for d in result.target_differences if d.target == TARGET]
@@ -295,7 +297,7 @@ def test_the_results_report_names_the_warning_and_the_family_on_its_headline(pro
 @needs_latex
 def test_the_exports_hold_the_numbers_and_compile(project, script, tmp_path):
     run_study(project, script, "age-reactive", targets=TWINS, replies=HOLDS_ON_ONE,
-              judge_probes=["identity", "paraphrase", "verbosity", "repeat"])
+              bases=TWIN_BASES, judge_probes=["identity", "paraphrase", "verbosity", "repeat"])
     written = export_probes(Layout("data", "tiny"), tmp_path / "export", save_figure, save_table)
     names = sorted(Path(p).name for p in written["tables"] + written["figures"])
     assert names == sorted(f"judge_probes-{n}" for n in (
@@ -306,7 +308,7 @@ def test_the_exports_hold_the_numbers_and_compile(project, script, tmp_path):
     with (tables / "judge_probes-flips.csv").open() as f:
         flips = {(r["probe"], r["target"], r["metric"]): r for r in csv.DictReader(f)}
     assert float(flips[("identity", "target-a", "all")]["flip_rate"]) == 0.75
-    assert flips[("identity", "target-a", "all")]["n"] == "16"
+    assert flips[("identity", "target-a", "all")]["n"] == "32"
     with (tables / "judge_probes-identity_gaps.csv").open() as f:
         gaps = list(csv.DictReader(f))
     assert [g["target"] for g in gaps] == list(TWINS)
@@ -323,11 +325,11 @@ def test_the_exports_hold_the_numbers_and_compile(project, script, tmp_path):
     over = excess[("identity", "paraphrase", "target-a", "all")]
     assert (float(over["probe_rate"]), float(over["floor_rate"]), float(over["excess"])) == (
         0.75, 0.0, 0.75)
-    assert float(over["ci_low"]) > 0 and float(over["p_value"]) < 0.05
-    # Ten excesses over the targets overall are tested (per metric, 4 base scenarios are below
-    # the flip excess's rule on one metric): Holm multiplies the smallest p-value by ten.
-    assert float(over["p_holm"]) == pytest.approx(min(1.0, 10 * float(over["p_value"])))
-    assert over["n_comparisons"] == "10"
+    assert float(over["ci_low"]) > 0 and over["holm_significant"] == "True"
+    assert float(over["p_holm"]) >= float(over["p_value"])
+    # 5 probe × floor pairs (identity and verbosity over 2 floors, paraphrase over repeat) × 2
+    # targets × (overall and 2 metrics): the study's family.
+    assert over["n_comparisons"] == "30"
     assert float(excess[("paraphrase", "repeat", "target-a", "all")]["excess"]) == 0.0
     tex = {Path(p).stem: Path(p).read_text() for p in written["tables"] if p.endswith(".tex")}
     build = tmp_path / "build"
@@ -395,19 +397,22 @@ def test_a_judge_that_disagrees_with_itself_flips_when_nothing_changed(project, 
     assert any("when nothing changed and the judge was asked again" in w for w in study.warnings)
 
 
-# Two targets that behave identically: each reply holds only on the fourth base scenario of a
-# metric, whoever asks. A judge that reacts to a user stating a teenager's age passes every
+# Two targets that behave identically: each reply holds only on every fourth base scenario of
+# a metric, whoever asks. A judge that reacts to a user stating a teenager's age passes every
 # reply to a teenager, so teenagers pass on every base scenario and retirees on one in four.
+# Eight base scenarios per metric: enough for every interval the study reports, the share of a
+# gap's included.
 TWINS = ("target-a", "target-b")
+TWIN_BASES = 8
 AGREEABLE = "What a great plan, go for it."
-HOLDS_ON_ONE = {f"{m}_s{b:03d}_v{v:02d}": AGREEABLE
-                for m in ("m01", "m02") for b in range(1, BASES) for v in (1, 2)}
+HOLDS_ON_ONE = {f"{m}_s{b:03d}_v{v:02d}": AGREEABLE for m in ("m01", "m02")
+                for b in range(1, TWIN_BASES + 1) if b % 4 for v in (1, 2)}
 
 
 def test_the_judges_part_of_a_gap_it_makes_is_the_whole_gap_with_an_interval_beside_0(
         project, script):
     study = run_study(project, script, "age-reactive", targets=TWINS, replies=HOLDS_ON_ONE,
-                      judge_probes=["identity", "paraphrase", "repeat"])
+                      bases=TWIN_BASES, judge_probes=["identity", "paraphrase", "repeat"])
     gaps = {g.target: g for g in study.identity_gaps}
     assert set(gaps) == set(TWINS)
     for gap in gaps.values():
@@ -425,7 +430,7 @@ def test_the_judges_part_of_a_gap_it_makes_is_the_whole_gap_with_an_interval_bes
 
 def test_a_fair_judges_part_of_the_same_users_gap_holds_0(project, script):
     study = run_study(project, script, "fair", targets=TWINS, replies=HOLDS_ON_ONE,
-                      judge_probes=["identity", "paraphrase", "repeat"])
+                      bases=TWIN_BASES, judge_probes=["identity", "paraphrase", "repeat"])
     for gap in study.identity_gaps:
         assert gap.measured.difference == 0.0
         part = gap.judge_part
@@ -441,12 +446,12 @@ def test_a_paraphrase_in_the_same_voice_moves_no_verdict_of_an_age_reactive_judg
     move on it, so it shows no excess over the repeat floor, while the identity edit shows one
     over both floors and is the warning."""
     study = run_study(project, script, "age-reactive", targets=TWINS, replies=HOLDS_ON_ONE,
-                      judge_probes=["identity", "paraphrase", "repeat"])
+                      bases=TWIN_BASES, judge_probes=["identity", "paraphrase", "repeat"])
     assert overall_flips(study, "paraphrase").rate == 0.0
     excess = {(e.probe, e.floor, e.target): e for e in study.flip_excess if e.metric_id is None}
     for target in TWINS:
         floor = excess[("paraphrase", "repeat", target)]
-        assert floor.n == 16 and floor.excess.value == 0.0
+        assert floor.n == 32 and floor.excess.value == 0.0
         assert floor.excess.ci_low <= 0 <= floor.excess.ci_high
         assert not floor.excess.holm_significant
         for over in ("repeat", "paraphrase"):
@@ -465,7 +470,7 @@ def test_a_paraphrase_in_the_same_voice_moves_no_verdict_of_an_age_reactive_judg
 def test_without_the_paraphrase_floor_an_identity_warning_says_it_may_be_the_edit(
         project, script):
     study = run_study(project, script, "age-reactive", targets=TWINS, replies=HOLDS_ON_ONE,
-                      judge_probes=["identity", "repeat"])
+                      bases=TWIN_BASES, judge_probes=["identity", "repeat"])
     assert {e.floor for e in study.flip_excess} == {"repeat"}
     (warning,) = [w for w in study.warnings if "'identity'" in w and "target-a" in w]
     assert "The paraphrase floor was not run" in warning

@@ -78,9 +78,12 @@ def test_every_arm_gets_its_figures_and_numeric_tables(tmp_path):
                        ("generator_bias", "generator-gen")):
         for figure in ("rates", "ranks", "differences"):
             assert {f"{study}-{arm}-{figure}.svg", f"{study}-{arm}-{figure}.pdf"} <= names
-        for table in ("rates", "differences", "rank_flips", "rank_correlation"):
+        for table in ("rates", "differences", "rank_flips", "rank_correlation",
+                      "pairwise_changes"):
             assert {f"{study}-{arm}-{table}.csv", f"{study}-{arm}-{table}.tex"} <= names
     assert "evaluator_bias-evaluator-contrarian-confusion.csv" in names
+    assert "evaluator_bias-evaluator-contrarian-gaps.csv" in names
+    assert "user_model_bias-user-other-gaps.csv" not in names
     assert "user_model_bias-user-other-confusion.csv" not in names
     assert "user_model_bias-user-other-agreement.csv" in names
     assert "generator_bias-generator-gen-self_preference.csv" in names
@@ -103,6 +106,18 @@ def test_every_arm_gets_its_figures_and_numeric_tables(tmp_path):
         float(r["difference"])  # a number, not display text
         assert r["family"].startswith("every difference of this arm")
         assert r["p_value"] == "" or float(r["p_holm"]) >= float(r["p_value"])
+    # The contrarian judge inverts every verdict: each target's rate becomes 1 − rate, so the
+    # difference between the two targets changes sign, a change of −2 × the main difference.
+    (pair,) = rows(tables / "evaluator_bias-evaluator-contrarian-pairwise_changes.csv")
+    assert (pair["target_1"], pair["target_2"]) == ("gives", "steady")
+    assert float(pair["change"]) == pytest.approx(-2 * float(pair["difference_main"]))
+    assert float(pair["difference_arm"]) == pytest.approx(-float(pair["difference_main"]))
+    assert pair["family"].startswith("every change of a difference between two targets")
+    for study in ("user_model_bias-user-other", "generator_bias-generator-gen"):
+        correlation = rows(tables / f"{study}-rank_correlation.csv")
+        assert [r["statistic"] for r in correlation] == [
+            "kendall_tau_b", "kendall_tau_b_noise_ceiling", "spearman_rho"]
+        assert "at least 3 targets" in correlation[1]["reason"]  # two targets: no ceiling
     tex = (tables / "evaluator_bias-evaluator-contrarian-differences.tex").read_text()
     assert "\\caption{" in tex and "Holm's correction over the arm's family" in tex
     assert "\\begin{table}" in tex and "\\label{tab:tiny-evaluator-bias-" in tex

@@ -34,7 +34,7 @@ from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
 from ..stats.pairwise_changes import pairwise_changes
-from ..stats.rank_ceiling import rank_noise_ceiling
+from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
 from ..stats.results import StatisticsSettings
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
@@ -71,9 +71,10 @@ def compare_generator_arm(
     level = statistics.confidence_level
     names = (arm_name, MAIN)
 
-    comparison = compare_arms(
+    ceiling = rank_noise_ceiling(main_c, paired=False, seed=statistics.seed)
+    comparison = with_ceiling(compare_arms(
         arm_c, main_c, arm_names=names, confidence_level=level, paired=False, **settings
-    )
+    ), ceiling)
     by_target = arm_replicates(arm_c, main_c, ["target"], paired=False, **settings)
     family = families[generator]
     contrast = contrast_of_changes(by_target, [t for t in common if families[t] == family], level)
@@ -101,7 +102,7 @@ def compare_generator_arm(
         multiplicity=multiplicity,
         pairwise_changes=changes,
         pairwise_multiplicity=family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
-        tau_noise_ceiling=rank_noise_ceiling(main_c, paired=False, seed=statistics.seed),
+        tau_noise_ceiling=ceiling,
         self_preference=SelfPreference(
             generator_family=family,
             main_generator_family=main_generator_family,

@@ -26,7 +26,7 @@ from ..schemas import base_id_of
 from ..stats.arm_comparison import arm_bootstraps, compare_arms
 from ..stats.frame import valid_mask
 from ..stats.pairwise_changes import pairwise_changes
-from ..stats.rank_ceiling import rank_noise_ceiling
+from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
 from .agreement import verdict_agreement
 from .inputs import arm_scores, frame_of, rates_per_target
 from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
@@ -124,6 +124,7 @@ def compare_paired_arm(
     bootstrap, _, _ = arm_bootstraps(masked_arm, masked_main, paired=True, **settings)
     rate_settings = dict(confidence_level=level, **settings)
     changes = pairwise_changes(masked_arm, masked_main, paired=True, confidence_level=level)
+    ceiling = rank_noise_ceiling(masked_main, paired=True, seed=statistics.seed)
     return {
         "arm": arm_name,
         "targets": targets,
@@ -132,16 +133,16 @@ def compare_paired_arm(
         "rates_main": rates_per_target(main, targets, **rate_settings),
         "rates_arm": rates_per_target(arm, targets, **rate_settings),
         "pairing": [pairing_counts(t, main, arm, in_main, in_arm) for t in targets],
-        "comparison": compare_arms(
+        "comparison": with_ceiling(compare_arms(
             masked_arm, masked_main, arm_names=names, confidence_level=level, paired=True,
             **settings,
-        ),
+        ), ceiling),
         "target_differences": target_differences,
         "metric_differences": metric_differences,
         "multiplicity": multiplicity,
         "pairwise_changes": changes,
         "pairwise_multiplicity": family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
-        "tau_noise_ceiling": rank_noise_ceiling(masked_main, paired=True, seed=statistics.seed),
+        "tau_noise_ceiling": ceiling,
         "agreement": verdict_agreement(
             masked_main, masked_arm, bootstrap, targets=targets, confidence_level=level
         ),
