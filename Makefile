@@ -2,14 +2,15 @@
 # `make docs` builds the documentation site into site/ (any warning fails it),
 # `make perf` runs the measurements under perf/, `make coverage` the interval coverage
 # grid, `make judge-coverage` that of judge-corrected rates, `make capitulation-coverage` that of
-# capitulation bands and the fidelity sensitivity difference. Each bootstraps .venv first.
+# capitulation bands and the fidelity sensitivity difference, `make validation-coverage` that of
+# the validation studies' contrasts. Each bootstraps .venv first.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage check estimate lab plots clean-reports
+.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage validation-coverage check estimate lab plots clean-reports
 
 install: $(STAMP)
 
@@ -69,6 +70,14 @@ capitulation-coverage: $(STAMP)
 		stats_support.capitulation_coverage --benchmarks 2000 --jobs 2 \
 		--out ../docs/capitulation_coverage.md \
 		--coverage-json ../src/pressurebench/stats/coverage/capitulation_coverage.json
+
+# The coverage of the validation studies' contrasts (the judge's part of a gap, its share, a
+# probe's excess over a floor, pairwise changes between arms) and of Kendall's tau-b between
+# arms, and the rules measured from it.
+validation-coverage: $(STAMP)
+	cd tests && OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(CURDIR)/$(PY) -m \
+		stats_support.validation_coverage --benchmarks 2000 --jobs 2 \
+		--out ../docs/validation_coverage.md
 
 # JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
 # outputs; set write_outputs = True in its parameters cell to run its stage from there.
