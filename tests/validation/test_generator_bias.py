@@ -13,6 +13,7 @@ from pressurebench.reports.validation_tables import generator_arms_frame
 from pressurebench.schemas import Benchmark, GenerationError, Metric
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
+from pressurebench.stats.rank_ceiling import CEILING_FOR_INTERVAL
 from pressurebench.stats.results import StatisticsSettings
 from pressurebench.validation.generator_bias import base_scenario_losses, compare_generator_arm
 from pressurebench.validation.inputs import shared_metrics
@@ -135,7 +136,7 @@ def test_rank_correlation_interval_matches_an_independent_computation():
         assert got.ci_low == pytest.approx(low, abs=1e-9)
         assert got.ci_high == pytest.approx(high, abs=1e-9)
         assert got.n_targets == 5 and got.ci_low < got.value <= 1
-    assert result.tau_noise_ceiling.value >= 0.9
+    assert result.tau_noise_ceiling.value >= CEILING_FOR_INTERVAL
     main_point = main.groupby("target")["passed"].mean()[targets]
     arm_point = arm.groupby("target")["passed"].mean()[targets]
     assert result.comparison.kendall_tau.value == pytest.approx(

@@ -40,7 +40,7 @@ SPLITS = 200
 # missing the true rankings' agreement far more often than it claims where targets are close
 # for the design (the interval follows the agreement noise leaves, not the true one), and
 # covering where half the main arm already ranks the targets alike.
-CEILING_FOR_INTERVAL = 0.9
+CEILING_FOR_INTERVAL = 0.95
 SAMPLE_SPLIT = "each scenario row's samples split in halves (the arms share the scenarios)"
 SCENARIO_SPLIT = "each metric's base scenarios split in halves"
 
