@@ -93,7 +93,8 @@ class Batcher:
 
     def _take(self) -> list[str]:
         """The next batch's requests: at most `max_requests` of them and `max_bytes` of bodies."""
-        keys, size = [], 0
+        keys: list[str] = []
+        size = 0
         for key in self._queue[: self.settings.max_requests]:
             body = len(json.dumps(self.provider.body(self._requests[key]), ensure_ascii=False))
             if keys and size + body > self.settings.max_bytes:

@@ -13,7 +13,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -113,7 +113,7 @@ class ModelClient:
 
     def __init__(
         self,
-        models: dict[str, ModelSettings],
+        models: Mapping[str, ModelSettings],
         cache_dir: str | Path,
         *,
         repair_retries: int = 2,
@@ -267,6 +267,7 @@ class ModelClient:
             if schema is None:
                 result.ok = True
                 break
+            assert resp.text is not None, "reply_problem reports a reply without text"
             try:
                 result.parsed = parse_structured(schema, resp.text)
                 result.ok = True
@@ -325,6 +326,8 @@ class ModelClient:
 
     def _account(self, state: _ModelState, result: CallResult) -> None:
         u = state.usage
+        assert u.cached_calls is not None and u.latency_s is not None, \
+            "only imported usage leaves these null, never the client's own"
         u.calls += 1
         u.cached_calls += int(result.cached)
         u.failed_calls += int(not result.ok)
@@ -538,6 +541,7 @@ class ModelClient:
                 await gate.release()
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, last.retry_after))
+        assert last is not None, "every attempt returned, raised or failed with a retryable error"
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
 
     async def _call_in_batch(
@@ -650,7 +654,7 @@ def _short_validation_error(exc: Exception) -> str:
     return f"{loc}: {err.get('msg')}"[:300]
 
 
-def run_sync(coro_factory: Callable[[], Awaitable[T]]) -> T:
+def run_sync(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine from sync code, also inside Jupyter where a loop is already running."""
     try:
         asyncio.get_running_loop()

@@ -26,13 +26,15 @@ class ModelSettings(Protocol):
     tokens_per_minute: float | None
     price_per_mtok_in: float | None
     price_per_mtok_out: float | None
+    price_per_mtok_cached_in: float | None
+    price_per_mtok_cache_write: float | None
+    prompt_cache: Literal["auto", "off", "1h"]
     system_prompt: str | None
     extra_headers: dict[str, str]
     timeout_s: float
     structured_output: Literal["json_schema", "json_object", "tool", "prompt"] | None
     strict_schema: bool | None
     reasoning: bool | None
-    reasoning_effort: str | None
     reasoning_tokens: int
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None
     batch: bool
@@ -40,16 +42,24 @@ class ModelSettings(Protocol):
     n_ctx: int
     n_threads: int | None
     repeat_penalty: float | None
-    requantize: str | None
     weight_repacking: bool | None
+
+    # Read-only, so that the params' narrower types (each a Literal of the values taken) fit.
+    @property
+    def reasoning_effort(self) -> str | None: ...
+
+    @property
+    def requantize(self) -> str | None: ...
 
 
 class ClientSettings(Protocol):
     """What `ModelClient.from_params` reads of the params (`params.Params` is one): the models
     by id and the run's cache, retry, spending and batch settings."""
 
-    models: Mapping[str, ModelSettings]
     run: Any
+
+    @property
+    def models(self) -> Mapping[str, ModelSettings]: ...
 
 
 FinishReason = Literal["stop", "length", "refusal", "content_filter", "other"]

@@ -26,7 +26,7 @@ behaviour judge: a measuring instrument should read the same text the same way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -257,7 +257,9 @@ async def check_conversation(
             for turn, (message, reply) in enumerate(exchanges(conv), start=1)
         ))
         return fidelity_row(conv, list(replies), error=USER_NOT_CHECKED)
-    turn_jobs, reply_jobs, user_messages = [], [], []
+    turn_jobs: list[Awaitable[list[FidelityCheck]]] = []
+    reply_jobs: list[Awaitable[FidelityCheck]] = []
+    user_messages: list[str] = []
     previous_reply: str | None = None
     last_message: str | None = None
     for m in conv.transcript:
