@@ -247,6 +247,7 @@ def sensitivity(
         whole_a, whole_b = column.get((WITHOUT_BREAKS, rest[0])), column.get((ALL, rest[0]))
         on_a, on_b, pooled = [a], [b], {}
         if len(rest) > 1 and whole_a is not None:
+            assert whole_b is not None, "every part without breaks is a part of all conversations"
             on_a, on_b = [a, whole_a], [b, whole_b]
             pooled = {"pool": np.array([1, -1]), "strata": strata}
         sa, ta = tables.successes[:, on_a], tables.trials[:, on_a]
