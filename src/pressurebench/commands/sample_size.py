@@ -99,6 +99,7 @@ def required_scenarios(design: Design, *, half_width: float | None = None,
     else:
         z = _z(1 - alpha / 2) + _z(power)
         effect = difference if difference is not None else gap
+        assert effect is not None, "exactly one goal is given"
         var = (lambda s: design.difference_variance(s, effect)) if difference is not None else design.gap_variance
         ok = lambda s: z * math.sqrt(var(s)) <= effect
     lo, hi = 1, MAX_SCENARIOS

@@ -164,7 +164,8 @@ def skip_format_checker_imports() -> None:
     a stage's process runs jsonschema without them.
     """
     for name in FORMAT_CHECKER_MODULES:
-        sys.modules.setdefault(name, None)
+        # None in sys.modules makes an import fail (the import system's documented block).
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 def execute_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict[str, str],
