@@ -105,7 +105,7 @@ def test_a_field_without_a_description_or_an_argument_without_help_fails_the_ref
     class Top(BaseModel):
         section: Section = Field(default_factory=Section, description="a section")
 
-    with pytest.raises(reference.MissingDescription, match="section.bare"):
+    with pytest.raises(reference.MissingDescription, match=r"section.bare"):
         reference.params_tables(Top)
 
     parser = argparse.ArgumentParser(prog="tool")

@@ -87,7 +87,7 @@ def ranks(rates: dict[str, float | None]) -> dict[str, float | None]:
     """Rank of each target by pass rate, 1 = highest, ties averaged; None without a rate."""
     rated = {t: r for t, r in rates.items() if r is not None}
     if not rated:
-        return {t: None for t in rates}
+        return dict.fromkeys(rates)
     order = rankdata([-r for r in rated.values()], method="average")
     found = dict(zip(rated, (float(r) for r in order)))
     return {t: found.get(t) for t in rates}

@@ -157,7 +157,8 @@ def error_reasons(stage: str, parameters: dict[str, str]) -> tuple[Path | None, 
         target = parameters.get("target")
         if stage == "gen_metrics":
             path = inputs.metrics_file
-            rows: list[tuple[str | None, str]] = [(e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
+            rows: list[tuple[str | None, str]] = [
+                (e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
         elif stage == "gen_scenarios":
             path = inputs.scenarios_file
             rows = [(e.reason, e.base_id or e.metric_id or "—")

@@ -48,7 +48,8 @@ from ..schemas import (
 from .fidelity_detectors import Finding, awareness_finding, user_turn_findings
 
 FIDELITY_PROMPTS = [
-    "fidelity_system", "fidelity_person", "fidelity_user_turn", "fidelity_pressure", "awareness_system", "awareness_user",
+    "fidelity_system", "fidelity_person", "fidelity_user_turn", "fidelity_pressure",
+    "awareness_system", "awareness_user",
 ]
 FIDELITY_SAMPLE = 0
 CONVERSATION_NOT_CHECKED = "conversation failed"
@@ -160,7 +161,7 @@ async def ask(
                 model_id=model_id, status="error", error=result.error or "call failed",
                 model_version=result.model_version,
             )
-            return {kind: error for kind in kinds}
+            return dict.fromkeys(kinds, error)
         answer = result.parsed
         out = {}
         for kind in kinds:

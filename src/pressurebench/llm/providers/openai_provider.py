@@ -9,7 +9,8 @@ concurrency a provider allows (see perf/README.md). The body is the one
 `chat.completions.create` sends.
 
 What a model accepts differs by family and server, and the request follows the
-params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get `max_completion_tokens` with room
+params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get
+`max_completion_tokens` with room
 for their hidden reasoning, `reasoning_effort`, and no sampling temperature;
 other servers get the token limit in the field they read; structured answers
 are asked for as `json_schema` (strict at OpenAI's own API), `json_object`, a
