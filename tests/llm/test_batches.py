@@ -112,11 +112,16 @@ def test_a_run_killed_while_waiting_resumes_polling_and_submits_nothing_twice(se
     model_spec = spec(server, provider)
     child = subprocess.Popen([sys.executable, "-c", CHILD, model_spec.model_dump_json(),
                               str(tmp_path / "cache"), str(N)], env=dict(os.environ))
+
+    def polls() -> int:
+        return sum(b.polls for b in list(server.batch_desk.batches.values()))
+
+    # Killed once its batch is recorded and it has polled a few times (waiting for the batch).
     deadline = time.monotonic() + 60
-    while not list((tmp_path / "cache" / "batches").rglob("*.json")):
-        assert time.monotonic() < deadline and child.poll() is None, "no batch was recorded"
+    while not list((tmp_path / "cache" / "batches").rglob("*.json")) or polls() < 3:
+        assert time.monotonic() < deadline and child.poll() is None, \
+            f"no batch was recorded and polled 3 times ({polls()} polls)"
         time.sleep(0.05)
-    time.sleep(0.2)  # a few polls
     child.send_signal(signal.SIGKILL)
     child.wait()
     assert server.batch_desk.created[provider] == 1

@@ -13,7 +13,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -126,6 +126,8 @@ class ModelClient:
         max_cost_usd: float | None = None,
         batch: BatchSettings | None = None,
         record: str | Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ):
         self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
@@ -147,6 +149,9 @@ class ModelClient:
         self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
         self._stopped: ProviderStop | None = None  # once set, no further call is sent
+        # The clock the rate limits read and the sleep they and the retries' backoff wait
+        # with (a test gives its own).
+        self._clock, self._sleep = clock, sleep
 
     @classmethod
     def from_params(cls, params: ClientSettings, **kwargs) -> ModelClient:
@@ -486,9 +491,9 @@ class ModelClient:
         if state.gate is None:
             state.gate = AdaptiveConcurrency(state.api.concurrency)
             if state.spec.requests_per_minute:
-                state.limiter = RateLimiter(state.spec.requests_per_minute)
+                state.limiter = RateLimiter(state.spec.requests_per_minute, self._clock, self._sleep)
             if state.spec.tokens_per_minute:
-                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute)
+                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute, self._clock, self._sleep)
         return state.gate, state.limiter, state.tokens
 
     def concurrency_report(self) -> dict[str, ConcurrencyReport]:
@@ -540,7 +545,7 @@ class ModelClient:
             finally:
                 await gate.release()
             if attempt < self.max_retries:
-                await asyncio.sleep(self._backoff(attempt, last.retry_after))
+                await self._sleep(self._backoff(attempt, last.retry_after))
         assert last is not None, "every attempt returned, raised or failed with a retryable error"
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
 
