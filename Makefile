@@ -1,16 +1,14 @@
-# Entry points: `make repro` runs the pipeline, `make test` runs every test,
-# `make docs` builds the documentation site into site/ (any warning fails it),
-# `make perf` runs the measurements under perf/, `make coverage` the interval coverage
-# grid, `make judge-coverage` that of judge-corrected rates, `make capitulation-coverage` that of
-# capitulation bands and the fidelity sensitivity difference. Each bootstraps .venv first.
+# Entry points, each bootstrapping .venv first. Every target is described by the comment above
+# its rule: docs/repository.md shows them (docs/_hooks/reference.py writes the table).
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage check estimate lab plots clean-reports
+.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage check estimate lab plots
 
+# Creates .venv and installs the package with every extra (again when pyproject.toml changes).
 install: $(STAMP)
 
 # Re-install whenever the dependency list changes.
@@ -20,30 +18,36 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release]'
 	touch $(STAMP)
 
+# Runs the pipeline (dvc.yaml) on params/pipeline.yaml.
 # `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the params
 # file leaves out (DVC reads them from the file itself), so an older params file still runs.
 repro: $(STAMP)
 	pressurebench check --offline
 	dvc repro
 
+# Checks the params, the API keys and the endpoints before a run (`pressurebench check`).
 check: $(STAMP)
 	pressurebench check
 
+# Forecasts a run's calls, tokens, cost and time (`pressurebench estimate`).
 estimate: $(STAMP)
 	pressurebench estimate
 
+# Runs every test, the slow ones too.
 test: $(STAMP)
 	pytest
 
+# Runs the tests not marked slow.
 test-fast: $(STAMP)
 	pytest -m 'not slow'
 
-# The configuration and command-line references are written from the code as the site builds
-# (docs/_hooks/reference.py); --strict turns a broken link or a page left out of the nav into
+# Builds the documentation site into site/. The references and the repository's tables are
+# written from the code as the site builds (docs/_hooks/reference.py); --strict turns a broken link or a page left out of the nav into
 # an error.
 docs: $(STAMP)
 	mkdocs build --strict
 
+# Runs the performance measurements under perf/ (dated figures in perf/README.md).
 perf: $(STAMP)
 	$(PY) perf/run_all.py
 
@@ -70,10 +74,11 @@ capitulation-coverage: $(STAMP)
 		--out ../docs/capitulation_coverage.md \
 		--coverage-json ../src/pressurebench/stats/coverage/capitulation_coverage.json
 
-# JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
-# outputs; set write_outputs = True in its parameters cell to run its stage from there.
 # Jupyter refuses to start as root (a container, a lab server) unless told it may.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
+# outputs; set write_outputs = True in its parameters cell to run its stage from there.
 lab: $(STAMP)
 	jupyter lab $(LAB_ROOT) --notebook-dir=$(CURDIR) notebooks/
 

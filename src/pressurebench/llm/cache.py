@@ -46,6 +46,7 @@ def _response_shape() -> TypeAdapter:
         name: kind if name in required else NotRequired[kind]
         for name, kind in get_type_hints(ProviderResponse).items()
     })
+    # pydantic reads a TypedDict's config from this attribute, which the type does not declare.
     shape.__pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[attr-defined]
     return TypeAdapter(shape)
 
