@@ -39,7 +39,8 @@ def test_the_declared_strictness_is_kept():
         mypy = tomllib.load(fh)["tool"]["mypy"]
     assert mypy["files"] == ["src/pressurebench"]
     for flag in ("no_implicit_optional", "strict_optional", "check_untyped_defs",
-                 "warn_unused_ignores", "warn_redundant_casts", "strict_equality"):
+                 "warn_unused_ignores", "warn_redundant_casts", "warn_unreachable",
+                 "strict_equality"):
         assert mypy[flag] is True, flag
     assert "ignore-without-code" in mypy["enable_error_code"]
 

@@ -18,8 +18,9 @@ import pytest
 
 from mock_providers import FaultPlan
 from pressurebench.llm import ModelClient
-from pressurebench.llm.batches import BatchSettings
+from pressurebench.llm.batches import Batcher, BatchSettings
 from pressurebench.llm.providers.registry import api_for
+from pressurebench.llm.types import ProviderRequest
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
 
@@ -137,3 +138,37 @@ def test_batches_are_split_to_stay_within_the_providers_size_limits(server, tmp_
     assert all(r.ok for r in results)
     sizes = [len(b.items) for b in server.batch_desk.batches.values()]
     assert len(sizes) > 1 and sum(sizes) == N
+
+
+def test_a_full_batch_is_held_by_the_batcher_until_it_is_submitted(tmp_path):
+    """The event loop keeps only a weak reference to a task (asyncio.create_task's docs: "save
+    a reference to the result of this function"): the submission a full batch starts is held
+    until it ends, so it cannot be collected half-way and leave its calls waiting forever."""
+
+    class Provider:
+        def __init__(self):
+            self.gate = asyncio.Event()
+
+        def body(self, request):
+            return {"messages": request.messages}
+
+        async def batch_submit(self, items):
+            await self.gate.wait()
+            raise RuntimeError("the provider refused the batch")
+
+    async def go():
+        provider = Provider()
+        batcher = Batcher(provider, "m", tmp_path, BatchSettings(max_requests=2, collect_s=600))
+        request = ProviderRequest(messages=[{"role": "user", "content": "x"}], max_tokens=5)
+        calls = [asyncio.ensure_future(batcher.call(key, request)) for key in ("a", "b")]
+        await asyncio.sleep(0)  # both calls wait; the second filled the batch
+        held = len(batcher._submitting)
+        provider.gate.set()
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.sleep(0)
+        await batcher.aclose()
+        return held, outcomes, len(batcher._submitting)
+
+    held, outcomes, left = asyncio.run(go())
+    assert held == 1 and left == 0
+    assert all(isinstance(o, RuntimeError) for o in outcomes)
