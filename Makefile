@@ -25,11 +25,13 @@ repro: $(STAMP)
 	pressurebench check --offline
 	dvc repro
 
-# Checks the params, the API keys and the endpoints before a run (`pressurebench check`).
+# Validates the params and benchmark files, every used model's key, and sends one free
+# model-list request to each API endpoint (`pressurebench check`).
 check: $(STAMP)
 	pressurebench check
 
-# Forecasts a run's calls, tokens, cost and time (`pressurebench estimate`).
+# Calls, tokens, cost and expected time per stage before anything is spent
+# (`pressurebench estimate`).
 estimate: $(STAMP)
 	pressurebench estimate
 
@@ -37,7 +39,7 @@ estimate: $(STAMP)
 test: $(STAMP)
 	pytest
 
-# Runs the tests not marked slow.
+# Runs the tests without the slow ones.
 test-fast: $(STAMP)
 	pytest -m 'not slow'
 
@@ -82,6 +84,7 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	jupyter lab $(LAB_ROOT) --notebook-dir=$(CURDIR) notebooks/
 
-# The DVC plots of dvc.yaml drawn offline (`dvc plots show` loads Vega from a CDN).
+# The DVC plots of dvc.yaml drawn offline into dvc_plots/offline.html (`dvc plots show` loads
+# Vega from a CDN).
 plots: $(STAMP)
 	$(PY) -m pressurebench.reports.dvc_plots --out dvc_plots/offline.html
