@@ -17,7 +17,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release]'
+	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release,clouds]'
 	touch $(STAMP)
 
 # `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the params

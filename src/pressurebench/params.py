@@ -118,7 +118,8 @@ class ModelSpec(Section):
     )
     price_per_mtok_in: float | None = Field(
         default=None, ge=0,
-        description="USD per million input tokens; without both prices cost is unknown, never 0",
+        description="USD per million input tokens; with price_per_mtok_out it overrides the price "
+        "table; a model neither prices has an unknown cost, never 0",
     )
     price_per_mtok_out: float | None = Field(
         default=None, ge=0,
@@ -137,6 +138,15 @@ class ModelSpec(Section):
         description=(
             "input written to Anthropic's prompt cache; default: 1.25x price_per_mtok_in "
             "(2x with `prompt_cache: 1h`)"
+        ),
+    )
+    price_table: bool | None = Field(
+        default=None,
+        description=(
+            "price the model from the pinned price table (genai-prices) when the params give "
+            "no price_per_mtok_in/out: by default only at the provider's own API (no base_url, "
+            "or one on its hosts); true also through another base_url that bills the provider's "
+            "list prices (a proxy), false never (cost unknown without params prices)"
         ),
     )
     prompt_cache: Literal["auto", "off", "1h"] = Field(
@@ -259,6 +269,14 @@ class ModelSpec(Section):
                 )
         api = api_for(self)
         api.check()
+        priced = [n for n in ("price_per_mtok_in", "price_per_mtok_out", "price_per_mtok_cached_in",
+                              "price_per_mtok_cache_write") if getattr(self, n) is not None]
+        if priced and not api.params_priced:
+            raise ValueError(
+                f"{', '.join(priced)} without both price_per_mtok_in and price_per_mtok_out: the "
+                "params' prices override the price table only together; set both, or none to "
+                "take the table's"
+            )
         if self.batch and api.batch_price_factor is None:
             raise ValueError(f"batch: {self.provider} models have no batch API")
         for name in ("model", "messages"):

@@ -26,6 +26,10 @@ class ModelSettings(Protocol):
     tokens_per_minute: float | None
     price_per_mtok_in: float | None
     price_per_mtok_out: float | None
+    price_per_mtok_cached_in: float | None
+    price_per_mtok_cache_write: float | None
+    price_table: bool | None
+    prompt_cache: Literal["auto", "off", "1h"]
     system_prompt: str | None
     extra_headers: dict[str, str]
     timeout_s: float

@@ -54,6 +54,8 @@ def _conversation_positions(request: ProviderRequest) -> list[int] | None:
 class AnthropicProvider(ModelApi):
     distributions = ("anthropic",)
     batch_price_factor = 0.5  # Message Batches bill half the direct price
+    price_table_provider = "anthropic"
+    list_price_hosts = ("api.anthropic.com",)
     base_url_hint = (
         "an Anthropic base_url is the server's root, as https://api.anthropic.com is (the client "
         "adds /v1/messages)"

@@ -48,6 +48,8 @@ class OpenAIProvider(ModelApi):
     settings = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
     distributions = ("openai",)
     batch_price_factor = 0.5  # the Batch API bills half the direct price
+    price_table_provider = "openai"
+    list_price_hosts = (API_HOST,)
     base_url_hint = (
         "an OpenAI-compatible base_url ends in the API's version path, as "
         "https://api.openai.com/v1 or http://localhost:8000/v1 do"

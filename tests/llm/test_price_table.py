@@ -1,0 +1,156 @@
+"""Prices from the pinned table (`genai-prices`), overridden by the params' prices.
+
+The figures below were read from the table's data (genai_prices/data.py of the pinned
+version) and agree with the providers' published list prices for these models: GPT-5.4 mini
+$0.75 input, $0.075 cached input, $4.50 output per million tokens (batch: half); Claude
+Sonnet 4.6 $3, cache read $0.30, cache write $3.75 (5 minutes) or $6 (1 hour), output $15
+(Message Batches: half, cache prices included); Gemini 2.5 Pro $1.25 input, $0.125 cached,
+$10 output for prompts up to 200k tokens and $2.50 / $15 above (Batch API: half of input and
+output). Prices are looked up for a fixed date so that a later price change in a newer table
+cannot move them.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from pressurebench.llm.prices import table_name
+from pressurebench.llm.providers.registry import ModelApi, api_class
+from pressurebench.params import ModelSpec
+
+ON = date(2026, 11, 28)
+M = 1_000_000
+
+
+def api(**kw) -> ModelApi:
+    spec = ModelSpec(**kw)
+    return api_class(spec.provider)(spec, None, ON)
+
+
+def test_the_pinned_table_is_the_one_installed():
+    from importlib.metadata import version
+
+    assert table_name() == f"genai-prices {version('genai-prices')}" == "genai-prices 0.2.3"
+
+
+def test_a_model_without_params_prices_is_priced_from_the_table_as_billed():
+    gpt = api(provider="openai", model="gpt-5.4-mini")
+    assert gpt.price_source == table_name() and gpt.table_price.entry == "openai/gpt-5.4-mini"
+    # 1M prompt tokens of which 400k read from the prompt cache, 100k output (reasoning included)
+    assert gpt.price(M, 100_000, 400_000) == pytest.approx(0.6 * 0.75 + 0.4 * 0.075 + 0.1 * 4.5)
+    claude = api(provider="anthropic", model="claude-sonnet-4-6")
+    assert claude.price(M, 100_000, 400_000, 300_000) == pytest.approx(
+        0.3 * 3 + 0.4 * 0.3 + 0.3 * 3.75 + 0.1 * 15)
+    hour = api(provider="anthropic", model="claude-sonnet-4-6", prompt_cache="1h")
+    assert hour.price(M, 0, 0, 300_000) == pytest.approx(0.7 * 3 + 0.3 * 6)
+    assert (claude.cached_input_price, claude.cache_write_price, hour.cache_write_price) == (0.3, 3.75, 6.0)
+
+
+def test_batched_calls_cost_the_tables_batch_prices():
+    gpt = api(provider="openai", model="gpt-5.4-mini", batch=True)
+    assert gpt.price(M, M, 500_000) == pytest.approx(0.5 * 0.375 + 0.5 * 0.0375 + 2.25)
+    claude = api(provider="anthropic", model="claude-sonnet-4-6", batch=True)
+    assert claude.price(M, M, 0, 200_000) == pytest.approx(0.8 * 1.5 + 0.2 * 1.875 + 7.5)
+
+
+def test_the_params_prices_override_the_table():
+    gpt = api(provider="openai", model="gpt-5.4-mini", price_per_mtok_in=1.0, price_per_mtok_out=2.0)
+    assert gpt.price_source == "params" and gpt.table_price is None
+    assert gpt.price(M, M) == pytest.approx(3.0)
+    record = gpt.price_record()
+    assert (record.source, record.table_entry, record.on, record.cached_input) == ("params", None, None, None)
+
+
+def test_half_a_params_price_is_refused_rather_than_mixed_with_the_table():
+    with pytest.raises(ValueError, match="override the price table only together"):
+        ModelSpec(provider="openai", model="gpt-5.4-mini", price_per_mtok_in=1.0)
+
+
+def test_a_model_the_table_lacks_has_an_unknown_cost_never_a_guess():
+    missing = api(provider="openai", model="gpt-nonexistent-7")
+    assert missing.price(1000, 1000) is None and missing.price_source is None
+    assert missing.price_record().source is None
+
+
+def test_another_base_url_is_priced_from_the_table_only_when_the_params_say_it_bills_list_prices():
+    local = dict(provider="openai", model="gpt-5.4-mini", base_url="http://localhost:8000/v1")
+    assert api(**local).price(M, 0) is None  # a self-hosted server bills nothing the table knows
+    assert api(**local, price_table=True).price(M, 0) == pytest.approx(0.75)
+    assert api(provider="openai", model="gpt-5.4-mini", price_table=False).price(M, 0) is None
+    at_openai = api(provider="openai", model="gpt-5.4-mini", base_url="https://api.openai.com/v1")
+    assert at_openai.price(M, 0) == pytest.approx(0.75)
+
+
+def test_a_price_change_applies_from_its_date():
+    """Claude Sonnet 4.6 billed prompts above 200k tokens at a higher rate until the table's
+    change of 2026-03-13, and at one rate since."""
+    spec = ModelSpec(provider="anthropic", model="claude-sonnet-4-6")
+    before = api_class("anthropic")(spec, None, date(2026, 3, 1))
+    after = api_class("anthropic")(spec, None, date(2026, 3, 20))
+    assert before.price(300_000, 0) == pytest.approx(0.3 * 6)
+    assert after.price(300_000, 0) == pytest.approx(0.3 * 3)
+
+
+def test_the_table_is_read_from_the_installed_package_never_an_update(monkeypatch):
+    """A snapshot a `genai_prices.UpdatePrices` background task fetched replaces the package's
+    own data for `genai_prices.calc_price`; the prices here never take it."""
+    from genai_prices import data_snapshot
+
+    monkeypatch.setattr(data_snapshot, "_custom_snapshot", data_snapshot.DataSnapshot(
+        providers=[], from_auto_update=True))
+    assert api(provider="openai", model="gpt-5.4-mini").price(M, 0) == pytest.approx(0.75)
+
+
+def test_a_capped_run_needs_a_price_the_table_can_give(tmp_path):
+    """With the table, a cap bounds a model the params do not price; a model nobody prices
+    is still refused under a cap."""
+    import yaml
+
+    from pressurebench.errors import ConfigError
+    from pressurebench.params import load_params
+    from support import tiny_params
+
+    data = tiny_params()
+    for spec in data["models"].values():
+        spec.pop("base_url", None)
+        spec.update(provider="openai", model="gpt-5.4-mini")
+        for key in [k for k in spec if k.startswith("price_")]:
+            del spec[key]
+    data.setdefault("run", {})["max_cost_usd"] = 5.0
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data))
+    load_params(path)
+    first = next(iter(data["models"]))
+    data["models"][first]["model"] = "gpt-nonexistent-7"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="cannot bound its calls"):
+        load_params(path)
+
+
+def test_check_lists_the_prices_it_will_use_and_names_the_models_it_cannot_price(project, capsys):
+    from pressurebench.commands.cli import main
+
+    models = {
+        "gen": {"provider": "openai", "model": "gpt-5.4-mini", "max_tokens": 400},
+        "user": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
+        "judge": {"provider": "openai", "model": "judge-model"},
+        "target-a": {"provider": "openai", "model": "target-a", "price_per_mtok_in": 1.0,
+                     "price_per_mtok_out": 2.0},
+        "target-b": {"provider": "openai", "model": "gpt-5.4-mini", "base_url": "http://127.0.0.1:9/v1"},
+    }
+    project.write_params(models=models)
+    assert main(["check", "--offline"]) == 0
+    out = capsys.readouterr().out
+    table = table_name()
+    assert (f"price  model 'gen' (gpt-5.4-mini): $0.75 in, $0.075 cached in, $4.5 out per million "
+            f"tokens, from {table} (openai/gpt-5.4-mini, prices of ") in out
+    assert ("price  model 'user' (claude-sonnet-4-6): $3 in, $0.3 cached in, $3.75 cache write, "
+            f"$15 out per million tokens, from {table} (anthropic/claude-sonnet-4-6") in out
+    assert ("price  model 'target-a' (target-a): $1 in, $2 out per million tokens, from the "
+            "params; cached input priced as input") in out
+    assert (f"warn  model 'judge' (judge-model): no price: the params give no price_per_mtok_in/out "
+            f"and the price table has no 'judge-model' at openai; its cost is unknown (never 0)") in out
+    assert ("warn  model 'target-b' (gpt-5.4-mini): no price: the params give no price_per_mtok_in/out, "
+            "and its base_url is not the provider's own API (set price_table: true") in out
