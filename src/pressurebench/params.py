@@ -171,7 +171,8 @@ class ModelSpec(Section):
         default=None,
         description=(
             "how structured answers are asked for: `json_schema` (response_format; the OpenAI "
-            "default), `json_object` (response_format json_object with the schema beside it, as "
+            "default; for Gemini its response schema with responseMimeType application/json), "
+            "`json_object` (response_format json_object with the schema beside it, as "
             "llama.cpp's server takes it, and in the prompt), `tool` (one forced tool call; the "
             "Anthropic default) or `prompt` (the schema in the prompt only); every answer is "
             "validated, and re-asked when invalid (run.repair_retries)"
@@ -198,6 +199,18 @@ class ModelSpec(Section):
             "reasoning cannot leave no room for the answer"
         ),
     )
+    thinking_budget: int | None = Field(
+        default=None, ge=-1, le=32768,
+        description=(
+            "Gemini 2.5 models' thinking budget in tokens (google provider): -1 lets the model "
+            "decide, 0 turns thinking off where the model allows it; thinking tokens are billed "
+            "as output and get room on top of max_tokens (this budget, or reasoning_tokens)"
+        ),
+    )
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None,
+        description="Gemini 3 models' thinking level (google provider); not with thinking_budget",
+    )
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
         default=None,
         description=(
@@ -210,7 +223,8 @@ class ModelSpec(Section):
         default=False,
         description=(
             "send this model's calls through the provider's batch API (OpenAI Batch API, "
-            "Anthropic Message Batches) at half the price, answered within a day (run.batch_*)"
+            "Anthropic Message Batches, Gemini Batch Mode) at the batch price (half, or the "
+            "price table's), answered within a day (run.batch_*)"
         ),
     )
     extra_body: dict[str, Any] = Field(

@@ -50,7 +50,7 @@ def test_nothing_outside_the_providers_names_a_provider():
 def test_every_provider_module_of_the_folder_registers_itself():
     folder = REPO / "src" / "pressurebench" / "llm" / "providers"
     modules = sorted(p.stem for p in folder.glob("*_provider.py"))
-    assert provider_names() == ["anthropic", "imported", "local", "openai"]
+    assert provider_names() == ["anthropic", "google", "imported", "local", "openai"]
     assert sorted(api_class(n).__module__.rsplit(".", 1)[1] for n in provider_names()) == modules
 
 
@@ -62,7 +62,7 @@ def test_an_unknown_provider_is_refused_naming_the_registered_ones(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_params(path)
     assert "models.gen.provider" in str(err.value)
-    assert "unknown provider 'gemini' (registered: 'anthropic', 'imported', 'local', 'openai')" in str(err.value)
+    assert "unknown provider 'gemini' (registered: 'anthropic', 'google', 'imported', 'local', 'openai')" in str(err.value)
 
 
 def test_a_name_is_registered_once():

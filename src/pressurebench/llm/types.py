@@ -39,6 +39,8 @@ class ModelSettings(Protocol):
     reasoning_effort: str | None
     reasoning_tokens: int
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None
+    thinking_budget: int | None
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None
     batch: bool
     extra_body: dict[str, Any]
     n_ctx: int

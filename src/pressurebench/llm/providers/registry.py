@@ -72,6 +72,9 @@ class ModelApi:
     # models take no `batch: true`). A provider with one implements `body`, `batch_submit`,
     # `batch_poll` and `batch_results` (`llm.batches`).
     batch_price_factor: ClassVar[float | None] = None
+    # The most request bodies one batch may hold, in bytes, where the provider allows less than
+    # `BatchSettings.max_bytes`; None: no lower limit of its own.
+    batch_max_bytes: ClassVar[int | None] = None
     # What a base_url for this API looks like, said when its model list answers 404
     # (`pressurebench check`); None: nothing to add.
     base_url_hint: ClassVar[str | None] = None
@@ -296,6 +299,12 @@ class ModelApi:
         """The URL and headers of a free request that shows the endpoint answers and takes the
         key (`pressurebench check`); None when there is no endpoint."""
         return None
+
+    def model_page_url(self, url: str, cursor: str) -> str:
+        """The model list's page after `cursor` (Anthropic's `after_id`; OpenAI does not page)."""
+        from urllib.parse import urlencode
+
+        return f"{url}?{urlencode({'limit': 1000, 'after_id': cursor})}"
 
     @classmethod
     def crash_hint(cls, model_ids: list[str]) -> str | None:
