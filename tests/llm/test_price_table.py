@@ -75,7 +75,7 @@ def test_a_model_the_table_lacks_has_an_unknown_cost_never_a_guess():
 
 
 def test_another_base_url_is_priced_from_the_table_only_when_the_params_say_it_bills_list_prices():
-    local = dict(provider="openai", model="gpt-5.4-mini", base_url="http://localhost:8000/v1")
+    local = {"provider": "openai", "model": "gpt-5.4-mini", "base_url": "http://localhost:8000/v1"}
     assert api(**local).price(M, 0) is None  # a self-hosted server bills nothing the table knows
     assert api(**local, price_table=True).price(M, 0) == pytest.approx(0.75)
     assert api(provider="openai", model="gpt-5.4-mini", price_table=False).price(M, 0) is None
@@ -150,7 +150,7 @@ def test_check_lists_the_prices_it_will_use_and_names_the_models_it_cannot_price
             f"$15 out per million tokens, from {table} (anthropic/claude-sonnet-4-6") in out
     assert ("price  model 'target-a' (target-a): $1 in, $2 out per million tokens, from the "
             "params; cached input priced as input") in out
-    assert (f"warn  model 'judge' (judge-model): no price: the params give no price_per_mtok_in/out "
-            f"and the price table has no 'judge-model' at openai; its cost is unknown (never 0)") in out
+    assert ("warn  model 'judge' (judge-model): no price: the params give no price_per_mtok_in/out "
+            "and the price table has no 'judge-model' at openai; its cost is unknown (never 0)") in out
     assert ("warn  model 'target-b' (gpt-5.4-mini): no price: the params give no price_per_mtok_in/out, "
             "and its base_url is not the provider's own API (set price_table: true") in out
