@@ -211,6 +211,20 @@ class ModelSpec(Section):
         default=None,
         description="Gemini 3 models' thinking level (google provider); not with thinking_budget",
     )
+    region: str | None = Field(
+        default=None,
+        description="the cloud region of Claude on Bedrock (default AWS_REGION) or on Vertex AI "
+        "(default CLOUD_ML_REGION)",
+    )
+    project_id: str | None = Field(
+        default=None,
+        description="the Google Cloud project of Claude on Vertex AI (default "
+        "ANTHROPIC_VERTEX_PROJECT_ID)",
+    )
+    api_version: str | None = Field(
+        default=None,
+        description="the Azure OpenAI API version (`api-version`; default OPENAI_API_VERSION)",
+    )
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
         default=None,
         description=(

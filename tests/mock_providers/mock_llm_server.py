@@ -34,6 +34,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from mock_providers.cloud_wire import CloudDesk
 from mock_providers.faults import OK, Fault, FaultPlan
 from mock_providers.gemini_wire import GeminiDesk
 from mock_providers.mock_batches import BatchDesk
@@ -646,6 +647,8 @@ class MockLLMServer:
         """How many of the next batches end expired, with only the first half of their requests answered."""
         self.batch_desk = BatchDesk(self)
         self.gemini = GeminiDesk(self)
+        self.clouds = CloudDesk(self)
+        """Bedrock, Vertex AI and Azure OpenAI paths (`cloud_wire`)."""
         """The Gemini API's endpoints (`gemini_wire`): generateContent, models, Batch Mode."""
         self.prompt_caches = PromptCaches()
         """The providers' prompt caches, and the tokens billed by kind (`prompt_caching`)."""
@@ -707,6 +710,7 @@ class MockLLMServer:
         app.router.add_get(MODELS_PATH + "/{model}", self._tracked(self._model))
         self.batch_desk.routes(app, self._tracked)
         self.gemini.routes(app, self._tracked)
+        self.clouds.routes(app, self._tracked)
         app.router.add_route("*", "/{tail:.*}", self._tracked(self._not_found))
         # Dropping a hung client must free its handler; stopping must not wait on hangs.
         self._runner = web.AppRunner(

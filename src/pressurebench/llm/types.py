@@ -40,6 +40,9 @@ class ModelSettings(Protocol):
     reasoning_tokens: int
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None
     thinking_budget: int | None
+    region: str | None
+    project_id: str | None
+    api_version: str | None
     thinking_level: Literal["minimal", "low", "medium", "high"] | None
     batch: bool
     extra_body: dict[str, Any]

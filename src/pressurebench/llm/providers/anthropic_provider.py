@@ -67,9 +67,15 @@ class AnthropicProvider(ModelApi):
 
     # --- params rules -------------------------------------------------------------------
 
+    @property
+    def claude_name(self) -> str:
+        """The Claude model's own name, as its rules are written for it (a cloud spells it its
+        own way: `ClaudeOnCloud`)."""
+        return self.spec.model
+
     def check(self) -> None:
         spec = self.spec
-        if NO_SAMPLING_NAME.match(spec.model) and (spec.temperature is not None or spec.top_p is not None):
+        if NO_SAMPLING_NAME.match(self.claude_name) and (spec.temperature is not None or spec.top_p is not None):
             raise ValueError(
                 f"Anthropic deprecated temperature and top_p for {spec.model} (it answers "
                 "'`temperature` is deprecated for this model'): leave them out"
@@ -200,7 +206,7 @@ class AnthropicProvider(ModelApi):
     @property
     def min_cacheable_tokens(self) -> int:
         """The shortest prefix this model caches (Anthropic's prompt caching docs)."""
-        return min_cacheable_tokens(self.spec.model)
+        return min_cacheable_tokens(self.claude_name)
 
     def cached_prefix(self, prefix_tokens: int) -> int:
         """A prefix ending at a breakpoint of the earlier call is read whole, if long enough."""
