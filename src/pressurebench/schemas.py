@@ -199,8 +199,8 @@ class PriceSource(Row):
     which the cost includes)."""
 
     source: str | None = Field(
-        description="'params', the price table and its version (e.g. 'genai-prices 0.2.3'), or "
-        "null: no price is known",
+        description="'params', the price table and its version (e.g. 'genai-prices 0.2.3'), a "
+        "provider that charges nothing ('local (no charge)'), or null: no price is known",
     )
     table_entry: str | None = Field(
         default=None, description="the table's provider/model the model name matched",

@@ -154,3 +154,49 @@ def test_check_lists_the_prices_it_will_use_and_names_the_models_it_cannot_price
             "and the price table has no 'judge-model' at openai; its cost is unknown (never 0)") in out
     assert ("warn  model 'target-b' (gpt-5.4-mini): no price: the params give no price_per_mtok_in/out, "
             "and its base_url is not the provider's own API (set price_table: true") in out
+
+
+def test_the_three_provider_study_without_prices_gets_an_estimate_from_the_table():
+    """params/examples/three-providers-gemini-judge.yaml names GPT-5.4 mini, Claude Sonnet 4.6
+    and Gemini 2.5 Pro with no prices: every line of its estimate is priced by the table."""
+    from pressurebench.commands.cost_forecast import estimate, totals
+    from pressurebench.params import load_params
+    from support import REPO
+
+    params = load_params(REPO / "params" / "examples" / "three-providers-gemini-judge.yaml")
+    lines = estimate(params, REPO)
+    assert {x.model_id for x in lines} == set(params.models)
+    assert all(x.cost_usd is not None and x.cost_usd > 0 for x in lines)
+    assert totals(lines)[3] == pytest.approx(sum(x.cost_usd for x in lines))
+
+
+def test_a_cap_bounds_calls_priced_by_the_table(mock_server, monkeypatch, tmp_path):
+    """The spending cap reserves each call's bound at the table's prices and stops before one
+    that could pass it; the ledger holds what the table billed for the calls made."""
+    import asyncio
+    import json
+
+    from pressurebench.llm import ModelClient
+    from pressurebench.llm.spending import SpendingCapReached
+
+    mock_server.models = ("gemini-2.5-pro",)
+    monkeypatch.setenv("PB_GEMINI_KEY", "test-key")
+    spec = ModelSpec(provider="google", model="gemini-2.5-pro", base_url=mock_server.gemini_base_url,
+                     api_key_env="PB_GEMINI_KEY", price_table=True, max_tokens=200,
+                     thinking_budget=128)
+    # one call's bound: its prompt (bounded) and 328 output tokens at $10 per million
+    cap = 0.005
+
+    async def go():
+        async with ModelClient({"m": spec}, tmp_path / "cache", max_cost_usd=cap) as client:
+            results = []
+            for i in range(20):
+                results.append(await client.chat("m", [{"role": "user", "content": f"question {i}"}]))
+            return results
+
+    with pytest.raises(SpendingCapReached):
+        asyncio.run(go())
+    spent = json.loads((tmp_path / "cache" / "spending.json").read_text())["spent_usd"]
+    billed = mock_server.gemini.billed["gemini-2.5-pro"]
+    assert 0 < spent <= cap
+    assert spent == pytest.approx((billed["uncached"] * 1.25 + billed["output"] * 10) / 1e6)

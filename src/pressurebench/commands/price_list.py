@@ -45,7 +45,7 @@ def price_lines(params: Params, model_ids: list[str]) -> tuple[list[str], list[s
     for model_id in model_ids:
         spec = params.models[model_id]
         api = api_for(spec)
-        if api.price_source is not None:
+        if api.params_priced or api.table_price is not None:
             priced.append(f"model '{model_id}' ({spec.model}): {describe_prices(api)}")
         elif api.price(0, 0) is None:
             why = _why_unpriced(api)

@@ -170,11 +170,13 @@ class ModelApi:
 
     @property
     def price_source(self) -> str | None:
-        """Where this model's prices come from: "params", the table and its version, or None
-        (unknown; a free provider's `unpriced_cost` is its own)."""
+        """Where this model's prices come from: "params", the table and its version, the
+        provider itself when it charges nothing (the embedded model), or None (unknown)."""
         if self.params_priced:
             return "params"
-        return table_name() if self.table_price is not None else None
+        if self.table_price is not None:
+            return table_name()
+        return f"{self.name} (no charge)" if self.unpriced_cost == 0 else None
 
     @property
     def batched(self) -> bool:
