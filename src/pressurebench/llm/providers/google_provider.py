@@ -241,6 +241,10 @@ class GoogleProvider(ModelApi):
                                            None, self.describe())
         return out
 
+    async def aclose(self) -> None:
+        if "client" in self.__dict__:
+            await self.client.aio.aclose()
+
 
 class _SdkErrors:
     """The SDK's failures as the model client's: an HTTP error by its status (a 429's
