@@ -200,3 +200,26 @@ def test_a_cap_bounds_calls_priced_by_the_table(mock_server, monkeypatch, tmp_pa
     billed = mock_server.gemini.billed["gemini-2.5-pro"]
     assert 0 < spent <= cap
     assert spent == pytest.approx((billed["uncached"] * 1.25 + billed["output"] * 10) / 1e6)
+
+
+@pytest.mark.parametrize(("provider", "model"), [
+    ("openai", "gpt-5.4-mini"), ("anthropic", "claude-sonnet-4-6"), ("google", "gemini-2.5-pro"),
+    ("google", "gemini-2.5-flash"), ("anthropic-bedrock", "global.anthropic.claude-sonnet-4-6"),
+    ("azure-openai", "gpt-5.4-mini"), ("anthropic", "claude-haiku-4-5"),
+])
+def test_the_cost_is_the_tables_own_calculation(provider, model):
+    """`TablePrice.cost` applies the table's rules to its resolved prices; it equals the
+    table's `calc_price` over short and long prompts, cache reads and writes of both lifetimes
+    and batch prices, for each of these models as of two dates."""
+    from pressurebench.llm.prices import lookup
+
+    table_provider = api_class(provider).price_table_provider
+    for on in (ON, date(2026, 3, 1)):
+        entry = lookup(table_provider, model, on)
+        assert entry is not None
+        for usage in [(1000, 200, 0, 0), (50_000, 900, 20_000, 5000), (250_000, 4000, 100_000, 30_000),
+                      (1_200_000, 10, 1_000_000, 0)]:
+            for ttl in ("5m", "1h"):
+                for batch in (False, True):
+                    assert entry.cost(*usage, ttl=ttl, batch=batch) == pytest.approx(
+                        entry.calc_price(*usage, ttl=ttl, batch=batch), rel=1e-12), (usage, ttl, batch, on)

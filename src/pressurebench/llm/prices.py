@@ -52,9 +52,10 @@ def _noon(on: date) -> datetime:
     return datetime.combine(on, time(12), tzinfo=UTC)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TablePrice:
-    """One model's entry of the table for one provider, priced as of one date."""
+    """One model's entry of the table for one provider, priced as of one date (one instance
+    per lookup: `lookup` and the rates it resolves are cached)."""
 
     provider_id: str  # the table's provider id (`ModelApi.price_table_provider`)
     model_id: str  # the table's model id the params' model name matched
@@ -66,11 +67,20 @@ class TablePrice:
     def entry(self) -> str:
         return f"{self.provider_id}/{self.model_id}"
 
+    @property
+    def _own(self) -> bool:
+        """The provider lists the model itself (not through another provider's entry, whose
+        request-specific prices the table does not apply to it)."""
+        return any(self.model is m for m in self.provider.models)
+
     def _prices(self, batch: bool) -> ModelPrice:
-        return self.model.get_prices(_noon(self.on), BATCH_CONTEXT if batch else None)
+        context = BATCH_CONTEXT if batch and self._own else None
+        return self.model.get_prices(_noon(self.on), context)
 
     def has_batch_prices(self) -> bool:
-        """Whether the table has batch API prices for this model on this date."""
+        """Whether the table has batch API prices for this model at this provider on this date."""
+        if not self._own:
+            return False
         for variant in self.model.price_variants or ():
             if variant.when == BATCH_CONTEXT and (
                     variant.constraint is None or variant.constraint.active(_noon(self.on))):
@@ -82,7 +92,37 @@ class TablePrice:
         """USD the provider bills for this usage: `input_tokens` is the whole prompt, of which
         `cached_tokens` were read from the prompt cache and `cache_write_tokens` written to it
         (with `ttl`); `output_tokens` include hidden reasoning. `batch`: at the table's batch
-        prices (the caller checks `has_batch_prices`)."""
+        prices (the caller checks `has_batch_prices`).
+
+        The table's own rules, applied to its resolved prices (its `calc_price` takes about
+        a quarter of a millisecond a call, and this is asked for every reply): a token kind
+        without a price of its own is priced as its parent kind (a 1-hour write as a write,
+        a write or a read as input), and a price with long-prompt tiers takes, for every
+        token, the rate of the highest tier the whole prompt passes.
+        `tests/llm/test_price_table.py` checks it against `calc_price`."""
+        rates = self._rates(batch)
+
+        def rate(*keys: str) -> float:
+            for key in keys:
+                price = rates.get(key)
+                if price is not None:
+                    base, tiers = price
+                    return next((p for start, p in reversed(tiers) if input_tokens > start), base)
+            return 0.0
+
+        write_keys = ("cache_write_1h_mtok", "cache_write_mtok") if ttl == "1h" else ("cache_write_mtok",)
+        uncached = input_tokens - cached_tokens - cache_write_tokens
+        return (uncached * rate("input_mtok") + cached_tokens * rate("cache_read_mtok", "input_mtok")
+                + cache_write_tokens * rate(*write_keys, "input_mtok")
+                + output_tokens * rate("output_mtok")) / PER
+
+    def _rates(self, batch: bool) -> dict[str, tuple[float, tuple[tuple[int, float], ...]]]:
+        """The token prices that apply (base, and the (start, price) of each long-prompt tier)."""
+        return _resolved_rates(self, batch)
+
+    def calc_price(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0,
+                   cache_write_tokens: int = 0, *, ttl: CacheTtl = "5m", batch: bool = False) -> float:
+        """The same cost by the table's own calculation (`ModelInfo.calc_price`)."""
         from genai_prices import Usage
 
         usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens,
@@ -110,6 +150,25 @@ class TablePrice:
         return any(isinstance(v, TieredPrices) for v in vars(self._prices(False)).values())
 
 
+TOKEN_PRICES = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok", "output_mtok")
+
+
+@cache
+def _resolved_rates(entry: TablePrice, batch: bool) -> dict[str, tuple[float, tuple[tuple[int, float], ...]]]:
+    from genai_prices.types import TieredPrices
+
+    prices = entry._prices(batch)
+    out = {}
+    for key in TOKEN_PRICES:
+        value = getattr(prices, key, None)
+        if isinstance(value, TieredPrices):
+            out[key] = (float(value.base), tuple((t.start, float(t.price)) for t in value.tiers))
+        elif value is not None:
+            out[key] = (float(value), ())
+    return out
+
+
+@cache
 def lookup(provider_id: str, model: str, on: date) -> TablePrice | None:
     """The table's entry for `model` at `provider_id` as of `on`; None when the table has no
     such model (its cost stays unknown, never a guess) or no prices for it."""

@@ -206,7 +206,8 @@ class ModelApi:
             batch_prices = self.batched and table.has_batch_prices()
             cost = table.cost(input_tokens, output_tokens, cached_tokens, cache_write_tokens,
                               ttl="1h" if s.prompt_cache == "1h" else "5m", batch=batch_prices)
-            if cache_write_tokens and self.cache_write_factor > 1 and table.rate(self._write_key) is None:
+            if (cache_write_tokens and self.cache_write_factor > 1 and table.rate("cache_write_mtok") is None
+                    and table.rate("cache_write_1h_mtok") is None):
                 # A write the table does not price is priced as input there; the provider's
                 # rule says what it bills above that.
                 extra = self.cache_write_price - (table.rate("input_mtok") or 0.0)
