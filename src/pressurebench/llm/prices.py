@@ -4,8 +4,9 @@ A model whose params give no `price_per_mtok_in/out` is priced from the table, a
 provider bills it on the day the prices apply to: input, input read from a prompt cache,
 input written to one (5-minute or 1-hour), output, the batch API's prices and the prices
 of long prompts (Gemini 2.5 Pro bills every token of a prompt above 200k tokens at its
-higher rate). The table's own calculation does the arithmetic, so a cost is what the table
-says the provider bills for the usage it returned.
+higher rate). A cost is what the table says the provider bills for the usage it returned:
+its resolved prices under its own rules (`TablePrice.cost`, checked equal to its
+`calc_price`).
 
 Only the data shipped inside the installed package is read: the snapshot is built here from
 the package's own `genai_prices.data`, never from `genai_prices.calc_price`, which would
