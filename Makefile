@@ -15,7 +15,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release]'
+	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release,clouds]'
 	touch $(STAMP)
 
 # Runs the pipeline (dvc.yaml) on params/pipeline.yaml.

@@ -86,7 +86,8 @@ def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(pro
     assert cached_share(lines) > 0.3
     assert all(x.cost_usd == pytest.approx(x.uncached_cost_usd) for x in lines)
     assert main(["estimate"]) == 0
-    assert "No price_per_mtok_cached_in for judge, target-a, target-b, user: their cached input" \
+    assert ("No cached-input price for judge, target-a, target-b, user (neither "
+            "price_per_mtok_cached_in nor the price table's): their cached input") \
         in capsys.readouterr().out
 
 

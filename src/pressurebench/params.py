@@ -118,7 +118,8 @@ class ModelSpec(Section):
     )
     price_per_mtok_in: float | None = Field(
         default=None, ge=0,
-        description="USD per million input tokens; without both prices cost is unknown, never 0",
+        description="USD per million input tokens; with price_per_mtok_out it overrides the price "
+        "table; a model neither prices has an unknown cost, never 0",
     )
     price_per_mtok_out: float | None = Field(
         default=None, ge=0,
@@ -137,6 +138,15 @@ class ModelSpec(Section):
         description=(
             "input written to Anthropic's prompt cache; default: 1.25x price_per_mtok_in "
             "(2x with `prompt_cache: 1h`)"
+        ),
+    )
+    price_table: bool | None = Field(
+        default=None,
+        description=(
+            "price the model from the pinned price table (genai-prices) when the params give "
+            "no price_per_mtok_in/out: by default only at the provider's own API (no base_url, "
+            "or one on its hosts); true also through another base_url that bills the provider's "
+            "list prices (a proxy), false never (cost unknown without params prices)"
         ),
     )
     prompt_cache: Literal["auto", "off", "1h"] = Field(
@@ -161,7 +171,8 @@ class ModelSpec(Section):
         default=None,
         description=(
             "how structured answers are asked for: `json_schema` (response_format; the OpenAI "
-            "default), `json_object` (response_format json_object with the schema beside it, as "
+            "default; for Gemini its response schema with responseMimeType application/json), "
+            "`json_object` (response_format json_object with the schema beside it, as "
             "llama.cpp's server takes it, and in the prompt), `tool` (one forced tool call; the "
             "Anthropic default) or `prompt` (the schema in the prompt only); every answer is "
             "validated, and re-asked when invalid (run.repair_retries)"
@@ -188,6 +199,32 @@ class ModelSpec(Section):
             "reasoning cannot leave no room for the answer"
         ),
     )
+    thinking_budget: int | None = Field(
+        default=None, ge=-1, le=32768,
+        description=(
+            "Gemini 2.5 models' thinking budget in tokens (google provider): -1 lets the model "
+            "decide, 0 turns thinking off where the model allows it; thinking tokens are billed "
+            "as output and get room on top of max_tokens (this budget, or reasoning_tokens)"
+        ),
+    )
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None,
+        description="Gemini 3 models' thinking level (google provider); not with thinking_budget",
+    )
+    region: str | None = Field(
+        default=None,
+        description="the cloud region of Claude on Bedrock (default AWS_REGION) or on Vertex AI "
+        "(default CLOUD_ML_REGION)",
+    )
+    project_id: str | None = Field(
+        default=None,
+        description="the Google Cloud project of Claude on Vertex AI (default "
+        "ANTHROPIC_VERTEX_PROJECT_ID)",
+    )
+    api_version: str | None = Field(
+        default=None,
+        description="the Azure OpenAI API version (`api-version`; default OPENAI_API_VERSION)",
+    )
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
         default=None,
         description=(
@@ -200,7 +237,8 @@ class ModelSpec(Section):
         default=False,
         description=(
             "send this model's calls through the provider's batch API (OpenAI Batch API, "
-            "Anthropic Message Batches) at half the price, answered within a day (run.batch_*)"
+            "Anthropic Message Batches, Gemini Batch Mode) at the batch price (half, or the "
+            "price table's), answered within a day (run.batch_*)"
         ),
     )
     extra_body: dict[str, Any] = Field(
@@ -259,6 +297,14 @@ class ModelSpec(Section):
                 )
         api = api_for(self)
         api.check()
+        priced = [n for n in ("price_per_mtok_in", "price_per_mtok_out", "price_per_mtok_cached_in",
+                              "price_per_mtok_cache_write") if getattr(self, n) is not None]
+        if priced and not api.params_priced:
+            raise ValueError(
+                f"{', '.join(priced)} without both price_per_mtok_in and price_per_mtok_out: the "
+                "params' prices override the price table only together; set both, or none to "
+                "take the table's"
+            )
         if self.batch and api.batch_price_factor is None:
             raise ValueError(f"batch: {self.provider} models have no batch API")
         for name in ("model", "messages"):

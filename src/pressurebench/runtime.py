@@ -177,12 +177,14 @@ class StageRun:
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
         if client is None:
             cost, cache = cost_summary({}, {}), NO_CALLS_CACHE_STATS
-            usage, versions = {}, {}
+            usage, versions, prices = {}, {}, {}
         else:
             recorded = client.write_record()
             usage, versions = client.usage(), client.model_versions()
+            prices = client.price_sources()
             cost = cost_summary(usage, client.recorded_usage()).model_copy(update={
                 "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
+                "prices": prices,
                 "cached_price_unknown_models": sorted(
                     mid for mid, u in usage.items()
                     if u.cached_input_tokens and not client.api(mid).cached_price_known
@@ -215,6 +217,7 @@ class StageRun:
             counts=counts,
             cache=cache,
             cost_usd=cost.total_cost_usd,
+            prices=prices,
         )
         write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)
         return manifest

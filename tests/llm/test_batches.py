@@ -146,6 +146,8 @@ def test_a_full_batch_is_held_by_the_batcher_until_it_is_submitted(tmp_path):
     until it ends, so it cannot be collected half-way and leave its calls waiting forever."""
 
     class Provider:
+        batch_max_bytes = None  # no batch size limit of its own
+
         def __init__(self):
             self.gate = asyncio.Event()
 

@@ -34,7 +34,9 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from mock_providers.cloud_wire import CloudDesk
 from mock_providers.faults import OK, Fault, FaultPlan
+from mock_providers.gemini_wire import GeminiDesk
 from mock_providers.mock_batches import BatchDesk
 from mock_providers.prompt_caching import (
     CacheRuleError,
@@ -644,6 +646,10 @@ class MockLLMServer:
         self.batch_expire = 0
         """How many of the next batches end expired, with only the first half of their requests answered."""
         self.batch_desk = BatchDesk(self)
+        self.gemini = GeminiDesk(self)
+        self.clouds = CloudDesk(self)
+        """Bedrock, Vertex AI and Azure OpenAI paths (`cloud_wire`)."""
+        """The Gemini API's endpoints (`gemini_wire`): generateContent, models, Batch Mode."""
         self.prompt_caches = PromptCaches()
         """The providers' prompt caches, and the tokens billed by kind (`prompt_caching`)."""
         self.host = host
@@ -703,6 +709,8 @@ class MockLLMServer:
         app.router.add_get(MODELS_PATH, self._tracked(self._models))
         app.router.add_get(MODELS_PATH + "/{model}", self._tracked(self._model))
         self.batch_desk.routes(app, self._tracked)
+        self.gemini.routes(app, self._tracked)
+        self.clouds.routes(app, self._tracked)
         app.router.add_route("*", "/{tail:.*}", self._tracked(self._not_found))
         # Dropping a hung client must free its handler; stopping must not wait on hangs.
         self._runner = web.AppRunner(
@@ -736,6 +744,12 @@ class MockLLMServer:
     def openai_base_url(self) -> str:
         """For `openai.OpenAI(base_url=...)`: the SDK appends `/chat/completions`."""
         return f"{self.base_url}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For `google.genai.Client(http_options=HttpOptions(base_url=...))`: the SDK appends
+        the API version and `/models/<model>:generateContent`."""
+        return self.base_url
 
     @property
     def anthropic_base_url(self) -> str:
@@ -852,6 +866,8 @@ class MockLLMServer:
         `limit` models (default 20, 1 to 1000) after `after_id` or before `before_id`, with
         `has_more`, `first_id` and `last_id` (https://docs.claude.com/en/api/models-list)."""
         provider = entry.provider = _provider_of(request)
+        if provider == "google":
+            return self.gemini.model_list(request)
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], "req_models")
@@ -891,6 +907,8 @@ class MockLLMServer:
         """`GET /v1/models/{model}`: one model, or 404 as each service answers an unknown one
         (OpenAI: `model_not_found`; Anthropic: `not_found_error`)."""
         provider = entry.provider = _provider_of(request)
+        if provider == "google":
+            return self.gemini.model(request, request.match_info["model"])
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], "req_model")
@@ -1140,7 +1158,10 @@ def _request_id_header(provider: str) -> str:
 
 
 def _provider_of(request: web.Request) -> str:
-    """Which API a path shared by both (`/v1/models`) is asked in: the Anthropic SDK sends its version."""
+    """Which API a path they share (`/v1/models`) is asked in: the Anthropic SDK sends its
+    version, Google's SDK its `x-goog-` headers."""
+    if "x-goog-api-key" in request.headers or "x-goog-api-client" in request.headers:
+        return "google"
     return "anthropic" if "anthropic-version" in request.headers else "openai"
 
 

@@ -70,6 +70,14 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"note  dvc.yaml: no stage reads {args.params} (they read "
                   f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it. "
                   "Copy it over that file to run it.")
+    from .preflight import used_models
+    from .price_list import price_lines
+
+    priced, unpriced = price_lines(params, used_models(params))
+    for line in priced:
+        print(f"price  {line}")
+    for line in unpriced:
+        print(f"warn  {line}")
     problems = key_problems(args.params, params)
     if not problems and not args.offline:
         problems = endpoint_problems(params)
@@ -83,7 +91,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from ..run_totals import format_cost, format_seconds, read_totals
-    from .cost_forecast import cached_share, estimate, format_table
+    from .cost_forecast import cached_share, estimate, format_table, price_notes
     from .time_forecast import expected_times, total_seconds
 
     params = load_params(args.params)
@@ -94,15 +102,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     print(f"Prompt caching: {cached_share(lines):.0%} of the input is predicted to be read from "
           "the providers' prompt caches ('cached'); 'cost USD' prices it as billed, 'uncached USD' "
           "at the full input price.")
-    no_cached_price = sorted({x.model_id for x in lines if x.cached_input_tokens
-                              and params.models[x.model_id].price_per_mtok_cached_in is None})
-    if no_cached_price:
-        print(f"No price_per_mtok_cached_in for {', '.join(no_cached_price)}: their cached input is "
-              "priced at the full input price.")
-    unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
-    if unpriced:
-        print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
-              "(price_per_mtok_in, price_per_mtok_out) nor in the price registry.")
+    for note in price_notes(params, lines):
+        print(note)
     history = read_totals(params.data_dir) if params.data_dir.is_dir() else None
     times = expected_times(params, lines, history)
     print("\nExpected time of the model calls (stages run one after another, as `dvc repro` does):")

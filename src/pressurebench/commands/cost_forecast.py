@@ -244,6 +244,31 @@ def fidelity_lines(params: Params, label: str, convs: int, reply: int) -> list[L
     return lines
 
 
+def price_notes(params: Params, lines: list[Line]) -> list[str]:
+    """What the estimate's prices rest on: the models priced from the price table (and the
+    date of its prices), those whose cached input has no price of its own, those with none."""
+    from ..llm.prices import table_name
+
+    apis = {mid: api_for(params.models[mid]) for mid in dict.fromkeys(x.model_id for x in lines)}
+    notes = []
+    no_cached_price = sorted({x.model_id for x in lines if x.cached_input_tokens
+                              and apis[x.model_id].price(0, 0) is not None
+                              and not apis[x.model_id].cached_price_known})
+    if no_cached_price:
+        notes.append(f"No cached-input price for {', '.join(no_cached_price)} (neither "
+                     "price_per_mtok_cached_in nor the price table's): their cached input is "
+                     "priced at the full input price.")
+    from_table = sorted(mid for mid, api in apis.items() if api.table_price is not None)
+    if from_table:
+        notes.append(f"Prices of {', '.join(from_table)} from {table_name()} (prices of "
+                     f"{apis[from_table[0]].price_date.isoformat()}); `pressurebench check` lists them.")
+    unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
+    if unpriced:
+        notes.append(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
+                     f"(price_per_mtok_in, price_per_mtok_out) nor in {table_name()}.")
+    return notes
+
+
 def _sum_cost(costs) -> float | None:
     total: float | None = 0.0
     for cost in costs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from ..errors import ConfigError
 from ..params import ModelSpec, Params, require_api_keys
@@ -123,7 +123,7 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
             listed += ids
             if after is None:
                 break
-            page_url = f"{url}?{urlencode({'limit': 1000, 'after_id': after})}"
+            page_url = api.model_page_url(url, after)
         problems = []
         for model_id, spec in users:
             if listed is None or spec.model in listed:
@@ -159,12 +159,17 @@ def _status_problem(which: str, url: str, status: int, spec: ModelSpec,
 
 def _model_page(body: bytes) -> tuple[list[str], str | None] | None:
     """The model ids of a model-list page, and the cursor of the next page (None: the last);
-    None when the body is no model list. Both services answer `{"data": [{"id": ...}, ...]}`;
-    Anthropic adds `has_more` and `last_id`."""
+    None when the body is no model list. OpenAI and Anthropic answer `{"data": [{"id": ...},
+    ...]}`, Anthropic adding `has_more` and `last_id`; Gemini answers `{"models": [{"name":
+    "models/<id>"}, ...], "nextPageToken": ...}`."""
     try:
         data = json.loads(body)
     except ValueError:
         return None
+    if isinstance(data, dict) and isinstance(data.get("models"), list):
+        names = [x["name"] for x in data["models"] if isinstance(x, dict) and isinstance(x.get("name"), str)]
+        token = data.get("nextPageToken")
+        return [n.removeprefix("models/") for n in names], token if isinstance(token, str) and token else None
     items = data.get("data") if isinstance(data, dict) else None
     if not isinstance(items, list):
         return None

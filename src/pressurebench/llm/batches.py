@@ -1,4 +1,5 @@
-"""Provider batch APIs (OpenAI's Batch API, Anthropic's Message Batches) behind the ordinary call.
+"""Provider batch APIs (OpenAI's Batch API, Anthropic's Message Batches, Gemini's Batch Mode)
+behind the ordinary call.
 
 A model with `batch: true` costs half, and answers within a day instead of
 seconds. Its calls are collected for `batch_collect_s` (or until
@@ -100,9 +101,10 @@ class Batcher:
         """The next batch's requests: at most `max_requests` of them and `max_bytes` of bodies."""
         keys: list[str] = []
         size = 0
+        limit = min(self.settings.max_bytes, self.provider.batch_max_bytes or self.settings.max_bytes)
         for key in self._queue[: self.settings.max_requests]:
             body = len(json.dumps(self.provider.body(self._requests[key]), ensure_ascii=False))
-            if keys and size + body > self.settings.max_bytes:
+            if keys and size + body > limit:
                 break
             keys.append(key)
             size += body
@@ -147,6 +149,10 @@ class Batcher:
                 status, ended, batch = await self.provider.batch_poll(batch_id)
             except RetryableError:
                 status, ended, batch = last, False, None
+            except Exception as exc:  # noqa: BLE001 - a poll refused for good fails its calls
+                self._fail([k for k in self._recorded_keys(batch_id) if k in self._waiting], exc)
+                self._pollers.pop(batch_id, None)
+                return
             if status != last:
                 self._say(batch_id, status)
                 last = status

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..schemas import ConcurrencyReport, ModelUsage, RecordedUsage
+from ..schemas import ConcurrencyReport, ModelUsage, PriceSource, RecordedUsage
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
@@ -298,6 +298,10 @@ class ModelClient:
     def recorded_usage(self) -> dict[str, RecordedUsage]:
         """Per model, what this run's calls cost and took when they were made (replays too)."""
         return {mid: s.recorded.model_copy() for mid, s in self._states.items() if s.recorded.calls}
+
+    def price_sources(self) -> dict[str, PriceSource]:
+        """Per model this run called, where its prices came from (`ModelApi.price_record`)."""
+        return {mid: s.api.price_record() for mid, s in self._states.items() if s.usage.calls}
 
     def model_versions(self) -> dict[str, list[str]]:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}

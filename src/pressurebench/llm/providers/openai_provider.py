@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cached_property
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from ..answer_formats import strict_schema, with_schema_instruction
@@ -53,10 +54,12 @@ TOOL_DESCRIPTION = "Give your answer by calling this function."
 
 @model_api("openai")
 class OpenAIProvider(ModelApi):
-    settings = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
-    distributions = ("openai",)
-    batch_price_factor = 0.5  # the Batch API bills half the direct price
-    base_url_hint = (
+    settings: ClassVar[tuple[str, ...]] = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
+    distributions: ClassVar[tuple[str, ...]] = ("openai",)
+    batch_price_factor: ClassVar[float | None] = 0.5  # the Batch API bills half the direct price
+    price_table_provider: ClassVar[str | None] = "openai"
+    list_price_hosts: ClassVar[tuple[str, ...]] = (API_HOST,)
+    base_url_hint: ClassVar[str | None] = (
         "an OpenAI-compatible base_url ends in the API's version path, as "
         "https://api.openai.com/v1 or http://localhost:8000/v1 do"
     )
@@ -153,7 +156,7 @@ class OpenAIProvider(ModelApi):
                                  default_headers=self.spec.extra_headers or None)
         return sdk_endpoint(sdk, path)
 
-    def model_list_endpoint(self) -> tuple[str, dict[str, str]]:
+    def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
         return self._endpoint("/models")
 
     @cached_property
