@@ -29,7 +29,7 @@ TEMPLATE_VALUE = re.compile(r"^\$\{[^}]+\}$")
 # The stage that computes what code each stage runs: its out is named after it, outside data/.
 CODE_STAGE = "code_deps"
 # The stages whose code calls models (their kept folder holds calls.jsonl): notebooks by their
-# stage, and the modules run as `python -m <module> <step>`, with the code stage of each step.
+# stage, and the modules run as `bin/python -m <module> <step>`, with the code stage of each step.
 MODEL_STAGES = {"gen_metrics", "gen_scenarios", "simulate", "evaluate"}
 MODEL_MODULES = {"pressurebench.stages.judge_probes": {"edit": "probes_edit",
                                                        "evaluate": "probes_evaluate"}}
@@ -60,8 +60,8 @@ def name_of_folder(folder: str) -> str:
 
 
 def module_step(words: list[str]) -> tuple[str, str] | None:
-    """`python -m <module> <step> ...` of a module in MODEL_MODULES: (module, step)."""
-    if words[:2] != ["python", "-m"] or words[2] not in MODEL_MODULES:
+    """`bin/python -m <module> <step> ...` of a module in MODEL_MODULES: (module, step)."""
+    if words[:2] != ["bin/python", "-m"] or words[2] not in MODEL_MODULES:
         return None
     return words[2], words[3]
 
