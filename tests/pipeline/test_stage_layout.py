@@ -7,7 +7,8 @@
   `arms/` and `runs/` levels, joined with `_`;
 - only a data folder is kept across runs (`persist`, for the call records), and only by a stage
   whose code records model calls;
-- a stage writing no data writes one report named after it.
+- a stage writing no data writes one report named after it;
+- a study's plan is one file, `plan.json`, in the folder the study's comparison depends on.
 
 Checked on dvc.yaml as written (the templates) and as DVC expands it, against `paths.Layout`.
 """
@@ -21,7 +22,7 @@ import pytest
 import yaml
 from dvc.repo import Repo
 
-from pressurebench.paths import ARMS, RUNS, Layout
+from pressurebench.paths import ARMS, PLAN_FILE, RUNS, Layout
 from pressurebench.running.stage_failure import stage_of
 from support import REPO
 
@@ -92,6 +93,10 @@ def test_each_stage_writes_one_data_folder_named_as_the_stage_and_its_report_bes
         assert report.rstrip("/").split("/")[-1].removesuffix(".html") == name
         return
     (folder,) = data
+    if folder.endswith("/" + PLAN_FILE):  # a study's plan: a file in the study's steps folder
+        assert name_of_folder(folder.removesuffix(".json")) == name and reports == []
+        assert folder.split("/")[-2] in (ARMS, RUNS)
+        return
     assert name_of_folder(folder) == name
     assert reports in ([], ["reports/" + folder.removeprefix("data/")]), reports
     words = shlex.split(" ".join(stage["cmd"].split()))

@@ -38,6 +38,7 @@ from .naming import (
     arm_layout,
     require_validation_target,
     resolve_arm,
+    validation_targets,
 )
 from .plan import load_plan, rows_of, select_base_scenarios
 
@@ -177,7 +178,7 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
                          tuple(roles.evaluators), tuple(params.targets))
     resolved = resolve_arm(params_path, params, arm)
     own = arm_layout(params.data_dir, benchmark, resolved.name)
-    targets = tuple(params.validation.targets or params.targets)
+    targets = tuple(validation_targets(params))
     if resolved.study == GENERATOR:
         return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,
                          tuple(roles.evaluators), targets)
