@@ -31,6 +31,12 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))  # bytes: no newline translation
 
 
+def atomic_rewrite_text(path: str | Path, text: str) -> None:
+    """`atomic_write_text` to the file `path` names: through a symbolic link, to its target,
+    so the link stays a link (`params/pipeline.yaml` is one after `pressurebench use`)."""
+    atomic_write_text(Path(path).resolve(), text)
+
+
 _UMASK_LOCK = threading.Lock()
 
 
