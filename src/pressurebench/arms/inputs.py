@@ -54,6 +54,8 @@ class ArmInputs:
     generator: str
     user: str
     evaluators: tuple[str, ...]
+    # The main arm: the benchmark's targets (`Params.targets_of`); a validation arm: the
+    # validation targets.
     targets: tuple[str, ...]
 
     @property
@@ -175,7 +177,7 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
     roles = params.roles
     if not arm:
         return ArmInputs(None, None, main, main, roles.generator, roles.user,
-                         tuple(roles.evaluators), tuple(params.targets))
+                         tuple(roles.evaluators), tuple(params.targets_of(benchmark)))
     resolved = resolve_arm(params_path, params, arm)
     own = arm_layout(params.data_dir, benchmark, resolved.name)
     targets = tuple(validation_targets(params))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..io import atomic_symlink
 from ..params import load_params
 from ..params_fill import fill_defaults
 
@@ -83,9 +84,5 @@ def use_params(path: str | Path) -> Used:
     replaced = None if linked else _replaced(pipeline)
     filled = fill_defaults(source, params, DVC_YAML)
     if not linked:
-        # A new link under a temporary name, renamed over the old file: never no params file.
-        temporary = pipeline.with_name(f".{pipeline.name}.link.tmp")
-        temporary.unlink(missing_ok=True)
-        temporary.symlink_to(os.path.relpath(target, pipeline.parent.resolve()))
-        os.replace(temporary, pipeline)
+        atomic_symlink(pipeline, os.path.relpath(target, pipeline.parent.resolve()))
     return Used(params=source, filled=filled, replaced=replaced)
