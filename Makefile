@@ -22,9 +22,11 @@ $(STAMP): pyproject.toml
 
 # `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the params
 # file leaves out (DVC reads them from the file itself), so an older params file still runs.
+# Last, why a run of the committed study wrote other numbers than git holds, if it did.
 repro: $(STAMP)
 	pressurebench check --offline
 	dvc repro
+	$(PY) -m pressurebench.commands.committed_run
 
 check: $(STAMP)
 	pressurebench check

@@ -1,6 +1,7 @@
-"""Every params file under `params/examples/` runs as shipped, the way the README says to use
-it: copied over `params/pipeline.yaml`, `pressurebench check` passes (it asks the mock servers
-for their model lists, answered as the services answer them) and `dvc repro` runs every stage.
+"""Every params file under `params/examples/` runs as shipped, the way its header says to use
+it: copied to a file of the study's own and chosen with `pressurebench use`, `pressurebench
+check` passes (it asks the mock servers for their model lists, answered as the services answer
+them) and `dvc repro` runs every stage.
 
 The examples name no base URL, as a user writes them; the official SDKs' OPENAI_BASE_URL and
 ANTHROPIC_BASE_URL point them at the mock server, which refuses every request the real APIs
@@ -9,6 +10,7 @@ refuse.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -57,13 +59,12 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
     pipeline_server.models = tuple(spec["model"] for spec in shipped["models"].values())
     pipeline_server.responder = planning_responder
     try:
-        shutil.copy(example, root / "params" / "pipeline.yaml")
+        shutil.copy(example, root / "params" / "mine.yaml")
+        run(["pressurebench", "use", "params/mine.yaml"], root, env=dict(os.environ))
         for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
             monkeypatch.setenv(var, pipeline_server.api_key)
         monkeypatch.setenv("OPENAI_BASE_URL", pipeline_server.openai_base_url)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", pipeline_server.anthropic_base_url)
-        import os
-
         env = dict(os.environ)
         checked = run(["pressurebench", "check"], root, env=env)
         assert "every endpoint answers" in checked.stdout, checked.stdout
