@@ -6,6 +6,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+# How long a test waits for a process (or a server, a browser, a thread) to reach the state it
+# asserts. A bound only catches a hang, so it lies far above any machine's time: a command that
+# takes two seconds on an idle laptop took over a minute on a CI machine busy with other work.
+# How fast something is belongs in perf/, not in a test.
+WAIT_S = 600
+
 
 def tiny_params(**overrides) -> dict:
     """Small but complete params on scripted/local models; tests override what they probe."""
