@@ -45,7 +45,7 @@ def chromedriver() -> Iterator[int]:
         deadline = time.monotonic() + WAIT_S
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as resp:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=WAIT_S) as resp:
                     if json.loads(resp.read())["value"]["ready"]:
                         break
             except OSError:

@@ -54,7 +54,8 @@ def start_command(tmp_path: Path) -> tuple[subprocess.Popen, int]:
     )
     deadline = time.monotonic() + WAIT_S
     while not started.exists() or not started.read_text():
-        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        if time.monotonic() > deadline or proc.poll() is not None:
+            pytest.fail(f"the stage never started its cell: {proc.communicate()}")
         time.sleep(0.05)
     return proc, int(started.read_text())
 
@@ -70,7 +71,8 @@ def ended(pid: int) -> bool:
 def wait_until_ended(pid: int, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not ended(pid):
-        assert time.monotonic() < deadline, f"stage process {pid} kept running"
+        if time.monotonic() > deadline:
+            pytest.fail(f"stage process {pid} kept running")
         time.sleep(0.05)
 
 

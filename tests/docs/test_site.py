@@ -25,7 +25,7 @@ from docs_support import DOCS, blocks, pages
 from pressurebench.io import read_yaml_model
 from pressurebench.params import Params, load_params
 from pressurebench.schemas import Benchmark
-from support import REPO
+from support import REPO, WAIT_S
 
 HOOK = DOCS / "_hooks" / "reference.py"
 README_MAX_LINES = 200
@@ -41,7 +41,7 @@ def hook():
 def build(root: Path, out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        cwd=root, capture_output=True, text=True, timeout=WAIT_S, check=False,
         env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
     )
 

@@ -56,7 +56,7 @@ def served(run_dir):
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
     done = subprocess.run([str(INSPECT), "view", "bundle", "--log-dir", str(inspect_logs_dir("reports", "tiny")),
                            "--output-dir", "bundle"], capture_output=True, text=True,
-                          timeout=300, check=False)
+                          timeout=WAIT_S, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     server = ThreadingHTTPServer(("127.0.0.1", 0),
                                  functools.partial(_Quiet, directory=str(run_dir / "bundle")))

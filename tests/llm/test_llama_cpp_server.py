@@ -47,7 +47,7 @@ def server():
     deadline = time.monotonic() + WAIT_S
     while True:
         try:
-            urllib.request.urlopen(f"{base}/models", timeout=2).read()
+            urllib.request.urlopen(f"{base}/models", timeout=WAIT_S).read()
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
