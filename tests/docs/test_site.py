@@ -29,6 +29,7 @@ from support import REPO, WAIT_S
 
 HOOK = DOCS / "_hooks" / "reference.py"
 README_MAX_LINES = 200
+NEWCOMER_WORDS = 3000
 
 
 def hook():
@@ -131,6 +132,16 @@ def test_the_readme_is_short_and_its_links_resolve():
     for target in targets:
         if "://" not in target:
             assert (REPO / target).exists(), target
+
+
+def test_a_newcomer_reads_about_fifteen_minutes_to_a_first_own_report():
+    """README.md and the tutorial take a newcomer to a first report of their own study in
+    about 3,000 words (15 minutes at 200 words a minute); everything else is one link away."""
+    words = sum(len(p.read_text(encoding="utf-8").split())
+                for p in (REPO / "README.md", REPO / "docs" / "tutorial.md"))
+    assert words <= NEWCOMER_WORDS, words
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "(docs/tutorial.md)" in readme
 
 
 def test_every_params_or_benchmark_example_on_the_pages_validates(tmp_path):

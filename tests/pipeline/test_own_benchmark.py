@@ -22,9 +22,8 @@ import subprocess
 import pytest
 import yaml
 from pipeline_support import run
-from test_params_examples import planning_responder
 
-from mock_providers import default_responder
+from mock_providers import default_responder, planning_responder
 from pressurebench.io import read_artifact
 from pressurebench.paths import Layout, plan_file
 from pressurebench.schemas import ConversationsFile, ScoresFile

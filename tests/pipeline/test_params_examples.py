@@ -18,7 +18,7 @@ import pytest
 import yaml
 from pipeline_support import run
 
-from mock_providers import default_responder
+from mock_providers import default_responder, planning_responder
 from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
@@ -32,18 +32,6 @@ from support import REPO
 pytestmark = pytest.mark.slow
 
 EXAMPLES = sorted((REPO / "params" / "examples").glob("*.yaml"))
-
-
-def planning_responder(req):
-    """The mock's schema instances, with a scenario's landmarks on distinct turns, one after
-    another, as a model asked for a turn-by-turn plan writes them. Random integers repeat a
-    turn in most drafts, and the stage rightly rejects those; this test is about the params."""
-    reply = default_responder(req)
-    if isinstance(reply, dict) and isinstance(reply.get("landmarks"), list):
-        for turn, landmark in enumerate(reply["landmarks"], start=1):
-            if isinstance(landmark, dict) and "turn" in landmark:
-                landmark["turn"] = turn
-    return reply
 
 
 def test_there_are_examples_to_run():
