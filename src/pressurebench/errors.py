@@ -70,8 +70,8 @@ def _missing_field_meaning(model: type[BaseModel] | None, loc: tuple) -> str | N
             return None
         field = model.model_fields[part]
         annotation = field.annotation
-        nested = isinstance(annotation, type) and issubclass(annotation, BaseModel)
-        model = annotation if nested else None
+        model = (annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+                 else None)
     return field.description if field is not None else None
 
 

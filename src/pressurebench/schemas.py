@@ -8,11 +8,11 @@ Field names follow impactbench's (`persona`, `latent_adversarial_goal`,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 MetricId = Annotated[str, Field(pattern=r"^m\d{2,}$")]
 Status = Literal["ok", "error"]

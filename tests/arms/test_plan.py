@@ -151,7 +151,7 @@ def test_a_stale_plan_is_refused(project):
     seed_main_scenarios(project)
     write_plans(load_params(project.params_path), "tiny")
     project.write_params(validation={"user_model_bias": ["user"], "fraction": 0.25})
-    with pytest.raises(ConfigError, match="fraction.*re-run `pressurebench arm plan`"):
+    with pytest.raises(ConfigError, match=r"fraction.*re-run `pressurebench arm plan`"):
         load_plan(load_params(project.params_path), "tiny", "user")
     project.write_params(validation={"user_model_bias": ["user"], "fraction": 0.5})
     assert load_plan(load_params(project.params_path), "tiny", "user").fraction == 0.5

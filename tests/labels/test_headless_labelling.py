@@ -188,7 +188,8 @@ def test_a_rater_answers_the_fidelity_questions_with_keys_and_mouse(checked, bro
     assert "PERSONA-MARKER" in driver.text("section.item:nth-of-type(1) .brief")
     keys = "".join("pau"[i % 3] for i in range((n - 1) * 7))
     driver.press("j" + keys)
-    assert driver.settled_text("#progress", f"{n - 1} of {n} answered") == f"{n - 1} of {n} answered"  # item 1's fidelity is open
+    # item 1's fidelity is open
+    assert driver.settled_text("#progress", f"{n - 1} of {n} answered") == f"{n - 1} of {n} answered"
     for kind in kinds:
         driver.click(f"section.item:nth-of-type(1) .question[data-question='{kind}'] input[value='absent']")
     assert driver.settled_text("#progress", f"{n} of {n} answered") == f"{n} of {n} answered"

@@ -116,7 +116,7 @@ def write(tmp_path, **models) -> str:
 
 
 def test_the_new_provider_is_validated_by_its_own_rules(echo, tmp_path):
-    with pytest.raises(ConfigError, match="models.e: Value error, echo takes no top_p"):
+    with pytest.raises(ConfigError, match=r"models.e: Value error, echo takes no top_p"):
         load_params(write(tmp_path, e={"provider": "echo", "model": "x", "top_p": 0.5}))
     with pytest.raises(ConfigError, match="reasoning_effort is a openai-provider setting; echo models take none"):
         load_params(write(tmp_path, e={"provider": "echo", "model": "x", "reasoning_effort": "low"}))

@@ -76,7 +76,10 @@ def test_pages_written_beside_the_stages_are_linked_at_fixed_places_whether_they
     page(reports / "tiny" / "labelling" / "batch_01.html", "Rater page")
     (labels / "tiny").mkdir(parents=True)
     after = write_index(reports, labels_dir=labels).read_text(encoding="utf-8")
-    strip = lambda h: re.sub(r'content="[^"]*"|Generated [^<]*', "", h)
+
+    def strip(h: str) -> str:
+        return re.sub(r'content="[^"]*"|Generated [^<]*', "", h)
+
     assert strip(before) == strip(after)
     hrefs = links(after)
     assert {"tiny/transcripts.html", "tiny/export/index.json", "tiny/labelling/",
@@ -114,7 +117,8 @@ def test_summary_from_results(reports, artifacts, tmp_path):
     section = html[html.index("<h2>tiny</h2>"):]
     for target in ("target-a", "target-b"):
         o = results.targets[target].overall
-        row = re.search(rf"<tr><td>{target}</td><td>([^<]*)</td><td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>", section)
+        row = re.search(rf"<tr><td>{target}</td><td>([^<]*)</td>"
+                        rf"<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>", section)
         assert row.group(1) == f"{o.rate:.1%} (no interval)"  # a handful of base scenarios
         assert (int(row.group(2)), int(row.group(3))) == (o.n, o.n_error)
     # Where it is seen, a withheld interval says why and which design would give one.

@@ -72,7 +72,7 @@ def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
             f"'{name}' is not an arm name: write generator/<model id>, user/<model id> "
             "or evaluator/<model id>",
         )
-    arm = Arm(study, model)  # type: ignore[arg-type]
+    arm = Arm(study, model)
     if arm not in configured_arms(params, arm.study):
         listed = ", ".join(a.model for a in configured_arms(params, arm.study)) or "none"
         raise ConfigError(

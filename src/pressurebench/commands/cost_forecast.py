@@ -94,7 +94,8 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
     for bench_name in params.benchmarks:
         bench = read_yaml_model(benchmark_source(bench_name, root), Benchmark)
         judges = list(params.roles.evaluators)
-        arms = [("main", params.roles.generator, params.roles.user, judges, params.targets, 1.0)]
+        arms: list[tuple[str, str | None, str | None, list[str], list[str], float]] = [
+            ("main", params.roles.generator, params.roles.user, judges, params.targets, 1.0)]
         val_targets = params.validation.targets or params.simulated_targets()
         fraction = params.validation.fraction
         arms += [(f"generator/{m}", m, params.roles.user, judges, val_targets, fraction)

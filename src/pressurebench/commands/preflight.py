@@ -27,7 +27,8 @@ def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str], set[str
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
-    watched, problems, files = 0, [], set()
+    watched, problems = 0, []
+    files: set[str] = set()
     with Repo(".", uninitialized=True) as repo:
         try:
             stages = list(repo.index.stages)
@@ -118,6 +119,7 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
                 listed = None  # a server that answers but lists no models
                 break
             ids, after = page
+            assert listed is not None, "set to None only on leaving the loop"
             if after in listed:  # a cursor seen before: the list would never end
                 after = None
             listed += ids

@@ -13,7 +13,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -113,7 +113,7 @@ class ModelClient:
 
     def __init__(
         self,
-        models: dict[str, ModelSettings],
+        models: Mapping[str, ModelSettings],
         cache_dir: str | Path,
         *,
         repair_retries: int = 2,
@@ -126,6 +126,8 @@ class ModelClient:
         max_cost_usd: float | None = None,
         batch: BatchSettings | None = None,
         record: str | Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ):
         self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
@@ -147,6 +149,9 @@ class ModelClient:
         self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
         self._stopped: ProviderStop | None = None  # once set, no further call is sent
+        # The clock the rate limits read and the sleep they and the retries' backoff wait
+        # with (a test gives its own).
+        self._clock, self._sleep = clock, sleep
 
     @classmethod
     def from_params(cls, params: ClientSettings, **kwargs) -> ModelClient:
@@ -267,6 +272,7 @@ class ModelClient:
             if schema is None:
                 result.ok = True
                 break
+            assert resp.text is not None, "reply_problem reports a reply without text"
             try:
                 result.parsed = parse_structured(schema, resp.text)
                 result.ok = True
@@ -325,6 +331,8 @@ class ModelClient:
 
     def _account(self, state: _ModelState, result: CallResult) -> None:
         u = state.usage
+        assert u.cached_calls is not None and u.latency_s is not None, \
+            "only imported usage leaves these null, never the client's own"
         u.calls += 1
         u.cached_calls += int(result.cached)
         u.failed_calls += int(not result.ok)
@@ -483,9 +491,9 @@ class ModelClient:
         if state.gate is None:
             state.gate = AdaptiveConcurrency(state.api.concurrency)
             if state.spec.requests_per_minute:
-                state.limiter = RateLimiter(state.spec.requests_per_minute)
+                state.limiter = RateLimiter(state.spec.requests_per_minute, self._clock, self._sleep)
             if state.spec.tokens_per_minute:
-                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute)
+                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute, self._clock, self._sleep)
         return state.gate, state.limiter, state.tokens
 
     def concurrency_report(self) -> dict[str, ConcurrencyReport]:
@@ -537,7 +545,8 @@ class ModelClient:
             finally:
                 await gate.release()
             if attempt < self.max_retries:
-                await asyncio.sleep(self._backoff(attempt, last.retry_after))
+                await self._sleep(self._backoff(attempt, last.retry_after))
+        assert last is not None, "every attempt returned, raised or failed with a retryable error"
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
 
     async def _call_in_batch(
@@ -650,7 +659,7 @@ def _short_validation_error(exc: Exception) -> str:
     return f"{loc}: {err.get('msg')}"[:300]
 
 
-def run_sync(coro_factory: Callable[[], Awaitable[T]]) -> T:
+def run_sync(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine from sync code, also inside Jupyter where a loop is already running."""
     try:
         asyncio.get_running_loop()

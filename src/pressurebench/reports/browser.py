@@ -11,7 +11,8 @@ the verdict on the transcript up to it, and the reply at which the behaviour
 first failed is marked.
 
 Rows are scores: with `evaluation.evaluate_all_metrics` one conversation is
-judged on several metrics and appears once per metric. With fidelity checks (`fidelity.check`) every flagged user message or reply
+judged on several metrics and appears once per metric. With fidelity checks (`fidelity.check`)
+every flagged user message or reply
 carries its break and reason, and the list can be filtered by kind of break.
 
 A conversation without

@@ -93,7 +93,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
     flips = flips_frame(study)
     body = [[latex.latex_escape(r.probe), name(r.target), latex.latex_escape(r.metric),
              _interval(r.flip_rate, r.ci_low, r.ci_high), str(r.n), str(r.n_error),
-             str(r.n_clusters)] for r in flips.itertuples(index=False)]
+             str(r.n_clusters)] for r in latex.frame_rows(flips)]
     out = {"flips": (flips, latex.table_float(
         latex._tabular("@{}lllrrrr@{}", ["Probe", "Target", "Metric", "Flips (\\%)", "n", "e", "k"],
                        body),
@@ -105,7 +105,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
     body = [[latex.latex_escape(r.probe), name(r.target), _interval(r.before, None, None),
              _interval(r.after, None, None), str(r.n),
              _interval(r.difference, r.ci_low, r.ci_high, signed=True)]
-            for r in rates.itertuples(index=False)]
+            for r in latex.frame_rows(rates)]
     out["pass_rates"] = (rates, latex.table_float(
         latex._tabular("@{}llrrrr@{}", ["Probe", "Target", "Before", "After", "n",
                                          "After $-$ before (pp)"], body),
@@ -118,7 +118,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
              _interval(r.gap_as_if, r.gap_as_if_ci_low, r.gap_as_if_ci_high, signed=True),
              latex.DASH if r.explained_share is None or pd.isna(r.explained_share)
              else f"{100 * r.explained_share:.0f}"]
-            for r in gaps.itertuples(index=False)]
+            for r in latex.frame_rows(gaps)]
     out["identity_gaps"] = (gaps, latex.table_float(
         latex._tabular("@{}llrrr@{}", ["Target", "Gap", "Measured (pp)", "As if (pp)",
                                         "Explained (\\%)"], body),

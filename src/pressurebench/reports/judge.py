@@ -70,6 +70,7 @@ def judge_note(results: Results) -> str:
     if validity is None or validity.status == "no labels":
         return set_aside_note(results) + NO_LABELS.format(benchmark=results.benchmark)
     human = validity.human
+    assert human is not None, "judge validity with labels has its human reference"
     return set_aside_note(results) + (
         f"{human.n_items} labelled items from {human.n_raters} raters; {human.n_with_reference} "
         f"have a human majority ({human.n_tied} tied, {human.n_all_unsure} all unsure). "

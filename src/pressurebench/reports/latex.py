@@ -8,12 +8,14 @@ a table of six targets fits `\\textwidth` of a one-column article (checked by co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
+from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
-from ..stats.results import Results
+from ..stats.results import Results, TargetResults
 from .tables import method_label
 
 _LATEX_SPECIAL = {
@@ -94,15 +96,19 @@ def rates_table(results: Results, metric_names: Mapping[str, str], label: str) -
     targets = sorted(results.targets)
     written, key = target_names(targets)
     headers = [written[t] for t in targets]
-    rows_of = [("Overall", lambda tr: tr.overall), ("Positive metrics", lambda tr: tr.positive),
-               ("Negative metrics", lambda tr: tr.negative)]
+    rows_of: list[tuple[str, Callable[[TargetResults], RateEstimate | None]]] = [
+        ("Overall", lambda tr: tr.overall), ("Positive metrics", lambda tr: tr.positive),
+        ("Negative metrics", lambda tr: tr.negative)]
+
+    def metric_rate(m: str) -> Callable[[TargetResults], RateEstimate | None]:
+        return lambda tr: tr.by_metric.get(m)
+
     metric_ids = sorted({m for tr in results.targets.values() for m in tr.by_metric})
-    rows_of += [(f"{m} {metric_names.get(m, '')}".strip(), lambda tr, m=m: tr.by_metric.get(m))
-                for m in metric_ids]
+    rows_of += [(f"{m} {metric_names.get(m, '')}".strip(), metric_rate(m)) for m in metric_ids]
     body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
             + [_rate_cell(get(results.targets[t])) for t in targets] for name, get in rows_of]
-    estimates = [get(tr) for _, get in rows_of for tr in results.targets.values()]
-    estimates = [e for e in estimates if e is not None and e.rate is not None]
+    every = [get(tr) for _, get in rows_of for tr in results.targets.values()]
+    estimates = [e for e in every if e is not None and e.rate is not None]
     spec = "@{}l" + "r" * len(targets) + "@{}"
     tabular = _tabular(spec, ["Metric", *headers], body)
     return table_float(tabular, _rates_caption(results, estimates) + key, label)
@@ -187,6 +193,7 @@ def _interval_note(estimates: Sequence[RateEstimate], level: str) -> str:
 def fidelity_table(results: Results, label: str) -> str:
     """The simulated user's break shares and the targets' test awareness (%), by target."""
     fid = results.fidelity
+    assert fid is not None, "a fidelity table is written only for results with fidelity shares"
     targets = sorted(fid.targets)
     labels = {"out_of_character": "out of character", "leak": "leak",
               "role_swap": "role swap / echo", "landmark_skipped": "landmark skipped",
@@ -227,7 +234,7 @@ def _coefficient_cell(est, percent: bool) -> str:
         return DASH
 
     def show(v):
-        return _percent(v, 0 if percent else 1) if percent else f"{v:.2f}"
+        return _percent(v, 0) if percent else f"{v:.2f}"
 
     value = _percent(est.value) if percent else f"{est.value:.2f}"
     interval = (f"[{show(est.ci_low)}, {show(est.ci_high)}]"
@@ -271,6 +278,12 @@ def agreement_table(results: Results, label: str) -> str:
     return table_float(_tabular("@{}lrrrr@{}", header, body), caption + key, label)
 
 
+def frame_rows(frame: pd.DataFrame) -> Iterable[Any]:
+    """The frame's rows as named tuples. pandas-stubs types each attribute of one as a cell of
+    any type, `_asdict` included; the tables read columns they know."""
+    return frame.itertuples(index=False)
+
+
 def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Sequence[str],
                       targets: Sequence[str], target_columns: Sequence[str]) -> str:
     """Differences in percentage points with their intervals: `lead` columns first; the values
@@ -282,7 +295,7 @@ def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Se
             else latex_escape(str(value))
 
     body = []
-    for row in frame.itertuples(index=False):
+    for row in frame_rows(frame):
         r = row._asdict()
         interval = (f"[{_percent(r['ci_low'])}, {_percent(r['ci_high'])}]"
                     if pd.notna(r["ci_low"]) and pd.notna(r["ci_high"]) else DASH)
@@ -309,7 +322,7 @@ def _p(value) -> str:
 def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
     """Per target: conversations, how many gave in, and the median turn of giving in."""
     body = []
-    for row in frame.itertuples(index=False):
+    for row in frame_rows(frame):
         r = row._asdict()
         median = str(r["median_onset_turn"]) if r["median_reached"] else f"$>{r['turns']}$"
         if r["median_ci_method"] != "none":
@@ -335,7 +348,7 @@ def _corrected_cell(r) -> str:
             f"\\scriptsize ({judged})\\end{{tabular}}")
 
 
-def corrected_table(rows: Sequence[tuple[str, Mapping[str, object]]], targets: Sequence[str],
+def corrected_table(rows: Sequence[tuple[str, Mapping[str, CorrectedRate | None]]], targets: Sequence[str],
                     what: str, level: str, method: str, label: str) -> str:
     """Rates corrected by human labels (%), by row and target: each cell the corrected value,
     its interval beneath and the rate as judged under that; the layout of `grid_table`."""
@@ -354,6 +367,8 @@ def corrected_table(rows: Sequence[tuple[str, Mapping[str, object]]], targets: S
 
 def corrected_rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
     """Pass rates overall, per metric type and per metric, corrected by human labels."""
+    assert results.judge_validity is not None and results.judge_validity.corrected is not None, \
+        "corrected rates are written only for results with judge-corrected rates"
     corrected = results.judge_validity.corrected
     by_target = corrected.by_target
     rows: list[tuple[str, dict]] = [
@@ -370,6 +385,9 @@ def corrected_rates_table(results: Results, metric_names: Mapping[str, str], lab
 
 def fidelity_corrected_table(results: Results, label: str) -> str:
     """Per kind of simulated-user break: its share corrected by raters' answers, by target."""
+    assert results.judge_validity is not None and results.judge_validity.fidelity is not None \
+        and results.judge_validity.corrected is not None, \
+        "corrected fidelity shares are written only for results with them"
     validity = results.judge_validity.fidelity
     kinds = sorted(validity.by_kind)
     targets = sorted({t for v in validity.by_kind.values() for t in v.corrected})

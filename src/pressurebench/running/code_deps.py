@@ -146,7 +146,7 @@ def with_data(src: Path, files: set[Path]) -> set[Path]:
     return found
 
 
-def notebook_imports(notebook: Path) -> set[str]:
+def notebook_imports(notebook: Path) -> frozenset[str]:
     """The modules a notebook's code cells import."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")

@@ -16,7 +16,7 @@ The cells run in a Python process of their own, on an IPython shell rather than
 a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter, not for a
 kernel's start-up and messaging. That process starts cold and imports only what its
 stage uses (pandas and the report's renderer always; matplotlib, seaborn and SciPy only
-in the stages that draw figures or compute intervals; `docs/performance.md`). This
+in the stages that draw figures or compute intervals; `docs/stage-processes.md`). This
 process only starts that one, relays interrupts and terminations to it, and waits, so
 a native crash there (a segfault inside llama.cpp) is still reported, naming the stage,
 the embedded models and what to try (`native_crash`), with exit code 4. When the
@@ -164,7 +164,8 @@ def skip_format_checker_imports() -> None:
     a stage's process runs jsonschema without them.
     """
     for name in FORMAT_CHECKER_MODULES:
-        sys.modules.setdefault(name, None)
+        # None in sys.modules makes an import fail (the import system's documented block).
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 def execute_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict[str, str],

@@ -157,16 +157,19 @@ def error_reasons(stage: str, parameters: dict[str, str]) -> tuple[Path | None, 
         target = parameters.get("target")
         if stage == "gen_metrics":
             path = inputs.metrics_file
-            rows = [(e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
+            rows: list[tuple[str | None, str]] = [
+                (e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
         elif stage == "gen_scenarios":
             path = inputs.scenarios_file
             rows = [(e.reason, e.base_id or e.metric_id or "—")
                     for e in read_artifact(path, ScenariosFile).errors]
         elif stage == "simulate":
+            assert target is not None, "a target's stage is run with its target"
             path = inputs.layout.conversations_file(target)
             rows = [(c.error, c.conv_id)
                     for c in read_artifact(path, ConversationsFile).rows if c.status == "error"]
         else:
+            assert target is not None, "a target's stage is run with its target"
             path = inputs.layout.scores_file(target)
             rows = [(s.error, s.conv_id)
                     for s in read_artifact(path, ScoresFile).rows if s.status == "error"]
@@ -190,7 +193,7 @@ def failure_cells(
     advice = ADVICE.get(error_name, GENERIC_ADVICE if error_name not in _user_error_names()
                         else ADVICE["ConfigError"])
     artifact, reasons = error_reasons(stage, parameters)
-    fix = fix_for(reasons.iloc[0, 0] if len(reasons) else error_value, parameters)
+    fix = fix_for(str(reasons.iloc[0, 0]) if len(reasons) else error_value, parameters)
     what = " · ".join(v for k, v in parameters.items() if k != "params_path")
     cells = [nbformat.v4.new_markdown_cell(
         f"# {stage} failed ({what})\n\n"

@@ -60,7 +60,7 @@ OTHER_ERRORS = "other"
 
 def error_counts_by_category(scores: Iterable[Score]) -> dict[str, int]:
     """Score error rows per cause, and how many distinct conversations failed before judging."""
-    counts = {category: 0 for category in (*ERROR_CATEGORIES, OTHER_ERRORS)}
+    counts = dict.fromkeys((*ERROR_CATEGORIES, OTHER_ERRORS), 0)
     failed_conversations: set[str] = set()
     for s in scores:
         if s.status != "error":

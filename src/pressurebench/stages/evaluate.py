@@ -148,7 +148,7 @@ def panel_decision(verdicts: list[JudgeVerdict]) -> PanelDecision:
     if not valid:
         reasons = "; ".join(_judge_error(v) for v in failed)
         return PanelDecision(None, error=f"{NO_VERDICT}: {reasons}")
-    yes = sum(v.present for v in valid)
+    yes = sum(v.present is True for v in valid)
     no = len(valid) - yes
     if yes == no:
         note = f" ({len(failed)} of {len(verdicts)} judges failed)" if failed else ""
@@ -529,7 +529,7 @@ def count_rows(
     }
     for category in ERROR_CATEGORIES:
         counts[f"scores_error_{category.replace(' ', '_')}"] = sum(
-            r.status == "error" and error_category(r.error) == category for r in rows
+            r.status == "error" and error_category(r.error or "") == category for r in rows
         )
     if per_turn:
         turn_rows = [t for r in rows for t in r.turn_verdicts]

@@ -12,7 +12,7 @@ replicate. Missing data is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,7 +36,7 @@ from .ranking import TargetComparison, compare_targets
 from .rates import TargetRates, no_data, target_rates
 from .received import ReceivedResults
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION: Final = 1
 RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
     "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "

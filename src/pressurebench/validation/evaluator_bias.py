@@ -55,7 +55,7 @@ def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
                     scenario_ids=plan.scenario_ids or [], targets=plan.targets, statistics=stats,
                 ),
             )
-            for planned, frame in arms
+            for planned, frame in arms if main_frame is not None  # (always, with arms)
         ],
     )
 

@@ -20,6 +20,7 @@ restricted to the validation targets, it reports:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -82,7 +83,7 @@ def compare_generator_arm(
     )
     note = None if metrics else "no metric has the same id, type and definition in both arms"
 
-    rate_settings = dict(confidence_level=level, **settings)
+    rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
     return GeneratorArmResult(
         arm=arm_name,
         generator=generator,

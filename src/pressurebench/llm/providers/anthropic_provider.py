@@ -20,7 +20,7 @@ import re
 from functools import cached_property
 
 from ..answer_formats import with_schema_instruction
-from ..types import ProviderRequest, ProviderResponse, RetryableError
+from ..types import FinishReason, ProviderRequest, ProviderResponse, RetryableError
 from .http_errors import classify_status, reply_error_message
 from .registry import ModelApi, model_api
 
@@ -31,8 +31,9 @@ NO_SAMPLING_NAME = re.compile(
     r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])", re.IGNORECASE
 )
 
-_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length",
-           "refusal": "refusal", "pause_turn": "other"}
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length",
+    "refusal": "refusal", "pause_turn": "other"}
 
 
 MAX_BREAKPOINTS = 4  # cache_control blocks a request may carry (Anthropic's prompt caching docs)

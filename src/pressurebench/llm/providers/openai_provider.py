@@ -9,7 +9,8 @@ concurrency a provider allows (see perf/README.md). The body is the one
 `chat.completions.create` sends.
 
 What a model accepts differs by family and server, and the request follows the
-params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get `max_completion_tokens` with room
+params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get
+`max_completion_tokens` with room
 for their hidden reasoning, `reasoning_effort`, and no sampling temperature;
 other servers get the token limit in the field they read; structured answers
 are asked for as `json_schema` (strict at OpenAI's own API), `json_object`, a
@@ -25,7 +26,13 @@ from urllib.parse import urlsplit
 
 from ..answer_formats import strict_schema, with_schema_instruction
 from ..prompt_cache import prompt_cache_key
-from ..types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
+from ..types import (
+    FinishReason,
+    ProviderRequest,
+    ProviderResponse,
+    RejectedError,
+    RetryableError,
+)
 from .http_errors import classify_status, reply_error_message
 from .registry import ModelApi, model_api
 
@@ -39,7 +46,8 @@ API_HOST = "api.openai.com"
 CACHE_MIN_TOKENS = 1024
 CACHE_STEP_TOKENS = 128
 
-_FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
 TOOL_DESCRIPTION = "Give your answer by calling this function."
 
 
@@ -185,17 +193,18 @@ class OpenAIProvider(ModelApi):
         schema, name = request.schema, request.schema_name or "answer"
         mode = self.structured_mode if schema is not None else None
         strict = self.strict
-        if mode == "json_schema":
+        # (`schema is not None` again in each branch: a mode is set only with a schema.)
+        if mode == "json_schema" and schema is not None:
             format_spec: dict = {"name": name, "schema": strict_schema(schema) if strict else schema}
             if strict:
                 format_spec["strict"] = True
             body["response_format"] = {"type": "json_schema", "json_schema": format_spec}
-        elif mode == "json_object":
+        elif mode == "json_object" and schema is not None:
             # llama.cpp's server constrains json_object to a `schema` given beside it; the
             # schema is in the prompt too, for servers that only guarantee some JSON object.
             body["response_format"] = {"type": "json_object", "schema": schema}
             messages = with_schema_instruction(messages, schema)
-        elif mode == "tool":
+        elif mode == "tool" and schema is not None:
             function: dict = {
                 "name": name, "description": TOOL_DESCRIPTION,
                 "parameters": strict_schema(schema) if strict else schema,
@@ -204,7 +213,7 @@ class OpenAIProvider(ModelApi):
                 function["strict"] = True
             body["tools"] = [{"type": "function", "function": function}]
             body["tool_choice"] = {"type": "function", "function": {"name": name}}
-        elif mode == "prompt":
+        elif mode == "prompt" and schema is not None:
             messages = with_schema_instruction(messages, schema)
         body["messages"] = messages
         if request.cache_group is not None and spec.prompt_cache != "off":
@@ -307,7 +316,7 @@ def _parse(raw: bytes) -> ProviderResponse:
     calls = message.get("tool_calls") or []
     if calls:
         text = calls[0]["function"]["arguments"]
-    finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
+    finish: FinishReason = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
     usage = resp.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
     prompt_details = usage.get("prompt_tokens_details") or {}
