@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError
 from ..io import read_artifact, read_text, write_artifact
 from ..params import Params
-from ..paths import PROBES, Layout, plan_file
+from ..paths import Layout, plan_file
 from ..schemas import SCHEMA_VERSION, Scenario, ScenariosFile
 from .naming import ON_MAIN_ROWS, STUDIES, configured_arms, validation_targets
 
@@ -110,7 +110,7 @@ def file_sha256(path: Path) -> str:
 
 def plan_settings(params: Params, benchmark: str, study: PlannedStudy) -> dict:
     """The plan fields that follow from the params alone (not from the scenarios)."""
-    arms = [] if study == PROBES else configured_arms(params, study)
+    arms = [] if study == "probes" else configured_arms(params, study)
     return {
         "benchmark": benchmark,
         "study": study,
@@ -124,7 +124,7 @@ def plan_settings(params: Params, benchmark: str, study: PlannedStudy) -> dict:
 def runs_on_main_rows(plan: StudyPlan, params: Params) -> bool:
     """Whether the study plays a subset of the main arm's rows: a user or evaluator study with
     arms, the judge probes with a probe and a target to probe."""
-    if plan.study == PROBES:
+    if plan.study == "probes":
         return bool(params.validation.judge_probes and plan.targets)
     return plan.study in ON_MAIN_ROWS and bool(plan.arms)
 
