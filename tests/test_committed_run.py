@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from pressurebench.commands.committed_run import note
-from support import REPO
+from support import REPO, tiny_params
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
@@ -31,6 +31,13 @@ def lock(md5: str) -> dict:
     }}
 
 
+def write_params(root: Path, generator: dict) -> None:
+    """Params whose generator is `generator` (the other models are API models)."""
+    params = tiny_params()
+    params["models"]["gen"] = generator
+    (root / "params" / "pipeline.yaml").write_text(yaml.safe_dump(params))
+
+
 def metrics(rate: float) -> str:
     return json.dumps({"targets": {"smollm2": {"pass_rate": rate, "n": 16}}}, indent=1)
 
@@ -39,8 +46,7 @@ def metrics(rate: float) -> str:
 def committed(tmp_path) -> Path:
     """A repository whose committed run is the default study's (an embedded model)."""
     (tmp_path / "params").mkdir()
-    (tmp_path / "params" / "pipeline.yaml").write_text(yaml.safe_dump(
-        {"models": {"smollm2": {"provider": "local", "model": "smollm2-135m-instruct"}}}))
+    write_params(tmp_path, {"provider": "local", "model": "smollm2-135m-instruct"})
     (tmp_path / "data" / "b").mkdir(parents=True)
     (tmp_path / "data" / "b" / "metrics.json").write_text(metrics(0.5625))
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock("aaa")))
@@ -79,8 +85,7 @@ def test_nothing_is_said_when_the_study_itself_changed(committed):
 
 
 def test_api_models_are_named_as_the_cause_instead(committed):
-    (committed / "params" / "pipeline.yaml").write_text(yaml.safe_dump(
-        {"models": {"gpt": {"provider": "openai", "model": "gpt-4.1-mini"}}}))
+    write_params(committed, {"provider": "openai", "model": "gpt-4.1-mini"})
     subprocess.run([*GIT, "commit", "-qam", "api"], cwd=committed, check=True)
     rerun_on_another_cpu(committed)
     said = note(committed)

@@ -58,13 +58,10 @@ def _percent(rate: float | None) -> str:
 
 
 def _embedded(root: Path) -> bool:
-    """Whether the params run a model in-process (the provider `local`)."""
-    try:
-        params = yaml.safe_load((root / "params" / "pipeline.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return False
-    models = (params or {}).get("models") or {}
-    return any(isinstance(m, dict) and m.get("provider") == "local" for m in models.values())
+    """Whether the params run a model in-process (a provider the registry marks embedded)."""
+    from ..running import embedded_models
+
+    return bool(embedded_models(root / "params" / "pipeline.yaml"))
 
 
 def note(root: Path = Path(".")) -> str | None:
