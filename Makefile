@@ -18,12 +18,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release,clouds]'
 	touch $(STAMP)
 
-# Runs the pipeline (dvc.yaml) on params/pipeline.yaml.
-# `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the params
-# file leaves out (DVC reads them from the file itself), so an older params file still runs.
+# Runs the pipeline (dvc.yaml) on params/pipeline.yaml (a study's own file after `pressurebench
+# use`). `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the
+# params file leaves out (DVC reads them from the file itself), so an older params file still
+# runs. Last, it says why a run of the committed study wrote other numbers than git holds, if
+# it did (the embedded model's floating point follows the CPU).
 repro: $(STAMP)
 	pressurebench check --offline
 	dvc repro
+	$(PY) -m pressurebench.commands.committed_run
 
 # Validates the params and benchmark files, every used model's key, and sends one free
 # model-list request to each API endpoint (`pressurebench check`).

@@ -288,7 +288,8 @@ def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, 
     out = capsys.readouterr().out
     assert "all 0 params" not in out
     assert (f"note  dvc.yaml: no stage reads {example} (they read "
-            "params/pipeline.yaml); `dvc repro` will not use it.") in out
+            "params/pipeline.yaml); `dvc repro` will not use it until "
+            f"`pressurebench use {example}`.") in out
     assert (tmp_path / example).read_text() == shipped  # a file DVC does not read is not written
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO
+from support import REPO, WAIT_S
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -38,7 +38,7 @@ def lint_imports(repo: Path, src: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(repo / "pyproject.toml"), "--no-cache"],
         cwd=repo, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src)},
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True, text=True, timeout=WAIT_S, check=False,
     )
 
 

@@ -687,6 +687,16 @@ class Params(Section):
         studies run on when `validation.targets` is null."""
         return [t for t in self.targets if not self.models[t].conversations_imported]
 
+    def targets_of(self, benchmark: str) -> list[str]:
+        """The targets `benchmark` runs: every target but one imported for other benchmarks only
+        (`pressurebench import --benchmark`), whose stages for this one record a skip."""
+        return [t for t in self.targets if not self.imported_elsewhere(t, benchmark)]
+
+    def imported_elsewhere(self, target: str, benchmark: str) -> bool:
+        """Whether `target` is imported, but not for `benchmark`."""
+        spec = self.models[target]
+        return spec.conversations_imported and benchmark not in (spec.imported or {})
+
     def model_refs(self) -> list[tuple[str, str]]:
         """Every (field, model id) reference, so unknown ids can be reported by field."""
         refs = [("roles.generator", self.roles.generator), ("roles.user", self.roles.user)]
@@ -745,6 +755,13 @@ def load_params(path: str | Path) -> Params:
                     f"its calls (used as {field}); add its prices or remove the cap",
                     f"models.{ref}",
                 )
+    for benchmark in params.benchmarks:
+        if not params.targets_of(benchmark):
+            raise ConfigError(
+                path, f"no target runs on '{benchmark}': every target is imported for other "
+                f"benchmarks only; import conversations for it (`pressurebench import --benchmark "
+                f"{benchmark}`) or add a simulated target", "targets",
+            )
     if params.validation.targets:
         for i, t in enumerate(params.validation.targets):
             if t not in params.targets:

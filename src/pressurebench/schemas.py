@@ -294,11 +294,30 @@ def conv_id(scenario_id_: str, target: str, sample: int) -> str:
     return f"{scenario_id_}__{target}__s{sample}"
 
 
-class ConversationsFile(Row):
+def skipped_field():
+    return Field(
+        default=None,
+        description="why the target has no rows for this benchmark (an imported target with no "
+        "conversations imported for it); null: the stage ran",
+    )
+
+
+class SkippedTarget(Row):
+    """A file of a target the benchmark does not run (its `skipped` says why) holds no row."""
+
+    @model_validator(mode="after")
+    def _skipped_holds_no_rows(self):
+        if getattr(self, "skipped", None) is not None and getattr(self, "rows", None):
+            raise ValueError("a skipped target's file holds no rows")
+        return self
+
+
+class ConversationsFile(SkippedTarget):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     target: str
     rows: list[Conversation]
+    skipped: str | None = skipped_field()
 
 
 # --- scores ----------------------------------------------------------------
@@ -514,7 +533,7 @@ class ConversationFidelity(Row):
         return self
 
 
-class ScoresFile(Row):
+class ScoresFile(SkippedTarget):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     target: str
@@ -524,6 +543,7 @@ class ScoresFile(Row):
         default=None,
         description="fidelity checks, one row per conversation; None when they were not run",
     )
+    skipped: str | None = skipped_field()
 
 
 # --- the judge probes (`validation.judge_probes`) ----------------------------------

@@ -29,10 +29,11 @@ from docs_support import DOCS, blocks, pages
 from pressurebench.io import read_yaml_model
 from pressurebench.params import Params, load_params
 from pressurebench.schemas import Benchmark
-from support import REPO
+from support import REPO, WAIT_S
 
 HOOK = DOCS / "_hooks" / "reference.py"
 README_MAX_LINES = 200
+NEWCOMER_WORDS = 3000
 
 
 def hook():
@@ -45,7 +46,7 @@ def hook():
 def build(root: Path, out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        cwd=root, capture_output=True, text=True, timeout=WAIT_S, check=False,
         env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
     )
 
@@ -199,6 +200,16 @@ def test_the_readme_is_short_and_its_links_resolve():
     for target in targets:
         if "://" not in target:
             assert (REPO / target).exists(), target
+
+
+def test_a_newcomer_reads_about_fifteen_minutes_to_a_first_own_report():
+    """README.md and the tutorial take a newcomer to a first report of their own study in
+    about 3,000 words (15 minutes at 200 words a minute); everything else is one link away."""
+    words = sum(len(p.read_text(encoding="utf-8").split())
+                for p in (REPO / "README.md", REPO / "docs" / "tutorial.md"))
+    assert words <= NEWCOMER_WORDS, words
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "(docs/tutorial.md)" in readme
 
 
 def test_every_params_or_benchmark_example_on_the_pages_validates(tmp_path):

@@ -23,6 +23,7 @@ from pressurebench.llm.providers.registry import api_for
 from pressurebench.llm.types import ProviderRequest
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
+from support import WAIT_S
 
 KEY_ENV = "PB_BATCH_KEY"
 FAST = BatchSettings(max_requests=100, collect_s=0.2, poll_s=0.05, max_wait_s=60)
@@ -118,10 +119,10 @@ def test_a_run_killed_while_waiting_resumes_polling_and_submits_nothing_twice(se
         return sum(b.polls for b in list(server.batch_desk.batches.values()))
 
     # Killed once its batch is recorded and it has polled a few times (waiting for the batch).
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_S
     while not list((tmp_path / "cache" / "batches").rglob("*.json")) or polls() < 3:
-        assert time.monotonic() < deadline and child.poll() is None, \
-            f"no batch was recorded and polled 3 times ({polls()} polls)"
+        if time.monotonic() > deadline or child.poll() is not None:
+            pytest.fail(f"no batch was recorded and polled 3 times ({polls()} polls)")
         time.sleep(0.05)
     child.send_signal(signal.SIGKILL)
     child.wait()

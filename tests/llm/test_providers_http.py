@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -62,10 +61,21 @@ def test_anthropic_and_openai_receive_sampling_params(mock_server, provider, tmp
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_rate_limit_retry_after_is_honoured(mock_server, provider, tmp_path, monkeypatch):
+    """The wait before the retry is at least the server's retry-after: asserted on the delay the
+    client chose, not on a clock (a busy machine only ever makes a run slower)."""
     mock_server.fault_plan = FaultPlan(fail_first_n=1, fail_first_kind=Fault.RATE_LIMIT, retry_after=0.4)
-    started = time.perf_counter()
-    result = chat(client_for(mock_server, provider, tmp_path, monkeypatch))
-    assert result.ok and time.perf_counter() - started >= 0.4
+    client = client_for(mock_server, provider, tmp_path, monkeypatch)
+    waits, backoff = [], client._backoff
+
+    def recorded(attempt, retry_after):
+        waits.append((retry_after, backoff(attempt, retry_after)))
+        return waits[-1][1]
+
+    monkeypatch.setattr(client, "_backoff", recorded)
+    result = chat(client)
+    assert result.ok
+    ((retry_after, waited),) = waits
+    assert retry_after == 0.4 and waited >= 0.4
     assert mock_server.fault_counts.get("rate_limit") == 1 and mock_server.total_requests == 2
 
 

@@ -179,6 +179,18 @@ def default_responder(req: MockRequest) -> Reply:
     return " ".join(sentences)
 
 
+def planning_responder(req: MockRequest) -> Reply:
+    """`default_responder`, with a scenario's landmarks on distinct turns, one after another, as
+    a model asked for a turn-by-turn plan writes them. Random integers repeat a turn in most
+    drafts, which the scenario stage rightly rejects; a test about anything else uses this."""
+    reply = default_responder(req)
+    if isinstance(reply, dict) and isinstance(reply.get("landmarks"), list):
+        for turn, landmark in enumerate(reply["landmarks"], start=1):
+            if isinstance(landmark, dict) and "turn" in landmark:
+                landmark["turn"] = turn
+    return reply
+
+
 # -- request parsing -----------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
-"""Every params file under `params/examples/` runs as shipped, the way the README says to use
-it: copied over `params/pipeline.yaml`, `pressurebench check` passes (it asks the mock servers
-for their model lists, answered as the services answer them) and `dvc repro` runs every stage.
+"""Every params file under `params/examples/` runs as shipped, the way its header says to use
+it: copied to a file of the study's own and chosen with `pressurebench use`, `pressurebench
+check` passes (it asks the mock servers for their model lists, answered as the services answer
+them) and `dvc repro` runs every stage.
 
 The examples name no base URL, as a user writes them; the official SDKs' OPENAI_BASE_URL,
 ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL point them at the mock server, which refuses
@@ -10,6 +11,7 @@ price table: its cost files hold what the table bills for the usage the server r
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 import yaml
 from pipeline_support import run
 
-from mock_providers import default_responder
+from mock_providers import default_responder, planning_responder
 from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
@@ -33,18 +35,6 @@ pytestmark = pytest.mark.slow
 EXAMPLES = sorted((REPO / "params" / "examples").glob("*.yaml"))
 
 
-def planning_responder(req):
-    """The mock's schema instances, with a scenario's landmarks on distinct turns, one after
-    another, as a model asked for a turn-by-turn plan writes them. Random integers repeat a
-    turn in most drafts, and the stage rightly rejects those; this test is about the params."""
-    reply = default_responder(req)
-    if isinstance(reply, dict) and isinstance(reply.get("landmarks"), list):
-        for turn, landmark in enumerate(reply["landmarks"], start=1):
-            if isinstance(landmark, dict) and "turn" in landmark:
-                landmark["turn"] = turn
-    return reply
-
-
 def test_there_are_examples_to_run():
     assert EXAMPLES
 
@@ -58,14 +48,13 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
     pipeline_server.models = tuple(spec["model"] for spec in shipped["models"].values())
     pipeline_server.responder = planning_responder
     try:
-        shutil.copy(example, root / "params" / "pipeline.yaml")
+        shutil.copy(example, root / "params" / "mine.yaml")
+        run(["pressurebench", "use", "params/mine.yaml"], root, env=dict(os.environ))
         for var in {spec["api_key_env"] for spec in shipped["models"].values()}:
             monkeypatch.setenv(var, pipeline_server.api_key)
         monkeypatch.setenv("OPENAI_BASE_URL", pipeline_server.openai_base_url)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", pipeline_server.anthropic_base_url)
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", pipeline_server.gemini_base_url)
-        import os
-
         env = dict(os.environ)
         checked = run(["pressurebench", "check"], root, env=env)
         assert "every endpoint answers" in checked.stdout, checked.stdout

@@ -52,6 +52,7 @@ from reliability_support import (
 
 from mock_providers import MockLLMServer, default_responder
 from pressurebench.stages import gen_metrics, gen_scenarios
+from support import WAIT_S
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +137,7 @@ def start(stage: str, root: Path) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen) -> None:
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == 0, err[-3000:]
 
 
@@ -159,7 +160,7 @@ def kill(proc: subprocess.Popen) -> bool:
         finish(proc)
         return False
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=WAIT_S)
     return True
 
 

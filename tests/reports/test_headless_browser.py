@@ -30,6 +30,7 @@ from pressurebench.io import read_artifact
 from pressurebench.reports.browser import write_transcript_browser_for
 from pressurebench.reports.render import render_notebook
 from pressurebench.schemas import ScoresFile, conv_id
+from support import WAIT_S
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +85,8 @@ def dump_dom(url: str, tmp_path, *, ready: bool = False) -> _Dom:
         f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--dump-dom", url,
     ]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_S,
+                              check=False)
     except subprocess.TimeoutExpired:
         pytest.fail(f"chromium did not finish loading {url}: did a script open a dialog?")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -38,6 +38,7 @@ from .naming import (
     arm_layout,
     require_validation_target,
     resolve_arm,
+    validation_targets,
 )
 from .plan import load_plan, rows_of, select_base_scenarios
 
@@ -53,6 +54,8 @@ class ArmInputs:
     generator: str
     user: str
     evaluators: tuple[str, ...]
+    # The main arm: the benchmark's targets (`Params.targets_of`); a validation arm: the
+    # validation targets.
     targets: tuple[str, ...]
 
     @property
@@ -178,10 +181,10 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
     roles = params.roles
     if not arm:
         return ArmInputs(None, None, main, main, roles.generator, roles.user,
-                         tuple(roles.evaluators), tuple(params.targets))
+                         tuple(roles.evaluators), tuple(params.targets_of(benchmark)))
     resolved = resolve_arm(params_path, params, arm)
     own = arm_layout(params.data_dir, benchmark, resolved.name)
-    targets = tuple(params.validation.targets or params.targets)
+    targets = tuple(validation_targets(params))
     if resolved.study == GENERATOR:
         return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,
                          tuple(roles.evaluators), targets)

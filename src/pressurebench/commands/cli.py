@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -47,7 +48,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"warn  {warning}")
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
-    print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
+    shown = args.params
+    if Path(args.params).is_symlink():  # `pressurebench use`
+        shown = f"{args.params} (links to {os.readlink(args.params)})"
+    print(f"ok  {shown}: {len(params.models)} models, targets {', '.join(params.targets)}")
     from ..interop import check_imports
 
     for line in check_imports(params, args.params):
@@ -68,8 +72,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
         else:
             print(f"note  dvc.yaml: no stage reads {args.params} (they read "
-                  f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it. "
-                  "Copy it over that file to run it.")
+                  f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it "
+                  f"until `pressurebench use {args.params}`.")
     from .preflight import used_models
     from .price_list import price_lines
 
@@ -86,6 +90,29 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"pressurebench: {line}", file=sys.stderr)
         return 2
     print("ok  keys present" + ("" if args.offline else " and every endpoint answers"))
+    return 0
+
+
+def cmd_use(args: argparse.Namespace) -> int:
+    from ..params_fill import FILLED_COMMENT
+    from .preflight import dvc_param_problems
+    from .use import PIPELINE_PARAMS, use_params
+
+    used = use_params(args.params_file)
+    if used.filled:
+        print(f"wrote  {used.params}: the defaults of {len(used.filled)} keys it leaves out, "
+              f"which DVC reads from the file itself ({', '.join(used.filled)}), each marked "
+              f"'# {FILLED_COMMENT}'")
+    if used.replaced is not None:
+        print(f"ok  {PIPELINE_PARAMS} now links to {used.params} (it was {used.replaced})")
+    watched, problems, _ = dvc_param_problems(PIPELINE_PARAMS)
+    if problems:
+        for line in problems:
+            print(f"pressurebench: {line}", file=sys.stderr)
+        return 2
+    print(f"ok  dvc.yaml: all {watched} params its stages watch are in {used.params}")
+    print(f"`dvc repro` now runs {used.params}; so do `pressurebench check`, `estimate` and every "
+          "other command without --params")
     return 0
 
 
@@ -394,6 +421,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not ask the API endpoints (one free model-list request each)")
     p.set_defaults(func=cmd_check)
 
+    p = sub.add_parser(
+        "use", help="make `dvc repro` run this params file: validate it, write into it the "
+        "defaults dvc.yaml reads, and link params/pipeline.yaml to it",
+    )
+    p.add_argument("params_file", metavar="FILE", help="the study's params file, under params/")
+    p.set_defaults(func=cmd_use)
+
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_estimate)
@@ -545,7 +579,6 @@ CHILD_ENV = "PRESSUREBENCH_STAGE_CHILD"
 def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     """The same command in a child process (with Python's fault handler, which prints the
     native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died."""
-    import os
     import subprocess
 
     from ..running import EXIT_NATIVE_CRASH, crash_message, signal_name
@@ -561,8 +594,6 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
-
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
         from ..running import embedded_models

@@ -38,7 +38,9 @@ def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str], set[str
             for dep in stage.deps:
                 if isinstance(dep, ParamsDependency):
                     files.add(dep.def_path)
-                if not isinstance(dep, ParamsDependency) or Path(dep.def_path) != Path(params_path):
+                # The same file, also through a link (`pressurebench use`).
+                if not isinstance(dep, ParamsDependency) or (
+                        Path(dep.def_path).resolve() != Path(params_path).resolve()):
                     continue
                 present = dep.read_params()
                 watched += len(dep.params)

@@ -281,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         params = load_params(args.params)
-        targets = params.targets if args.arm is None else (params.validation.targets or params.targets)
+        targets = (params.targets_of(args.benchmark) if args.arm is None
+                   else (params.validation.targets or params.targets))
         # The models line and caveat of every report, as plain text (the page is escaped).
         notes = [line.replace("**", "") for line in
                  models_note(args.params, args.benchmark, args.arm).split("\n\n")]

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
-from ..interop import is_imported, judged_on_every_metric
+from ..interop import is_imported, judged_on_every_metric, skip_reason
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..llm.prompt_cache import cache_group, cache_marks
@@ -547,6 +547,21 @@ def count_rows(
     return counts
 
 
+def _skip(params_path: str | Path, params: Params, inputs: ArmInputs, benchmark: str,
+          target: str) -> Manifest:
+    """A benchmark an imported target was not imported for judges nothing of it: its scores
+    file holds no row and says why, as its conversations file does."""
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[], target=target, params=params)
+    reason = skip_reason(params, benchmark, target)
+    stage.replacing_outputs()
+    write_artifact(inputs.layout.scores_file(target), ScoresFile(
+        benchmark=benchmark, target=target, per_turn=params.evaluation.per_turn, rows=[],
+        skipped=reason))
+    return stage.finish(None, counts={"scores": 0}, prompts=[],
+                        declared=declared_params(STAGE, inputs, target),
+                        provenance={"skipped": reason})
+
+
 def run(
     params_path: str | Path,
     benchmark: str,
@@ -565,6 +580,8 @@ def run(
     """
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
+    if inputs.is_main and params.imported_elsewhere(target, benchmark):
+        return _skip(params_path, params, inputs, benchmark, target)
     inputs.require_target(params_path, params, target)
     evaluators = list(inputs.evaluators)
     # The main, generator and user arms check the fidelity of the conversations they own.

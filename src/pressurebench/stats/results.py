@@ -139,6 +139,11 @@ class Results(BaseModel):
         description="targets whose conversations were imported: their sources, clustering and "
         "the checks skipped",
     )
+    skipped_targets: dict[str, str] = Field(
+        default_factory=dict,
+        description="targets this benchmark does not run, with why (an imported target imported "
+        "for other benchmarks only)",
+    )
     intervals: list[IntervalCoverage] = Field(
         default_factory=list,
         description="per kind of interval: its method and the coverage the grid "
