@@ -45,12 +45,12 @@ def in_workspace(cwd: Path | None = None) -> Path | None:
         return None
     workspace = Path(*parts[:starts[-1]])
     copies = Path(*parts[:starts[-1] + width])
-    for root in (here, *here.parents):
-        if root == copies:
-            return None  # inside DVC's folder of copies but in no copy
+    root = here
+    while root != copies:
         if (root / ".dvc").is_dir():
             return workspace / here.relative_to(root)
-    return None
+        root = root.parent
+    return None  # inside DVC's folder of copies but in no copy
 
 
 def dotenv_files(cwd: Path | None = None) -> list[Path]:
