@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .errors import ConfigError
 from .io import read_yaml, validate_as
+from .workspace import dotenv_files
 
 # Ids become DVC param paths (`models.<id>`) and directory names, so no dots or slashes:
 # write `gpt-4-1`, not `gpt-4.1` (the provider's model name goes in `model:`).
@@ -779,7 +780,8 @@ def load_params(path: str | Path) -> Params:
 def require_api_keys(path: str | Path, params: Params, model_ids: list[str]) -> None:
     """Fail before any call when a model that will be used has no usable key in its variable.
 
-    `.env` in the working directory is read first (without overriding the environment).
+    `.env` in the working directory is read first, and in a DVC experiment's temporary copy
+    the workspace's `.env` after it (`workspace`), neither overriding the environment.
     A key with surrounding whitespace or a line break (a copy-paste slip) is refused
     here too: sent as a header it would fail every call, and the message never quotes it.
     """
@@ -814,5 +816,6 @@ def load_dotenv_once() -> None:
     if not _DOTENV_LOADED:
         from dotenv import load_dotenv
 
-        load_dotenv(Path.cwd() / ".env", override=False)
+        for path in dotenv_files():
+            load_dotenv(path, override=False)
         _DOTENV_LOADED = True

@@ -38,6 +38,7 @@ RUNNERS = {
     "docs/sharing-and-comparing.md": (
         "tests/pipeline/test_share_a_study.py tests/pipeline/test_compare_experiment.py", 3),
     "docs/inspect-and-release.md": ("tests/interop/test_docs_page.py", 2),
+    "docs/experiments.md": ("tests/pipeline/test_experiments.py", 5),
 }
 # Inline spans that show a command's shape rather than a command (STAGE, [--target T], ...).
 SHAPE = re.compile(r"[\[\]|…]|\.\.\.|<|\b[A-Z]{1,}\b")

@@ -4,8 +4,8 @@ configuration the params allow.
 DVC refuses to run a stage whose dependency does not exist when its turn comes. A dependency
 is safe when a stage of the same pipeline writes it (the path is one of its outputs or lies
 inside one), when it is a folder that holds such an output (DVC then orders the stage after
-the writer), or when git tracks it. Folders under `data/` are not counted as tracked: the
-shipped benchmark's hold git-tracked `.gitignore` files, a researcher's own benchmark has none.
+the writer), or when git tracks it. Folders under `data/` are not counted as tracked: a
+researcher's own benchmark has nothing there in git.
 
 Checked on dvc.yaml as DVC expands it against params a researcher could write: a new
 benchmark, alone or beside a second one, with each validation study and the judge probes on

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..schemas import ConcurrencyReport, ModelUsage, PriceSource, RecordedUsage
+from ..workspace import shared_cache_dir
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
@@ -155,9 +156,11 @@ class ModelClient:
 
     @classmethod
     def from_params(cls, params: ClientSettings, **kwargs) -> ModelClient:
+        """The client of a stage; in a DVC experiment's temporary copy its cache directory is
+        the workspace's (`workspace.shared_cache_dir`), so no call is paid for twice."""
         return cls(
             params.models,
-            params.run.cache_dir,
+            shared_cache_dir(params.run.cache_dir),
             repair_retries=params.run.repair_retries,
             max_retries=params.run.max_retries,
             backoff_base_s=params.run.backoff_base_s,
