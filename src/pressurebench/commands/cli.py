@@ -117,13 +117,17 @@ def cmd_use(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from ..llm.spending import recorded_spending
     from ..run_totals import format_cost, format_seconds, read_totals
-    from .cost_forecast import cached_share, estimate, format_table, price_notes
+    from .cost_forecast import cached_share, cap_warning, estimate, format_table, price_notes
     from .time_forecast import expected_times, total_seconds
 
     params = load_params(args.params)
     lines = estimate(params)
     print(format_table(lines))
+    warning = cap_warning(params, lines, recorded_spending(params.run.cache_dir))
+    if warning:
+        print(f"\nwarn  {warning}")
     print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
           "structured repairs not included).")
     print(f"Prompt caching: {cached_share(lines):.0%} of the input is predicted to be read from "
