@@ -24,7 +24,8 @@ from support import REPO
 
 def test_exit_codes_follow_the_command_line():
     assert exit_code("StageFailed") == EXIT_TOO_MANY_ERRORS == 3
-    for name in ("ConfigError", "RequestsRefused", "ProviderAuthError", "SpendingCapReached"):
+    for name in ("ConfigError", "RequestsRefused", "ProviderAuthError", "ProviderNotFound",
+                 "SpendingCapReached"):
         assert exit_code(name) == EXIT_BAD_INPUT == 2, name
     assert exit_code("ZeroDivisionError") == EXIT_UNEXPECTED == 1
 
@@ -63,7 +64,8 @@ def api_params(tmp_path):
      "Nothing answered at http://127.0.0.1:8765/v1: is a server running there"),
     ("HTTP 401: Incorrect API key provided", "check the key in $LAB_OPENAI_KEY"),
     ("HTTP 404: The model `gpt-4o-mini` does not exist",
-     "The provider does not know the model `target-a` (gpt-4o-mini)"),
+     "The provider does not serve the model `target-a` (gpt-4o-mini) at "
+     "http://127.0.0.1:8765/v1"),
     ("HTTP 400: Unsupported parameter: 'max_tokens'", "its own message is quoted below"),
 ])
 def test_each_kind_of_failed_call_gets_its_own_fix(api_params, said, advice):

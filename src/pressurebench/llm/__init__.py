@@ -11,5 +11,6 @@ FACE = {
     "ModelClient": "client",
     "run_sync": "client",
     "ProviderAuthError": "types",
+    "ProviderNotFound": "types",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

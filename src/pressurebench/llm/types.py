@@ -167,7 +167,12 @@ class ProviderStop(PressurebenchError):
 
 
 class ProviderAuthError(ProviderStop):
-    """401/403/404: the configuration is wrong, so every call would fail."""
+    """401/403: the provider refused the key, so every call would fail."""
+
+
+class ProviderNotFound(ProviderStop):
+    """404: the provider serves no model of this name at this base_url, or the base_url leads
+    to no API of it, so every call would fail."""
 
 
 class RequestsRefused(ProviderStop):

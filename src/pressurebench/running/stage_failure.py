@@ -34,8 +34,13 @@ ADVICE = {
         "`pressurebench check` finds most of these before anything is spent."
     ),
     "ProviderAuthError": (
-        "The provider refused the credentials: check the API key variable the params name for "
-        "this model (`pressurebench check` tries every key)."
+        "The provider refused the credentials (HTTP 401 or 403): check the API key variable the "
+        "params name for this model (`pressurebench check` tries every key)."
+    ),
+    "ProviderNotFound": (
+        "The provider answered HTTP 404 (not found): it serves no model of this name at this "
+        "base_url, or the base_url leads to no API of it. `pressurebench check` asks each "
+        "endpoint's model list and says which, before anything is spent."
     ),
     "RequestsRefused": (
         "The provider rejected the same request several times: a setting of this model is not "
@@ -96,8 +101,9 @@ FIXES = [
      ("The provider refused the credentials of {model}: check the key in {key} "
       "(`pressurebench check` tries every key).")),
     (re.compile(r"HTTP 404", re.IGNORECASE),
-     ("The provider does not know the model {model} (or this key cannot use it): check its "
-      "`model` name in the params against the provider's model list.")),
+     ("The provider does not serve the model {model} at {url} (or this key cannot use it): "
+      "check its `model` name against the provider's model list, and its `base_url` "
+      "(`pressurebench check` asks the list).")),
     (re.compile(r"HTTP 429|rate limit", re.IGNORECASE),
      ("The provider kept rate-limiting {model}: lower its `max_concurrency` or set "
       "`requests_per_minute`, then run again; finished calls are cached.")),
