@@ -585,15 +585,22 @@ CHILD_ENV = "PRESSUREBENCH_STAGE_CHILD"
 
 def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     """The same command in a child process (with Python's fault handler, which prints the
-    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died."""
-    import subprocess
+    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died.
+
+    The child runs as a stage's process does (`running.notebook_run.run_stage_process`): a
+    Ctrl-C reaches it once, relayed from here, and it stops the way every stage does."""
 
     from ..running import EXIT_NATIVE_CRASH, crash_message, signal_name
+    from ..running.notebook_run import run_stage_process
 
-    env = {**os.environ, CHILD_ENV: "1"}
-    code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv], env=env)
+    code, relayed = run_stage_process(
+        [sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv],
+        env={**os.environ, CHILD_ENV: "1"})
     if code >= 0:
         return code
+    if -code in relayed:
+        print(f"pressurebench: stopped by {signal_name(code)}", file=sys.stderr)
+        return 128 - code
     stage = " ".join(str(a) for a in argv if not str(a).startswith("-"))
     how = f"the process was killed by {signal_name(code)}"
     print(f"pressurebench: {crash_message(stage, args.params, how)}", file=sys.stderr)
@@ -607,9 +614,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
+    if os.environ.get(CHILD_ENV):
+        from ..running.notebook_run import stop_with_command
+
+        stop_with_command()
     try:
         return args.func(args)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
 
 
