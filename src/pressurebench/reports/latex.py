@@ -16,7 +16,7 @@ import pandas as pd
 from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results, TargetResults
-from .tables import method_label
+from .tables import method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -402,11 +402,12 @@ def interval_coverage_table(results: Results, label: str) -> str:
     """Each kind of interval's method and the coverage the grid measured at the study's design
     (its range over the simulated samples, ICC and rates), or "withheld"."""
     body = []
+    used = methods_by_kind(results)
     for i in results.intervals:
         shown = i.reason is None
         body.append([
             latex_escape(i.interval),
-            latex_escape(method_label(i.method)) if shown else "withheld",
+            latex_escape(used_method(i.interval, i.method, used)) if shown else "withheld",
             f"{i.grid_metrics} $\\times$ {i.grid_per_metric}" if shown else DASH,
             f"{i.coverage_low:.3f}--{i.coverage_high:.3f}" if shown else DASH,
         ])

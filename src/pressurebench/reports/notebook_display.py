@@ -26,3 +26,11 @@ def use_report_tables() -> None:
     shell = get_ipython()
     if shell is not None:
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+
+
+class Note(str):
+    """A sentence in Markdown that a notebook shows where it would otherwise show a table:
+    `display(note)` renders it, as `display(Markdown(note))` would."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
