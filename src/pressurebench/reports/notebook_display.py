@@ -32,5 +32,7 @@ class Note(str):
     """A sentence in Markdown that a notebook shows where it would otherwise show a table:
     `display(note)` renders it, as `display(Markdown(note))` would."""
 
+    __slots__ = ()
+
     def _repr_markdown_(self) -> str:
         return str(self)
