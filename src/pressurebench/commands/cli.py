@@ -2,7 +2,8 @@
 
 Errors the user can act on print as one line (file and field) and exit 2;
 a stage above its error budget exits 3; a stage whose process crashed natively
-(inside llama.cpp) exits 4 with a report of what to try.
+(inside llama.cpp) exits 4 with a report of what to try; a command stopped by Ctrl-C
+says so in one line and exits 130.
 """
 
 from __future__ import annotations
@@ -546,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run",
         help="run one stage as its notebook would (exit 2: bad input, 3: too many errors, "
-        "4: the stage's process crashed natively)",
+        "4: the stage's process crashed natively, 130: stopped by Ctrl-C)",
     )
     p.add_argument("stage", choices=STAGES, help="the stage to run")
     p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
