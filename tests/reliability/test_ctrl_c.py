@@ -40,15 +40,33 @@ WAIT_S = 180  # generous: the suite runs on busy machines
 
 
 class Gate:
-    """Default replies, held while the gate is shut."""
+    """Default replies, held while the gate is shut. Held requests wait on an event of the
+    server's loop, which `open()` (in the test's thread) sets through that loop."""
 
     def __init__(self):
-        self.open = threading.Event()
-        self.open.set()
+        self._lock = threading.Lock()
+        self._shut = False
+        self._held: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    def shut(self) -> None:
+        with self._lock:
+            self._shut = True
+
+    def open(self) -> None:
+        with self._lock:
+            self._shut = False
+            held, self._held = self._held, None
+        if held is not None:
+            loop, event = held
+            loop.call_soon_threadsafe(event.set)
 
     async def __call__(self, req):
-        while not self.open.is_set():
-            await asyncio.sleep(0.01)
+        with self._lock:
+            if self._shut and self._held is None:
+                self._held = (asyncio.get_running_loop(), asyncio.Event())
+            held = self._held if self._shut else None
+        if held is not None:
+            await held[1].wait()
         return default_responder(req)
 
 
@@ -120,7 +138,7 @@ def start_held(served, tmp_path, stage: str, how: str) -> tuple[Stage, Path]:
         shutil.rmtree(root / ".pbcache")
         (root / "data" / BENCHMARK / "runs" / TARGET / "simulate" / "calls.jsonl").unlink()
     server.reset()
-    gate.open.clear()
+    gate.shut()
     running = Stage(command(stage, how, root), root)
     running.wait_for(f"{AT_ONCE} calls in flight", lambda: server.in_flight == AT_ONCE)
     return running, root
@@ -138,7 +156,7 @@ def test_ctrl_c_lets_the_calls_in_flight_finish_then_stops_with_130_and_one_line
     running.proc.send_signal(signal.SIGINT)
     running.wait_for("the stop to be announced", lambda: running.said(STOPPING))
     assert running.said(f"waiting for the {AT_ONCE} calls already sent to be answered")
-    gate.open.set()
+    gate.open()
     code, lines = running.end()
 
     assert code == 130, lines
@@ -174,7 +192,7 @@ def test_a_second_ctrl_c_stops_at_once_and_says_the_calls_in_flight_were_abandon
         assert len(server.request_log) == AT_ONCE
         assert not any(e.status == 200 for e in server.request_log)
     finally:
-        gate.open.set()
+        gate.open()
     assert code == 130, lines
     assert lines[-1].startswith("pressurebench: evaluate · tiny · target-a stopped by Ctrl-C "
                                 "(SIGINT) before it finished"), lines

@@ -567,6 +567,7 @@ class ModelClient:
                     self.spending.reserve(bound)
                 response = None
                 sending = asyncio.current_task()
+                assert sending is not None, "a call is always sent from a task"
                 self._sending.add(sending)
                 try:
                     response = await provider.complete(request)

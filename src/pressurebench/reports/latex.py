@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -30,6 +30,7 @@ _LATEX_SPECIAL = {
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
 }
 DASH = "---"
+T = TypeVar("T")
 # Target names longer than this become T1, T2, … in the header, with the key in the caption.
 LONGEST_HEADER = 10
 # The metric column of the pass-rate table: names wrap, ragged right, within this width.
@@ -109,7 +110,7 @@ def table_float(tabular: Tabular | Sequence[Tabular], caption: str, label: str) 
     long for a page (or given as several tabulars, a grid's column groups), continued in
     further floats headed "Table N (continued)"."""
     parts = [tabular] if isinstance(tabular, Tabular) else list(tabular)
-    floats = []
+    floats: list[str] = []
     for part in parts:
         for page in part.pages(caption if not floats else CONTINUED):
             head = (f"\\caption{{{caption}}}\n\\label{{{label}}}\n" if not floats
@@ -149,8 +150,8 @@ def _row_label(name: str) -> str:
     return f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"
 
 
-def _grid(rows: Sequence[tuple[str, Mapping[str, object]]], targets: Sequence[str], first: str,
-          cell: Callable[[object], str]) -> tuple[list[Tabular], str]:
+def _grid(rows: Sequence[tuple[str, Mapping[str, T | None]]], targets: Sequence[str], first: str,
+          cell: Callable[[T | None], str]) -> tuple[list[Tabular], str]:
     """Rows (a wrapped label) by target (columns): the tabulars, one per group of target
     columns that fits the text width, and the caption's key to the targets' names.
 

@@ -81,8 +81,11 @@ def columns(spec: str) -> list[float | None]:
 
 
 def _length(text: str) -> float:
-    number = float(re.match(r"[\d.]+", text).group(0))
-    return number * PT_PER_CM if text.endswith("cm") else number
+    """A TeX length of the tables (`3.0cm`, `120pt`) in points."""
+    number = re.match(r"[\d.]+", text)
+    if number is None:
+        raise ValueError(f"not a length: {text!r}")
+    return float(number.group(0)) * (PT_PER_CM if text.endswith("cm") else 1.0)
 
 
 def cell_width(cell: str, wrap: float | None = None) -> float:
