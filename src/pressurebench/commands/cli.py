@@ -121,7 +121,7 @@ def cmd_use(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from ..llm.spending import recorded_spending
+    from ..llm import recorded_spending
     from ..run_totals import format_cost, format_seconds, read_totals
     from .cost_forecast import cached_share, cap_warning, estimate, format_table, price_notes
     from .time_forecast import expected_times, total_seconds
@@ -591,8 +591,7 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     The child runs as a stage's process does (`running.notebook_run.run_stage_process`): a
     Ctrl-C reaches it once, relayed from here, and it stops the way every stage does."""
 
-    from ..running import EXIT_NATIVE_CRASH, crash_message, signal_name
-    from ..running.notebook_run import run_stage_process
+    from ..running import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
 
     code, relayed = run_stage_process(
         [sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv],
@@ -616,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     if os.environ.get(CHILD_ENV):
-        from ..running.notebook_run import stop_with_command
+        from ..running import stop_with_command
 
         stop_with_command()
     try:

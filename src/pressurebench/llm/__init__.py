@@ -12,5 +12,6 @@ FACE = {
     "run_sync": "client",
     "ProviderAuthError": "types",
     "ProviderNotFound": "types",
+    "recorded_spending": "spending",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

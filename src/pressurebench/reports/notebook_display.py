@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+# How every report shows a value that is not there: never 0, never an empty cell, never "None".
+MISSING = "—"
+
 
 def table_html(frame: pd.DataFrame) -> str:
     """The frame as an HTML table (escaped), without the index when it is just row numbers."""
     numbered = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
     return frame.to_html(index=not numbered, border=0, classes="dataframe", escape=True,
-                         na_rep="—")
+                         na_rep=MISSING)
 
 
 def use_report_tables() -> None:

@@ -26,6 +26,7 @@ from ..schemas import (
 from ..stats import methods
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
+from .notebook_display import MISSING as MISSING  # shown as tables.MISSING too
 
 METHOD_LABELS = {
     methods.CLUSTER_T_WILSON: "cluster-t Wilson",
@@ -47,7 +48,6 @@ METHOD_LABELS = {
     methods.PPI_CLUSTER_T: "PPI++, cluster-t, paired",
     methods.NONE: "no interval",
 }
-MISSING = "—"
 OVERALL = "overall"
 METRIC_TYPES = ("positive", "negative")  # the rows pooling the metrics of each type
 GENERATION = "(scenario generation)"

@@ -20,7 +20,7 @@ from ..schemas import (
     ScenariosFile,
     ScoresFile,
 )
-from .tables import MISSING
+from .notebook_display import MISSING
 
 
 def _clip(text: str | None, width: int = 160) -> str:
