@@ -39,3 +39,8 @@ def compile_tables(build: Path, tables: dict[str, str]) -> str:
 
 def overfull_boxes(log: str) -> list[str]:
     return [line for line in log.splitlines() if "Overfull \\hbox" in line]
+
+
+def too_large_floats(log: str) -> list[str]:
+    """LaTeX's "Float too large for page by …": a float taller than the text height."""
+    return [line for line in log.splitlines() if "Float too large" in line]

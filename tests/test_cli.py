@@ -303,3 +303,32 @@ def test_check_warns_of_a_benchmark_named_other_than_its_folder(project, capsys)
     assert ("warn  benchmarks/tiny/benchmark.yaml: name: 'tiny-v2' differs from its folder "
             "'tiny'; the pipeline knows this benchmark as 'tiny' (set name: tiny to match)"
             ) in capsys.readouterr().out
+
+
+def test_estimate_warns_when_its_total_is_above_the_spending_cap(project, capsys):
+    """The cap stops a run at the first call that could pass it (`llm.spending`): an estimate
+    above it says so before anything is spent, and still exits 0 (it is a forecast, not a
+    check). A cap set mid-study counts the spending record too."""
+    import json
+
+    from support import tiny_params
+
+    data = tiny_params()
+    for spec in data["models"].values():
+        spec.update(price_per_mtok_in=3.0, price_per_mtok_out=15.0)
+    project.write_params(models=data["models"])
+    cost = totals(estimate(load_params(project.params_path)))[3]
+    project.write_params(models=data["models"], run={"max_cost_usd": round(cost / 2, 2)})
+    assert main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert (f"warn  the estimated cost, ${cost:.2f}, is above run.max_cost_usd = "
+            f"${cost / 2:.2f}: the run will stop at the cap") in out
+
+    project.write_params(models=data["models"], run={"max_cost_usd": round(cost * 1.5, 2)})
+    assert main(["estimate"]) == 0
+    assert "warn" not in capsys.readouterr().out
+    (project.root / ".pbcache").mkdir()
+    (project.root / ".pbcache" / "spending.json").write_text(json.dumps(
+        {"spent_usd": cost, "in_flight_usd": {}}))
+    assert main(["estimate"]) == 0
+    assert f"plus the ${cost:.2f} already spent through .pbcache" in capsys.readouterr().out

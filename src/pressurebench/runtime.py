@@ -152,9 +152,11 @@ class StageRun:
         adopt_old_calls(self.layout.old_calls_file(self.stage, self.target), calls)
         return ModelClient.from_params(self.params, provider_factory=provider_factory, record=calls)
 
-    def progress(self, total: int) -> Progress:
+    def progress(self, total: int, counted: str | None = None) -> Progress:
+        """A progress bar over `total` rows; `counted` says what they are where a row is not
+        simply one of the stage's artifact rows (shown after the stage's name)."""
         label = "/".join(x for x in (self.stage, self.benchmark, self.arm, self.target) if x)
-        return Progress(total, label)
+        return Progress(total, f"{label} ({counted})" if counted else label)
 
     def finish(
         self,

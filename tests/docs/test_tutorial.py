@@ -134,3 +134,10 @@ def test_the_tutorial_goes_from_a_benchmark_to_a_paper_table_through_the_pipelin
         "simulate", "gpt-4-1-mini")).read_text())
     assert simulated["counts"]["conversations"] == 24
     assert "2 metrics × 3 × 2 × 2 = 24 conversations per target" in page
+
+    # "this one's estimate is about $N", under its cap: no warning that the cap would stop it.
+    priced = said["pressurebench estimate"]
+    total = next(line for line in priced.splitlines() if line.startswith("total"))
+    estimated = float(re.search(r"this one's estimate is about \$([\d.]+)", page).group(1))
+    assert 0.75 * estimated <= float(total.split()[-2]) <= 1.25 * estimated, total
+    assert "warn" not in priced

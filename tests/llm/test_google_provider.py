@@ -193,11 +193,12 @@ def test_batched_calls_go_through_batch_mode_at_the_tables_batch_price(gemini, t
 def test_check_asks_the_model_list_and_names_a_model_it_lacks(gemini):
     from pressurebench.commands.preflight import _probe
 
-    assert asyncio.run(_probe([("m", spec(gemini))], "test-key")) == []
-    problems = asyncio.run(_probe([("m", spec(gemini, "gemini-9-ultra"))], "test-key"))
+    # (problems, the warning of an endpoint that lists no model)
+    assert asyncio.run(_probe([("m", spec(gemini))], "test-key")) == ([], None)
+    problems, _ = asyncio.run(_probe([("m", spec(gemini, "gemini-9-ultra"))], "test-key"))
     assert len(problems) == 1 and "'gemini-9-ultra' is not among the 3 models" in problems[0]
     gemini.models = tuple(f"gemini-x-{i}" for i in range(1200)) + (PRO,)  # two pages
-    assert asyncio.run(_probe([("m", spec(gemini))], "test-key")) == []
+    assert asyncio.run(_probe([("m", spec(gemini))], "test-key")) == ([], None)
 
 
 def test_every_schema_the_stages_ask_for_is_one_gemini_takes(gemini, tmp_path):

@@ -630,6 +630,7 @@ class MockLLMServer:
         fault_plan: FaultPlan | None = None,
         reported_models: Mapping[str, str] | None = None,
         models: Sequence[str] = ("gpt-4o-mini", "claude-haiku-4-5"),
+        serves_listed_only: bool = False,
         reasoning_tokens: int = 48,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -643,6 +644,11 @@ class MockLLMServer:
             not listed get a date suffix unless they already end in one, the way
             providers report the pinned version behind an alias.
         models: ids listed by `GET /v1/models`.
+        serves_listed_only: refuse a completion for a model `models` does not list, with the
+            404 each service answers for a model it does not serve (OpenAI: `model_not_found`,
+            "The model `<name>` does not exist or you do not have access to it."; Anthropic:
+            `not_found_error`, "model: <name>"). Off by default, since most tests name models
+            freely; on, the mock is as strict as the services about model names.
         reasoning_tokens: hidden reasoning an OpenAI reasoning model spends per reply,
             out of its `max_completion_tokens`.
         """
@@ -652,6 +658,7 @@ class MockLLMServer:
         self.fault_plan = fault_plan or FaultPlan()
         self.reported_models = dict(reported_models or {})
         self.models = tuple(models)
+        self.serves_listed_only = serves_listed_only
         self.reasoning_tokens = reasoning_tokens
         self.batch_polls = 1
         """Retrievals of a batch before it ends."""
@@ -972,6 +979,15 @@ class MockLLMServer:
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], request_id)
+        if self.serves_listed_only and entry.model not in self.models:
+            entry.outcome = "not_found"
+            if provider == "anthropic":
+                return self._error(provider, 404, f"model: {entry.model}", request_id)
+            return self._error(
+                provider, 404,
+                f"The model `{entry.model}` does not exist or you do not have access to it.",
+                request_id, code="model_not_found",
+            )
         try:
             req = parse(body, body_hash, attempt)
         except _BadRequest as exc:

@@ -289,6 +289,8 @@ def test_the_index_links_every_page_a_reader_needs(artifacts, tmp_path):
     for name in ("05_aggregate.html", "transcripts.html"):
         (reports / "tiny").mkdir(parents=True, exist_ok=True)
         (reports / "tiny" / name).write_text(f"<html><head><title>{name}</title></head></html>")
+    (reports / "tiny" / "labelling").mkdir()  # linked once `labels export` has written them
+    (tmp_path / "labels" / "tiny").mkdir(parents=True)  # and `labels import` these
     page = write_index(reports, data_dir=artifacts.data_dir, labels_dir=tmp_path / "labels")
     dom = dump_dom(page.as_uri(), tmp_path)
     hrefs = {a.get("href") for tag, a in dom.elements if tag == "a"}

@@ -2,7 +2,8 @@
 
 Errors the user can act on print as one line (file and field) and exit 2;
 a stage above its error budget exits 3; a stage whose process crashed natively
-(inside llama.cpp) exits 4 with a report of what to try.
+(inside llama.cpp) exits 4 with a report of what to try; a command stopped by Ctrl-C
+says so in one line and exits 130.
 """
 
 from __future__ import annotations
@@ -83,12 +84,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     for line in unpriced:
         print(f"warn  {line}")
     problems = key_problems(args.params, params)
+    unchecked: list[str] = []
     if not problems and not args.offline:
-        problems = endpoint_problems(params)
+        problems, unchecked = endpoint_problems(params)
     if problems:
         for line in problems:
             print(f"pressurebench: {line}", file=sys.stderr)
         return 2
+    for line in unchecked:
+        print(f"warn  {line}")
     print("ok  keys present" + ("" if args.offline else " and every endpoint answers"))
     return 0
 
@@ -117,13 +121,17 @@ def cmd_use(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from ..llm import recorded_spending
     from ..run_totals import format_cost, format_seconds, read_totals
-    from .cost_forecast import cached_share, estimate, format_table, price_notes
+    from .cost_forecast import cached_share, cap_warning, estimate, format_table, price_notes
     from .time_forecast import expected_times, total_seconds
 
     params = load_params(args.params)
     lines = estimate(params)
     print(format_table(lines))
+    warning = cap_warning(params, lines, recorded_spending(params.run.cache_dir))
+    if warning:
+        print(f"\nwarn  {warning}")
     print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
           "structured repairs not included).")
     print(f"Prompt caching: {cached_share(lines):.0%} of the input is predicted to be read from "
@@ -539,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run",
         help="run one stage as its notebook would (exit 2: bad input, 3: too many errors, "
-        "4: the stage's process crashed natively)",
+        "4: the stage's process crashed natively, 130: stopped by Ctrl-C)",
     )
     p.add_argument("stage", choices=STAGES, help="the stage to run")
     p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
@@ -578,15 +586,21 @@ CHILD_ENV = "PRESSUREBENCH_STAGE_CHILD"
 
 def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     """The same command in a child process (with Python's fault handler, which prints the
-    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died."""
-    import subprocess
+    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died.
 
-    from ..running import EXIT_NATIVE_CRASH, crash_message, signal_name
+    The child runs as a stage's process does (`running.notebook_run.run_stage_process`): a
+    Ctrl-C reaches it once, relayed from here, and it stops the way every stage does."""
 
-    env = {**os.environ, CHILD_ENV: "1"}
-    code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv], env=env)
+    from ..running import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
+
+    code, relayed = run_stage_process(
+        [sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv],
+        env={**os.environ, CHILD_ENV: "1"})
     if code >= 0:
         return code
+    if -code in relayed:
+        print(f"pressurebench: stopped by {signal_name(code)}", file=sys.stderr)
+        return 128 - code
     stage = " ".join(str(a) for a in argv if not str(a).startswith("-"))
     how = f"the process was killed by {signal_name(code)}"
     print(f"pressurebench: {crash_message(stage, args.params, how)}", file=sys.stderr)
@@ -600,9 +614,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
+    if os.environ.get(CHILD_ENV):
+        from ..running import stop_with_command
+
+        stop_with_command()
     try:
         return args.func(args)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
 
 

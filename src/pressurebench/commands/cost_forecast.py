@@ -281,6 +281,28 @@ def totals(lines: list[Line]) -> tuple[int, int, int, float | None]:
             sum(x.output_tokens for x in lines), _sum_cost(x.cost_usd for x in lines))
 
 
+def cap_warning(params: Params, lines: list[Line], spent_usd: float = 0.0) -> str | None:
+    """What the spending cap (`run.max_cost_usd`) will do to a run this estimate exceeds, or None.
+
+    The cap is not a budget the run plans within: it stops the run at the first call that
+    could take the spending record past it (`llm.spending`), so a run estimated above it
+    ends partway, with the stages after that call unfinished. Said before anything is spent;
+    `spent_usd` is what the cache directory's record already holds, which the cap counts too.
+    """
+    cap = params.run.max_cost_usd
+    cost = totals(lines)[3]
+    if cap is None or cost is None or cost + spent_usd <= cap:
+        return None
+    already = (f" plus the ${spent_usd:.2f} already spent through {params.run.cache_dir} (the cap "
+               "counts it; calls answered before are replayed for free, so the estimate is an "
+               "upper bound)") if spent_usd else ""
+    return (f"the estimated cost, ${cost:.2f}{already}, is above run.max_cost_usd = ${cap:.2f}: "
+            "the run will stop at the cap, before the first call that could take its spending "
+            "past it, with that stage and the ones after it unfinished (exit 2, "
+            "SpendingCapReached). Everything answered by then is cached. Raise the cap, or make "
+            "the design smaller, to finish in one go.")
+
+
 def cached_share(lines: list[Line]) -> float:
     """The share of all input tokens predicted to be read from a prompt cache."""
     tin = sum(x.input_tokens for x in lines)

@@ -64,11 +64,20 @@ def key_problems(path: str | Path, params: Params) -> list[str]:
     return problems
 
 
-def endpoint_problems(params: Params) -> list[str]:
-    """One line per API endpoint that cannot be reached, refuses its key or has no model list
-    where its provider serves one, and per model whose name that list does not hold. Each
-    distinct endpoint gets its provider's free request (`ModelApi.model_list_endpoint`;
-    embedded models have none)."""
+def endpoint_problems(params: Params) -> tuple[list[str], list[str]]:
+    """The problems: one line per API endpoint that cannot be reached, refuses its key or has no
+    model list where its provider serves one, and per model whose name that list does not hold.
+    And the warnings: one line per endpoint that answers but lists no model, whose models'
+    names could not be checked. Each distinct endpoint gets its provider's free request
+    (`ModelApi.model_list_endpoint`; embedded models have none).
+
+    A name the list lacks is an error, not a warning: a server that lists models serves those
+    (OpenAI, Anthropic, vLLM, Ollama and LiteLLM list every name they take, and an alias the
+    list does not spell out is asked for by itself first), so every call to it would be
+    refused with a 404. A server that lists none (some gateways and OpenAI-compatible servers
+    answer with an empty list) gives nothing to compare with, so its models are named as
+    unchecked instead of failing the check: stopping there would leave `--offline`, which
+    also skips every key and endpoint, as the only way on."""
     import os
 
     endpoints: dict[tuple, list[tuple[str, ModelSpec]]] = {}
@@ -83,11 +92,14 @@ def endpoint_problems(params: Params) -> list[str]:
             for users in endpoints.values()
         ))
 
-    return [p for problems in asyncio.run(probe_all()) for p in problems]
+    found = asyncio.run(probe_all())
+    return [p for problems, _ in found for p in problems], [w for _, w in found if w]
 
 
-async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[str]:
-    """Ask one endpoint for its model list, then check every model that uses it against it.
+async def _probe(users: list[tuple[str, ModelSpec]], key: str | None
+                 ) -> tuple[list[str], str | None]:
+    """Ask one endpoint for its model list, then check every model that uses it against it: the
+    problems, and the warning of an endpoint that lists no model (None where it lists some).
 
     The list is paged where the service pages it (Anthropic: `has_more`, `after_id`); a name
     the list lacks is asked for by itself (`GET .../models/<name>`, which resolves Anthropic's
@@ -101,7 +113,7 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
     api = connect(model_id, spec, key)
     endpoint = api.model_list_endpoint()
     if endpoint is None:
-        return []
+        return [], None
     url, headers = endpoint
     names = ", ".join(f"'{m}'" for m, _ in users)
     which = f"model{'s' if len(users) > 1 else ''} {names}"
@@ -113,7 +125,7 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
             reply = await http.send("GET", page_url, headers, ENDPOINT_TIMEOUT_S)
             problem = _status_problem(which, page_url, reply.status, spec, api.base_url_hint)
             if problem:
-                return [problem]
+                return [problem], None
             page = _model_page(reply.body)
             if page is None:
                 listed = None  # a server that answers but lists no models
@@ -126,9 +138,14 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
             if after is None:
                 break
             page_url = api.model_page_url(url, after)
+        if not listed:
+            return [], (f"{which}: {url} answers but lists no model, so the model name"
+                        f"{'s' if len(users) > 1 else ''} "
+                        f"{', '.join(repr(s.model) for _, s in users)} could not be checked "
+                        "against it; a misspelled one fails at the first call (HTTP 404)")
         problems = []
         for model_id, spec in users:
-            if listed is None or spec.model in listed:
+            if spec.model in listed:
                 continue
             one = f"{url.rstrip('/')}/{quote(spec.model, safe='')}"
             if (await http.send("GET", one, headers, ENDPOINT_TIMEOUT_S)).status == 200:
@@ -136,12 +153,12 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
             shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
             problems.append(
                 f"model '{model_id}': '{spec.model}' is not among the {len(listed)} models "
-                f"{url} lists ({shown or 'none'}); set models.{model_id}.model to a name it "
+                f"{url} lists ({shown}); set models.{model_id}.model to a name it "
                 "lists, or base_url to the server that serves it"
             )
-        return problems
+        return problems, None
     except RetryableError as exc:
-        return [f"{which}: {url} cannot be reached ({exc})"]
+        return [f"{which}: {url} cannot be reached ({exc})"], None
     finally:
         await http.aclose()
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .call_record import CallRecord
 from .in_flight import CallClaims
+from .interrupts import first_interrupt_stops, stopped_message, stopping_notice
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
 from .providers.registry import ModelApi, api_for, connect
 from .spending import SpendingLedger, call_cost_bound, call_token_bound
@@ -38,6 +41,7 @@ from .types import (
     RejectedError,
     RequestsRefused,
     RetryableError,
+    StageInterrupted,
 )
 
 if TYPE_CHECKING:  # the params describe the models; validating them asks this package's providers
@@ -149,10 +153,14 @@ class ModelClient:
         self.cache_dir = Path(cache_dir)
         self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
+        # The calls whose request is with the provider now (not waiting for a gate or a batch).
+        self._sending: set[asyncio.Task] = set()
         self._stopped: ProviderStop | None = None  # once set, no further call is sent
         # The clock the rate limits read and the sleep they and the retries' backoff wait
         # with (a test gives its own).
         self._clock, self._sleep = clock, sleep
+        self._stop: asyncio.Event | None = None  # set on a stop: ends the waits between tries
+        self._exits = contextlib.ExitStack()
 
     @classmethod
     def from_params(cls, params: ClientSettings, **kwargs) -> ModelClient:
@@ -174,12 +182,40 @@ class ModelClient:
         )
 
     async def __aenter__(self) -> Self:
+        self._stop = asyncio.Event()
+        self._exits.enter_context(first_interrupt_stops(self._interrupt))
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
-        if self._stopped is not None:
-            await self._finish_calls_in_flight()
-        await self.aclose()
+        try:
+            if isinstance(self._stopped, StageInterrupted):
+                if exc_type is not asyncio.CancelledError:  # else a second Ctrl-C: stop now
+                    await self._finish_calls_sent()
+            elif self._stopped is not None:
+                await self._finish_calls_in_flight()
+        finally:
+            self._exits.close()
+            await self.aclose()
+        if exc_type is None and isinstance(self._stopped, StageInterrupted):
+            # Stopped while its last calls were in flight: still stopped, nothing written.
+            raise StageInterrupted(str(self._stopped))
+
+    def _interrupt(self) -> None:
+        """The first Ctrl-C (`llm.interrupts`): no further call is sent, the calls already
+        sent are let finish and reach the cache, and the stage ends with StageInterrupted."""
+        if self._stopped is None:
+            self._stopped = StageInterrupted(stopped_message(len(self._sending)))
+            print("\n" + stopping_notice(len(self._sending)), file=sys.stderr, flush=True)
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _finish_calls_sent(self) -> None:
+        """After a Ctrl-C, wait for the calls whose request the provider already has: each
+        attempt is bounded by its model's timeout, and no call tries again once stopped."""
+        pending = self._sending - {asyncio.current_task()}
+        if pending:
+            timeout = max(s.spec.timeout_s for s in self._states.values()) + 5.0
+            await asyncio.wait(pending, timeout=timeout)
 
     async def _finish_calls_in_flight(self) -> None:
         """After a stop, let the calls already sent finish and reach the cache: they are paid
@@ -252,6 +288,8 @@ class ModelClient:
                 break
             except ProviderStop as exc:
                 self._stopped = self._stopped or exc
+                if self._stop is not None:
+                    self._stop.set()
                 raise type(exc)(self._scrub(str(exc))) from None
             result.provider_calls += 0 if cached else 1
             result.cached = cached if attempt == 0 else (result.cached and cached)
@@ -531,6 +569,9 @@ class ModelClient:
                 if self.spending.capped:
                     self.spending.reserve(bound)
                 response = None
+                sending = asyncio.current_task()
+                assert sending is not None, "a call is always sent from a task"
+                self._sending.add(sending)
                 try:
                     response = await provider.complete(request)
                 except RetryableError as exc:
@@ -545,6 +586,7 @@ class ModelClient:
                     state.rejections = ("", 0)
                     return response
                 finally:
+                    self._sending.discard(sending)
                     used = response.input_tokens + response.output_tokens if response else 0
                     if tokens is not None:
                         tokens.settle(estimate, used)
@@ -552,7 +594,7 @@ class ModelClient:
             finally:
                 await gate.release()
             if attempt < self.max_retries:
-                await self._sleep(self._backoff(attempt, last.retry_after))
+                await self._pause(self._backoff(attempt, last.retry_after))
         assert last is not None, "every attempt returned, raised or failed with a retryable error"
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
 
@@ -593,6 +635,19 @@ class ModelClient:
         cost = state.api.cost_of(response) if response is not None else None
         if self.spending.capped or cost:
             self.spending.settle(bound, cost)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait before another try (with the client's sleep), or less once the stage stops
+        (then the try is not made)."""
+        if self._stop is None:
+            await self._sleep(seconds)
+            return
+        waits = {asyncio.ensure_future(self._sleep(seconds)), asyncio.ensure_future(self._stop.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def _raise_if_stopped(self, state: _ModelState) -> None:
         """No call is sent once the stage stops, or once this model's requests are refused."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..errors import PressurebenchError
+from ..errors import EXIT_INTERRUPTED, PressurebenchError
 
 
 class ModelSettings(Protocol):
@@ -167,7 +167,19 @@ class ProviderStop(PressurebenchError):
 
 
 class ProviderAuthError(ProviderStop):
-    """401/403/404: the configuration is wrong, so every call would fail."""
+    """401/403: the provider refused the key, so every call would fail."""
+
+
+class ProviderNotFound(ProviderStop):
+    """404: the provider serves no model of this name at this base_url, or the base_url leads
+    to no API of it, so every call would fail."""
+
+
+class StageInterrupted(ProviderStop):
+    """Ctrl-C (SIGINT) stopped the stage's model calls: no call was sent after it, and the calls
+    already sent were let finish, so what they answered is cached (`llm.interrupts`)."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class RequestsRefused(ProviderStop):

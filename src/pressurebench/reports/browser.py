@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                  models_note(args.params, args.benchmark, args.arm).split("\n\n")]
         write_transcript_browser_for(Layout(params.data_dir, args.benchmark, args.arm), targets,
                                      args.out, notes=notes)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     return 0
 

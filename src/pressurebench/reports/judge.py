@@ -146,6 +146,26 @@ def corrected_differences_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
 
+def tables(results: Results) -> list[pd.DataFrame]:
+    """The section's tables with rows, in order (none without labels): a table with nothing
+    to show is left out rather than shown as headers over nothing."""
+    validity = results.judge_validity
+    if validity is None or validity.status != "ok":
+        return []
+    shown = (agreement_table(results), corrected_table(results),
+             corrected_differences_table(results))
+    return [t for t in shown if len(t)]
+
+
+def fidelity_tables(results: Results) -> list[pd.DataFrame]:
+    """The fidelity part's tables with rows (none until raters answered the fidelity items)."""
+    validity = results.judge_validity
+    if validity is None or validity.fidelity is None or validity.fidelity.status != "ok":
+        return []
+    return [t for t in (fidelity_agreement_table(results), fidelity_corrected_table(results))
+            if len(t)]
+
+
 FIDELITY_COLUMNS = ["kind", "conversations", "human α", "accuracy", "Cohen's κ", "sensitivity",
                     "specificity"]
 FIDELITY_SHARE_COLUMNS = ["kind", "target", "checked [CI]", "corrected [CI]", "method", "λ",

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from ..stats.results import Results
 from ..validation.judge_probes import JudgeProbesStudy, ProbeResult
 from .figures import ReportFigure, dodge_offsets, interval_point, message, no_data, palette, plain
+from .notebook_display import Note
 from .tables import MISSING, format_difference, format_estimate, format_share, interval_method
 
 
@@ -43,7 +44,8 @@ def _flip_cell(result: ProbeResult, target: str, metric: str | None):
 
 def summary_frame(study: JudgeProbesStudy) -> pd.DataFrame:
     """Per probe × target: the flip rate with its interval, the pass rate before and after the
-    edit, and their paired difference (after − before)."""
+    edit, their paired difference (after − before), and whether the flip rate is above the
+    warning threshold (yes, no, or — without a rate)."""
     rows = []
     for result in study.results:
         diffs = {d.target: d for d in result.target_differences}
@@ -62,7 +64,8 @@ def summary_frame(study: JudgeProbesStudy) -> pd.DataFrame:
                 "pass rate after": format_estimate(result.rates_arm[t]),
                 "after − before": MISSING if d is None else format_difference(
                     d.difference, d.ci_low, d.ci_high),
-                "above warning": None if flips.rate is None else flips.rate > study.warn,
+                "above warning": MISSING if flips.rate is None else (
+                    "yes" if flips.rate > study.warn else "no"),
             })
     return pd.DataFrame(rows, columns=[
         "probe", "target", "flip rate", "rows paired", "base scenarios", "rows left out",
@@ -98,6 +101,21 @@ def identity_gap_frame(study: JudgeProbesStudy) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["target", "gap", "as measured",
                                        "judged as if every user were", "gap then",
                                        "share explained by the judge", "note"])
+
+
+def identity_gap_view(study: JudgeProbesStudy) -> pd.DataFrame | Note:
+    """The identity probe's gaps (`identity_gap_frame`), or, where there are none, why: the
+    probe was not asked for or judged nothing, or the study has no demographic gap to read."""
+    if study.identity_gaps:
+        return identity_gap_frame(study)
+    if "identity" not in study.probes:
+        return Note("No gap to read: the identity probe is not among "
+                    f"`validation.judge_probes` ({', '.join(study.probes) or 'none'}).")
+    if "identity" in study.not_run:
+        return Note("No gap to read: the identity probe judged no row "
+                    f"({study.not_run['identity']}).")
+    return Note("No gap to read: the main arm has no demographic gap "
+                "(`generation.demographics` gives no axis with two values).")
 
 
 def family_frame(study: JudgeProbesStudy) -> pd.DataFrame:

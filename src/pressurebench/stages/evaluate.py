@@ -474,7 +474,11 @@ def judge_all(
             len(read.metrics) if evaluation.evaluate_all_metrics or judged_on_every_metric(c) else 1
             for c in rows_in
         )
-        progress = stage.progress(judged + len(rows_in) * bool(fidelity_judges))
+        # Score rows and fidelity rows both count: say so, or 2N rows would read as N
+        # conversations counted twice.
+        counted = f"{len(rows_in)} conversations: {judged} score rows" + (
+            f" + {len(rows_in)} fidelity rows" if fidelity_judges else "")
+        progress = stage.progress(judged + len(rows_in) * bool(fidelity_judges), counted)
         try:
             async with client:
                 scoring = score_conversations(

@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     run = edit_run if args.step == "edit" else evaluate_run
     try:
         run(args.params, args.benchmark, args.target)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     return 0
 
