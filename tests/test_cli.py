@@ -86,7 +86,8 @@ def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(pro
     assert cached_share(lines) > 0.3
     assert all(x.cost_usd == pytest.approx(x.uncached_cost_usd) for x in lines)
     assert main(["estimate"]) == 0
-    assert "No price_per_mtok_cached_in for judge, target-a, target-b, user: their cached input" \
+    assert ("No cached-input price for judge, target-a, target-b, user (neither "
+            "price_per_mtok_cached_in nor the price table's): their cached input") \
         in capsys.readouterr().out
 
 
@@ -287,7 +288,8 @@ def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, 
     out = capsys.readouterr().out
     assert "all 0 params" not in out
     assert (f"note  dvc.yaml: no stage reads {example} (they read "
-            "params/pipeline.yaml); `dvc repro` will not use it.") in out
+            "params/pipeline.yaml); `dvc repro` will not use it until "
+            f"`pressurebench use {example}`.") in out
     assert (tmp_path / example).read_text() == shipped  # a file DVC does not read is not written
 
 
@@ -301,3 +303,32 @@ def test_check_warns_of_a_benchmark_named_other_than_its_folder(project, capsys)
     assert ("warn  benchmarks/tiny/benchmark.yaml: name: 'tiny-v2' differs from its folder "
             "'tiny'; the pipeline knows this benchmark as 'tiny' (set name: tiny to match)"
             ) in capsys.readouterr().out
+
+
+def test_estimate_warns_when_its_total_is_above_the_spending_cap(project, capsys):
+    """The cap stops a run at the first call that could pass it (`llm.spending`): an estimate
+    above it says so before anything is spent, and still exits 0 (it is a forecast, not a
+    check). A cap set mid-study counts the spending record too."""
+    import json
+
+    from support import tiny_params
+
+    data = tiny_params()
+    for spec in data["models"].values():
+        spec.update(price_per_mtok_in=3.0, price_per_mtok_out=15.0)
+    project.write_params(models=data["models"])
+    cost = totals(estimate(load_params(project.params_path)))[3]
+    project.write_params(models=data["models"], run={"max_cost_usd": round(cost / 2, 2)})
+    assert main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert (f"warn  the estimated cost, ${cost:.2f}, is above run.max_cost_usd = "
+            f"${cost / 2:.2f}: the run will stop at the cap") in out
+
+    project.write_params(models=data["models"], run={"max_cost_usd": round(cost * 1.5, 2)})
+    assert main(["estimate"]) == 0
+    assert "warn" not in capsys.readouterr().out
+    (project.root / ".pbcache").mkdir()
+    (project.root / ".pbcache" / "spending.json").write_text(json.dumps(
+        {"spent_usd": cost, "in_flight_usd": {}}))
+    assert main(["estimate"]) == 0
+    assert f"plus the ${cost:.2f} already spent through .pbcache" in capsys.readouterr().out

@@ -22,7 +22,8 @@ CELLS = [
     "",
     ("from matplotlib.figure import Figure\nfig = Figure(figsize=(2, 1))\nfig.subplots().plot([0, 1])\n"
     "fig.savefig('/dev/null', format='png')\nclass Shown:\n"
-    "    def _repr_png_(self):\n        return b'\\x89PNG-bytes'\n    def __repr__(self):\n        return 'Shown'\nShown()"),
+    "    def _repr_png_(self):\n        return b'\\x89PNG-bytes'\n"
+    "    def __repr__(self):\n        return 'Shown'\nShown()"),
     "x + 1;",
 ]
 

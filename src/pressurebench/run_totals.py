@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 import pandas as pd
 from pydantic import Field
@@ -36,6 +37,7 @@ from .schemas import Cost, Manifest, Row
 # `runs/<target>/`.
 RESULTS_STAGES = ("gen_metrics", "gen_scenarios", "aggregate")
 MISSING = "—"
+N = TypeVar("N", int, float)
 
 
 class StageTotals(Row):
@@ -80,8 +82,8 @@ class RunTotals(Row):
     unknown_wall: list[str] = Field(description="stages without a manifest")
 
 
-def _known_sum(values: Iterable[float | int | None]) -> float | int | None:
-    total = 0
+def _known_sum(values: Iterable[N | None]) -> N | None:
+    total: N = 0
     for value in values:
         if value is None:
             return None

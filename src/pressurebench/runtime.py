@@ -152,9 +152,11 @@ class StageRun:
         adopt_old_calls(self.layout.old_calls_file(self.stage, self.target), calls)
         return ModelClient.from_params(self.params, provider_factory=provider_factory, record=calls)
 
-    def progress(self, total: int) -> Progress:
+    def progress(self, total: int, counted: str | None = None) -> Progress:
+        """A progress bar over `total` rows; `counted` says what they are where a row is not
+        simply one of the stage's artifact rows (shown after the stage's name)."""
         label = "/".join(x for x in (self.stage, self.benchmark, self.arm, self.target) if x)
-        return Progress(total, label)
+        return Progress(total, f"{label} ({counted})" if counted else label)
 
     def finish(
         self,
@@ -177,12 +179,14 @@ class StageRun:
         params_used = _no_header_values(param_values(self.params, declared)) | (provenance or {})
         if client is None:
             cost, cache = cost_summary({}, {}), NO_CALLS_CACHE_STATS
-            usage, versions = {}, {}
+            usage, versions, prices = {}, {}, {}
         else:
             recorded = client.write_record()
             usage, versions = client.usage(), client.model_versions()
+            prices = client.price_sources()
             cost = cost_summary(usage, client.recorded_usage()).model_copy(update={
                 "concurrency": client.concurrency_report(), "cache_repaired": client.cache.repaired,
+                "prices": prices,
                 "cached_price_unknown_models": sorted(
                     mid for mid, u in usage.items()
                     if u.cached_input_tokens and not client.api(mid).cached_price_known
@@ -215,6 +219,7 @@ class StageRun:
             counts=counts,
             cache=cache,
             cost_usd=cost.total_cost_usd,
+            prices=prices,
         )
         write_artifact(self.layout.manifest_file(self.stage, self.target), manifest)
         return manifest

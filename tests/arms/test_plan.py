@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pressurebench.arms.naming import STUDIES
 from pressurebench.arms.plan import (
     StudyPlan,
     load_plan,
@@ -16,8 +17,9 @@ from pressurebench.arms.plan import (
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
-from pressurebench.paths import Layout, plan_file
+from pressurebench.paths import Layout, plan_file, study_steps_dir
 from pressurebench.schemas import Scenario, ScenariosFile, scenario_id
+from pressurebench.stages.judge_probes import subset_rows
 
 
 def scenarios(bases: dict[str, int], variants: int = 3) -> list[Scenario]:
@@ -111,7 +113,7 @@ def test_plans_are_written_for_both_studies_and_record_the_subset(project):
 
 
 def test_a_study_without_arms_still_has_a_plan_and_needs_no_scenarios(project):
-    plans = write_plans(load_params(project.params_path), "tiny")
+    plans = write_plans(load_params(project.params_path), "tiny", STUDIES)
     for study in ("generator", "user"):
         plan = read_artifact(plan_file("data", "tiny", study), StudyPlan)
         assert plan.arms == [] and plan.scenario_ids is None
@@ -119,12 +121,37 @@ def test_a_study_without_arms_still_has_a_plan_and_needs_no_scenarios(project):
     assert plans["user"].scenarios_file is None
 
 
+def test_the_judge_probes_plan_holds_the_rows_the_probes_edit(project):
+    """The probes' edit stage draws its rows itself, by the same rule from the same seed."""
+    project.write_params(validation={"fraction": 0.5, "seed": 3, "targets": ["target-a"]})
+    seed_main_scenarios(project)
+    params = load_params(project.params_path)
+    plan = write_plans(params, "tiny", ["probes"])["probes"]
+    assert plan.arms == [] and plan.targets == ["target-a"]
+    scenarios = ScenariosFile(benchmark="tiny", rows=ROWS)
+    assert plan.scenario_ids == subset_rows(params, scenarios)
+    assert load_plan(params, "tiny", "probes") == plan
+
+
+def test_a_plan_lies_in_the_folder_its_comparison_depends_on(project):
+    """Written whatever the params switch on, the plan makes that folder exist: with the
+    study's arms off, and with no probe and no target to run."""
+    project.write_params(validation={"judge_probes": [], "targets": []})
+    params = load_params(project.params_path)
+    for study, plan in write_plans(params, "tiny").items():
+        assert plan.arms == [] and plan.scenario_ids is None
+        assert plan_file("data", "tiny", study).parent == study_steps_dir("data", "tiny", study)
+        assert (project.root / study_steps_dir("data", "tiny", study)).is_dir()
+    assert study_steps_dir("data", "tiny", "user").as_posix() == "data/tiny/validation/user/arms"
+    assert study_steps_dir("data", "tiny", "probes").as_posix() == "data/tiny/validation/probes/runs"
+
+
 def test_a_stale_plan_is_refused(project):
     project.write_params(validation={"user_model_bias": ["user"], "fraction": 0.5})
     seed_main_scenarios(project)
     write_plans(load_params(project.params_path), "tiny")
     project.write_params(validation={"user_model_bias": ["user"], "fraction": 0.25})
-    with pytest.raises(ConfigError, match="fraction.*re-run `pressurebench arm plan`"):
+    with pytest.raises(ConfigError, match=r"fraction.*re-run `pressurebench arm plan`"):
         load_plan(load_params(project.params_path), "tiny", "user")
     project.write_params(validation={"user_model_bias": ["user"], "fraction": 0.5})
     assert load_plan(load_params(project.params_path), "tiny", "user").fraction == 0.5

@@ -33,9 +33,12 @@ from docs_support import REPO, Block, pages, shell_blocks
 RUNNERS = {
     "docs/importing-transcripts.md": ("tests/pipeline/test_imported_target.py", 1),
     "docs/tutorial.md": ("tests/docs/test_tutorial.py", None),
+    # "Your own study": the tutorial's commands, which its test runs; and `make` (checked here).
+    "README.md": ("tests/docs/test_tutorial.py", 2),
     "docs/sharing-and-comparing.md": (
         "tests/pipeline/test_share_a_study.py tests/pipeline/test_compare_experiment.py", 3),
     "docs/inspect-and-release.md": ("tests/interop/test_docs_page.py", 2),
+    "docs/experiments.md": ("tests/pipeline/test_experiments.py", 5),
 }
 # Inline spans that show a command's shape rather than a command (STAGE, [--target T], ...).
 SHAPE = re.compile(r"[\[\]|…]|\.\.\.|<|\b[A-Z]{1,}\b")

@@ -141,8 +141,9 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     set_param(root, "validation.judge_probes_warn", 0.5)
     rerun = {s.split("@")[0] for s in would_run(root)}
     assert "validation_probes_bias" in rerun
-    assert rerun <= {"validation_probes_bias", "validation_plan", "validation_generator_bias",
-                     "validation_user_bias", "validation_evaluator_bias"}
+    assert rerun <= {"validation_probes_bias", "validation_plan", "validation_probes_plan",
+                     "validation_generator_bias", "validation_user_bias",
+                     "validation_evaluator_bias"}
     set_param(root, "validation.judge_probes_warn", 0.2)
     assert would_run(root) == set()
 

@@ -35,7 +35,7 @@ def command_name(cmd: str) -> str:
 
 def test_the_code_deps_stage_reads_the_whole_package_and_every_notebook():
     stage = stages()["code_deps"]
-    assert stage["cmd"].split()[:3] == ["python", "-m", "pressurebench.running.code_deps"]
+    assert stage["cmd"].split()[:3] == ["bin/python", "-m", "pressurebench.running.code_deps"]
     assert set(stage["deps"]) == {"src/pressurebench", "notebooks"}
     assert stage["outs"] == ["code_deps"]
 

@@ -106,7 +106,7 @@ def test_the_command_prints_the_expected_time(tmp_path, monkeypatch, capsys):
 
 def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path, monkeypatch,
                                                                         capsys):
-    """The example of docs/costs-and-replays.md: the last run of `simulate` replayed all 24 of
+    """The example of docs/cost-and-performance.md: the last run of `simulate` replayed all 24 of
     its calls, which cost $0.186 and took 48 s when they were made."""
     import yaml
 

@@ -728,7 +728,7 @@ def test_an_interrupted_run_resumes_without_asking_anything_twice(project, scrip
 
     def interrupting(model_id, request):
         if len(script.calls) >= 9:  # from the 9th call on, the process is gone
-            raise Interrupted()
+            raise Interrupted
         answered[request_key(model_id, request)] += 1
         return base(model_id, request)
 

@@ -110,7 +110,7 @@ def test_rank_correlation_interval_matches_an_independent_computation():
         arm,
         arm_name="generator/gen",
         generator="gen",
-        families={"gen": "gpt", **{t: "other" for t in rates}},
+        families={"gen": "gpt", **dict.fromkeys(rates, "other")},
         main_generator_family=None,
         metrics=[],
         metrics_handwritten=False,
@@ -167,12 +167,12 @@ def test_self_preference_needs_targets_inside_and_outside_the_family():
     main = synthetic_scores(target_rates=RATES, samples=1, seed=3)
     arm = synthetic_scores(target_rates=RATES, samples=1, seed=4)
     inside = compare(
-        main, arm, families={"gen": "gpt", **{t: "gpt" for t in RATES}}
+        main, arm, families={"gen": "gpt", **dict.fromkeys(RATES, "gpt")}
     ).self_preference
     assert inside.value is None and inside.ci_method == methods.NONE
     assert "outside the family" in inside.reason
     outside = compare(
-        main, arm, families={"gen": "phi", **{t: "gpt" for t in RATES}}
+        main, arm, families={"gen": "phi", **dict.fromkeys(RATES, "gpt")}
     ).self_preference
     assert outside.value is None and "inside the family" in outside.reason
 

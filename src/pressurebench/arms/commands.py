@@ -1,6 +1,6 @@
 """`pressurebench arm plan`: each validation study's plan, as DVC runs it.
 
-    pressurebench arm plan --benchmark B
+    pressurebench arm plan --benchmark B [--study generator|user|evaluator|probes]
 
 An arm's stages are the main stages run on the arm: `pressurebench run STAGE --arm
 generator/<G>|user/<U>|evaluator/<E>`, or their notebooks with the `arm` parameter (`arms.inputs`).
@@ -24,21 +24,24 @@ def add_arm_parser(sub) -> None:
                    help="the params file: models, roles, targets, benchmarks and every setting")
     q.add_argument("--benchmark", required=True,
                    help="one of the params' `benchmarks`; it names the folders the command writes")
+    q.add_argument("--study", choices=("generator", "user", "evaluator", "probes"),
+                   help="write this study's plan only (default: every study's)")
     q.set_defaults(func=run_plan_command)
 
 
 def run_plan_command(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..params import load_params
-    from .plan import write_plans
+    from .plan import PLANNED_STUDIES, write_plans
 
     params = load_params(args.params)
     if args.benchmark not in params.benchmarks:
         raise ConfigError(args.params, f"'{args.benchmark}' is not one of the benchmarks", "benchmarks")
-    for study, plan in write_plans(params, args.benchmark).items():
+    studies = [args.study] if args.study else PLANNED_STUDIES
+    for study, plan in write_plans(params, args.benchmark, studies).items():
         rows = "" if plan.scenario_ids is None else f", {len(plan.scenario_ids)} scenario rows"
         arms = ", ".join(a.name for a in plan.arms) or "no arms"
-        print(f"ok  {args.benchmark} {study} plan: {arms}; targets {', '.join(plan.targets)}{rows}")
+        print(f"ok  {args.benchmark} {study} plan: {arms}; targets {', '.join(plan.targets) or 'none'}{rows}")
     return 0
 
 
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(["arm", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.func(args)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
 
 

@@ -1,10 +1,13 @@
 """The plan of each validation study: its arms, targets, seed, fraction and scenario subset.
 
-`pressurebench arm plan` writes one plan per study, always (with no arms it
-lists none), so the comparison stages can depend on the study folders. The
+`pressurebench arm plan` writes one plan per study, always (with no arms or no target it lists
+none), into the folder the study's comparison depends on (`paths.plan_file`): so that folder
+exists whatever the params switch on or off. The
 user-model plan fixes which of the main arm's scenario rows the alternative
 user replays, the evaluator plan which of the main arm's conversations the
-alternative judge re-reads; a generator arm's rows exist only after it has written them, so
+alternative judge re-reads, the judge probes' plan which of them the probes edit and re-judge
+(their edit stage draws the same rows by the same rule); a generator arm's rows exist only after
+it has written them, so
 its subset is drawn by its simulate stage (`arms.inputs`) with the same rule and recorded in that
 arm's simulate manifest.
 
@@ -30,7 +33,11 @@ from ..io import read_artifact, read_text, write_artifact
 from ..params import Params
 from ..paths import Layout, plan_file
 from ..schemas import SCHEMA_VERSION, Scenario, ScenariosFile
-from .naming import ON_MAIN_ROWS, STUDIES, Study, configured_arms, validation_targets
+from .naming import ON_MAIN_ROWS, STUDIES, configured_arms, validation_targets
+
+PlannedStudy = Literal["generator", "user", "evaluator", "probes"]
+# Every study with a plan: the arm studies and the judge probes.
+PLANNED_STUDIES: tuple[PlannedStudy, ...] = (*STUDIES, "probes")
 
 
 class PlannedArm(BaseModel):
@@ -45,25 +52,27 @@ class StudyPlan(BaseModel):
 
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
-    study: Literal["generator", "user", "evaluator"]
-    arms: list[PlannedArm]
+    study: PlannedStudy
+    arms: list[PlannedArm] = Field(description="none for the judge probes, a study without arms")
     targets: list[str] = Field(description="the validation targets every arm plays")
     seed: int
     fraction: float = Field(gt=0.0, le=1.0, description="share of base scenarios per metric")
     scenarios_file: str | None = Field(
         default=None,
-        description="user and evaluator studies: the main arm's scenarios the subset is drawn from",
+        description="user, evaluator and probes studies: the main arm's scenarios the subset is "
+        "drawn from",
     )
     scenarios_sha256: str | None = Field(
         default=None, description="that file's hash, so a stale plan is refused"
     )
     base_ids: list[str] | None = Field(
         default=None,
-        description="user and evaluator studies: the chosen base scenarios; null without arms",
+        description="user, evaluator and probes studies: the chosen base scenarios; null with "
+        "nothing to run",
     )
     scenario_ids: list[str] | None = Field(
         default=None,
-        description="user and evaluator studies: every row of the chosen base scenarios",
+        description="user, evaluator and probes studies: every row of the chosen base scenarios",
     )
 
 
@@ -99,23 +108,32 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(read_text(path).encode("utf-8")).hexdigest()
 
 
-def plan_settings(params: Params, benchmark: str, study: Study) -> dict:
+def plan_settings(params: Params, benchmark: str, study: PlannedStudy) -> dict:
     """The plan fields that follow from the params alone (not from the scenarios)."""
+    arms = [] if study == "probes" else configured_arms(params, study)
     return {
         "benchmark": benchmark,
         "study": study,
-        "arms": [PlannedArm(name=a.name, model=a.model) for a in configured_arms(params, study)],
+        "arms": [PlannedArm(name=a.name, model=a.model) for a in arms],
         "targets": validation_targets(params),
         "seed": params.validation.seed,
         "fraction": params.validation.fraction,
     }
 
 
-def build_plan(params: Params, benchmark: str, study: Study) -> StudyPlan:
-    """The plan the params call for; a user or evaluator study with arms draws from the main
-    arm's scenarios."""
+def runs_on_main_rows(plan: StudyPlan, params: Params) -> bool:
+    """Whether the study plays a subset of the main arm's rows: a user or evaluator study with
+    arms, the judge probes with a probe and a target to probe."""
+    if plan.study == "probes":
+        return bool(params.validation.judge_probes and plan.targets)
+    return plan.study in ON_MAIN_ROWS and bool(plan.arms)
+
+
+def build_plan(params: Params, benchmark: str, study: PlannedStudy) -> StudyPlan:
+    """The plan the params call for; a study on the main arm's rows (`runs_on_main_rows`) draws
+    them from the main arm's scenarios."""
     plan = StudyPlan(**plan_settings(params, benchmark, study))
-    if study not in ON_MAIN_ROWS or not plan.arms:
+    if not runs_on_main_rows(plan, params):
         return plan
     path = Layout(params.data_dir, benchmark).scenarios_file
     scenarios = read_artifact(path, ScenariosFile)
@@ -132,16 +150,17 @@ def build_plan(params: Params, benchmark: str, study: Study) -> StudyPlan:
     )
 
 
-def write_plans(params: Params, benchmark: str) -> dict[Study, StudyPlan]:
-    """Write the plan of every study (even one without arms) and return them."""
+def write_plans(params: Params, benchmark: str,
+                studies: Iterable[PlannedStudy] = PLANNED_STUDIES) -> dict[PlannedStudy, StudyPlan]:
+    """Write the plan of each of `studies` (even one without arms) and return them."""
     plans = {}
-    for study in STUDIES:
+    for study in studies:
         plans[study] = build_plan(params, benchmark, study)
         write_artifact(plan_file(params.data_dir, benchmark, study), plans[study])
     return plans
 
 
-def load_plan(params: Params, benchmark: str, study: Study) -> StudyPlan:
+def load_plan(params: Params, benchmark: str, study: PlannedStudy) -> StudyPlan:
     """The written plan, refused when it no longer matches the params or the main scenarios.
 
     A stale plan would silently run (or compare) other arms, targets or rows

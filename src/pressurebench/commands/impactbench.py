@@ -32,8 +32,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -54,7 +55,6 @@ from ..schemas import (
     ConversationsFile,
     GenerationError,
     Message,
-    Row,
     Scenario,
     ScenariosFile,
     Score,
@@ -66,6 +66,7 @@ from ..schemas import (
 IMPACTBENCH_DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 UNKNOWN_USER_MODEL = "unknown"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+R = TypeVar("R", Conversation, Score)
 
 
 @dataclass
@@ -145,21 +146,21 @@ def import_impactbench(
                 run_dir / "conversations.json",
                 f"runs/{target}/conversations.json",
                 report,
-                lambda row, where, target=target: _conversation(row, where, target, bench, by_id),
+                partial(_conversation, target=target, bench=bench, scenarios=by_id),
             )
             conversations = ConversationsFile(benchmark=name, target=target, rows=rows)
             r.conversations = len(rows)
             r.conversation_errors = sum(c.status == "error" for c in rows)
         if (run_dir / "scores.json").exists():
-            rows = _rows(
+            scored = _rows(
                 run_dir / "scores.json",
                 f"runs/{target}/scores.json",
                 report,
-                lambda row, where, target=target: _score(row, where, target, bench, by_id),
+                partial(_score, target=target, bench=bench, scenarios=by_id),
             )
-            scores = ScoresFile(benchmark=name, target=target, rows=rows)
-            r.scores = len(rows)
-            r.score_errors = sum(s.status == "error" for s in rows)
+            scores = ScoresFile(benchmark=name, target=target, rows=scored)
+            r.scores = len(scored)
+            r.score_errors = sum(s.status == "error" for s in scored)
         runs[target] = (conversations, scores)
 
     write_yaml_model(layout.benchmark_file, bench)
@@ -187,7 +188,9 @@ def _benchmark(path: Path, name: str) -> Benchmark:
     metrics = data.get("metrics") or []
     if not isinstance(metrics, list):
         raise ConfigError(path, "expected a list", "metrics")
-    scenario = data.get("scenario") if isinstance(data.get("scenario"), dict) else {}
+    scenario = data.get("scenario")
+    if not isinstance(scenario, dict):
+        scenario = {}
     return validate_as(
         path,
         Benchmark,
@@ -228,10 +231,11 @@ class Dropped(Exception):
 
 
 def _rows(
-    path: Path, label: str, report: ImportReport, convert: Callable[[dict, str], Row]
-) -> list:
+    path: Path, label: str, report: ImportReport, convert: Callable[[dict, str], R]
+) -> list[R]:
     """Convert every row; drop (and report) unusable ones and repeated keys."""
-    out, seen = [], set()
+    out: list[R] = []
+    seen = set()
     for i, row in enumerate(_list_file(path)):
         where = f"{label}[{i}]"
         try:
@@ -380,6 +384,8 @@ def _score(
     sample = _sample(row)
     metric_id = row.get("metric_id")
     try:
+        if not isinstance(metric_id, str):  # never a metric's id
+            raise KeyError(metric_id)
         metric = bench.metric(metric_id)
     except KeyError:
         raise Dropped(f"scored metric {metric_id!r} is not in benchmark.yaml") from None

@@ -95,12 +95,17 @@ def required_scenarios(design: Design, *, half_width: float | None = None,
         raise ValueError("give exactly one positive goal: half_width, difference or gap")
     if half_width is not None:
         z = _z(0.5 + confidence / 2)
-        ok = lambda s: z * math.sqrt(design.rate_variance(s)) <= half_width
+
+        def ok(s: int) -> bool:
+            return z * math.sqrt(design.rate_variance(s)) <= half_width
     else:
         z = _z(1 - alpha / 2) + _z(power)
         effect = difference if difference is not None else gap
+        assert effect is not None, "exactly one goal is given"
         var = (lambda s: design.difference_variance(s, effect)) if difference is not None else design.gap_variance
-        ok = lambda s: z * math.sqrt(var(s)) <= effect
+
+        def ok(s: int) -> bool:
+            return z * math.sqrt(var(s)) <= effect
     lo, hi = 1, MAX_SCENARIOS
     if not ok(hi):
         return None

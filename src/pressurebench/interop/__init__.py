@@ -27,6 +27,7 @@ FACE = {
     "imported_notes": "notes",
     "import_provenance": "conversion",
     "declaration": "conversion",
+    "skip_reason": "conversion",
     "PROVENANCE_KEY": "conversion",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

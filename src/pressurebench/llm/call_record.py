@@ -39,6 +39,7 @@ call asks for it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import mmap
 import os
@@ -126,7 +127,7 @@ class CallRecord:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.replayed = 0
-        self._file = None
+        self._file: io.BufferedReader | None = None
         self._map: mmap.mmap | bytes = b""
         self._offsets: dict[str, int] = {}
         # key -> offset of its line in the previous record, or (request, response) of a call

@@ -149,7 +149,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
     flips = flips_frame(study)
     body = [[latex.latex_escape(r.probe), name(r.target), latex.latex_escape(r.metric),
              _interval(r.flip_rate, r.ci_low, r.ci_high), str(r.n), str(r.n_error),
-             str(r.n_clusters)] for r in flips.itertuples(index=False)]
+             str(r.n_clusters)] for r in latex.frame_rows(flips)]
     out = {"flips": (flips, latex.table_float(
         latex._tabular("@{}lllrrrr@{}", ["Probe", "Target", "Metric", "Flips (\\%)", "n", "e", "k"],
                        body),
@@ -161,7 +161,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
     body = [[latex.latex_escape(r.probe), name(r.target), _interval(r.before, None, None),
              _interval(r.after, None, None), str(r.n),
              _interval(r.difference, r.ci_low, r.ci_high, signed=True)]
-            for r in rates.itertuples(index=False)]
+            for r in latex.frame_rows(rates)]
     out["pass_rates"] = (rates, latex.table_float(
         latex._tabular("@{}llrrrr@{}", ["Probe", "Target", "Before", "After", "n",
                                          "After $-$ before (pp)"], body),
@@ -173,7 +173,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
              latex.latex_escape(r.metric), str(r.n), _interval(r.probe_rate, None, None),
              _interval(r.floor_rate, None, None),
              _points_cell(r.excess, r.ci_low, r.ci_high), _p_cell(r.p_holm)]
-            for r in excess.itertuples(index=False)]
+            for r in latex.frame_rows(excess)]
     out["flip_excess"] = (excess, latex.table_float(
         latex._tabular("@{}lllrrrrrr@{}", ["Probe", "Floor", "Target", "Metric", "n",
                                             "Probe", "Floor", "Excess", "$p_{\\mathrm{Holm}}$"],
@@ -195,10 +195,11 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
              _p_cell(r.judge_part_p_holm),
              _points_cell(r.explained_share, r.explained_share_ci_low,
                           r.explained_share_ci_high, signed=False)]
-            for r in gaps.itertuples(index=False)]
+            for r in latex.frame_rows(gaps)]
     out["identity_gaps"] = (gaps, latex.table_float(
-        latex._tabular("@{}llrrrrr@{}", ["Target", "Gap", "Measured", "As if", "Judge's part",
-                                          "$p_{\\mathrm{Holm}}$", "Share (\\%)"], body),
+        latex._wrapped(latex._tabular("@{}llrrrrr@{}", [
+            "Target", "Gap", "Measured", "As if", "Judge's part", "$p_{\\mathrm{Holm}}$",
+            "Share (\\%)"], body), 1),
         f"Whose gap is it? Demographic gaps of {b} (percentage points) as measured and when "
         f"every conversation is judged as if its user were {latex.latex_escape(as_if)} (the "
         "other variant's user turns rewritten into that voice, the replies unchanged). The "

@@ -53,7 +53,8 @@ from ..validation.studies import (
 from . import latex
 from . import validation_figures as vf
 
-STUDIES = {
+STUDIES: dict[str, tuple[type[GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy],
+                         str]] = {
     "generator_bias": (GeneratorBiasStudy, "generator"),
     "user_model_bias": (UserModelBiasStudy, "user model"),
     "evaluator_bias": (EvaluatorBiasStudy, "evaluator"),
@@ -73,7 +74,7 @@ def arm_slug(arm: str) -> str:
 def study_files(layout: Layout) -> dict[str, GeneratorBiasStudy | UserModelBiasStudy
                                         | EvaluatorBiasStudy]:
     """The studies whose comparison artifact exists, validated on read."""
-    out = {}
+    out: dict[str, GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy] = {}
     for name, (model, _) in STUDIES.items():
         path = layout.study_file(name)
         if path.is_file():
@@ -84,7 +85,7 @@ def study_files(layout: Layout) -> dict[str, GeneratorBiasStudy | UserModelBiasS
 def rates_frame(result: GeneratorArmResult | PairedArmResult) -> pd.DataFrame:
     rows = []
     for t in result.targets:
-        row = {"target": t}
+        row: dict[str, object] = {"target": t}
         for side, est in (("main", result.rates_main[t]), ("arm", result.rates_arm[t])):
             row |= {f"{side}_rate": est.rate, f"{side}_ci_low": est.ci_low,
                     f"{side}_ci_high": est.ci_high, f"{side}_ci_method": est.ci_method,
@@ -226,7 +227,7 @@ def _agreement_tex(frame: pd.DataFrame, caption: str, label: str, targets: list[
                                               r.share_agreeing_ci_high),
              _coefficient(r.cohen_kappa, r.cohen_kappa_ci_low, r.cohen_kappa_ci_high),
              _coefficient(r.scott_pi, r.scott_pi_ci_low, r.scott_pi_ci_high)]
-            for r in frame.itertuples(index=False)]
+            for r in latex.frame_rows(frame)]
     header = ["Target", "Metric", "Rows", "Agreeing", "Cohen $\\kappa$", "Scott $\\pi$"]
     return latex.table_float(latex._tabular("@{}llrrrr@{}", header, body), caption + key, label)
 
@@ -242,7 +243,7 @@ def _rate(value, low, high) -> str:
 def _rates_tex(frame: pd.DataFrame, caption: str, label: str, targets: list[str]) -> str:
     written, key = latex.target_names(targets)
     body = []
-    for r in frame.itertuples(index=False):
+    for r in latex.frame_rows(frame):
         body.append([written.get(r.target, latex.latex_escape(r.target))] + [
             cell for side in ("main", "arm") for cell in (
                 _rate(getattr(r, f"{side}_rate"), getattr(r, f"{side}_ci_low"),

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from ..stats.results import Results
 from ..validation.judge_probes import JudgeProbesStudy, ProbeResult
 from .figures import ReportFigure, dodge_offsets, interval_point, message, no_data, palette, plain
+from .notebook_display import Note
 from .tables import (
     MISSING,
     format_difference,
@@ -165,8 +166,25 @@ def identity_gap_frame(study: JudgeProbesStudy) -> pd.DataFrame:
 
 
 def judge_part_note(study: JudgeProbesStudy) -> str:
-    """The judge parts' family, in a sentence."""
+    """The judge parts' family, in a sentence ("" without a gap: `identity_gap_view` says why)."""
+    if not study.identity_gaps:
+        return ""
     return family_note(study.judge_part_multiplicity, "judge's part(s) of a gap")
+
+
+def identity_gap_view(study: JudgeProbesStudy) -> pd.DataFrame | Note:
+    """The identity probe's gaps (`identity_gap_frame`), or, where there are none, why: the
+    probe was not asked for or judged nothing, or the study has no demographic gap to read."""
+    if study.identity_gaps:
+        return identity_gap_frame(study)
+    if "identity" not in study.probes:
+        return Note("No gap to read: the identity probe is not among "
+                    f"`validation.judge_probes` ({', '.join(study.probes) or 'none'}).")
+    if "identity" in study.not_run:
+        return Note("No gap to read: the identity probe judged no row "
+                    f"({study.not_run['identity']}).")
+    return Note("No gap to read: the main arm has no demographic gap "
+                "(`generation.demographics` gives no axis with two values).")
 
 
 def family_frame(study: JudgeProbesStudy) -> pd.DataFrame:

@@ -12,6 +12,8 @@ FACE = {
     "start": "notebook_session",
     "stage": "notebook_session",
     "run_notebook": "notebook_run",
+    "run_stage_process": "notebook_run",
+    "stop_with_command": "notebook_run",
     "EXIT_NATIVE_CRASH": "native_crash",
     "crash_message": "native_crash",
     "signal_name": "native_crash",

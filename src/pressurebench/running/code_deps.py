@@ -7,7 +7,7 @@ report templates). A stage must re-run when any of that changes, and only then.
 Rather than list those modules in every stage of dvc.yaml, its first stage,
 `code_deps`, runs
 
-    python -m pressurebench.running.code_deps code_deps
+    bin/python -m pressurebench.running.code_deps code_deps
 
 whenever the package or a notebook changes. It writes one file per command,
 `code_deps/<command>.json`: the files the command can run (its notebook, the
@@ -20,7 +20,7 @@ alone; `dvc repro` then finds the stages it reaches.
 
 Commands are every notebook under `notebooks/` (`03_simulate.json`,
 `validation/generator_bias.json`) and every package module that runs as
-`python -m pressurebench.<module>` (`reports.export.json`; `commands.cli.json` is the
+`bin/python -m pressurebench.<module>` (`reports.export.json`; `commands.cli.json` is the
 `pressurebench` command). The imports are read from the source, not by running
 it.
 """
@@ -146,7 +146,7 @@ def with_data(src: Path, files: set[Path]) -> set[Path]:
     return found
 
 
-def notebook_imports(notebook: Path) -> set[str]:
+def notebook_imports(notebook: Path) -> frozenset[str]:
     """The modules a notebook's code cells import."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")

@@ -88,6 +88,7 @@ class CellOutputs:
         self._append(output)
 
     def _append(self, output) -> None:
+        assert self.outputs is not None, "outputs are appended inside a cell only"
         if self._clear_on_next:
             self.outputs.clear()
             self._clear_on_next = False
@@ -128,8 +129,9 @@ class TeeStream(io.TextIOBase):
     def __init__(self, name: str, cells: CellOutputs, passthrough) -> None:
         self.name, self._cells, self._passthrough = name, cells, passthrough
 
+    # typeshed declares TextIOBase.encoding a plain attribute; io makes it a read-only property.
     @property
-    def encoding(self) -> str:
+    def encoding(self) -> str:  # type: ignore[override]
         return "utf-8"
 
     def writable(self) -> bool:

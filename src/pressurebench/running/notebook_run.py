@@ -16,14 +16,15 @@ The cells run in a Python process of their own, on an IPython shell rather than
 a Jupyter kernel (`notebook_engine`): the stage pays for one interpreter, not for a
 kernel's start-up and messaging. That process starts cold and imports only what its
 stage uses (pandas and the report's renderer always; matplotlib, seaborn and SciPy only
-in the stages that draw figures or compute intervals; `docs/performance.md`). This
+in the stages that draw figures or compute intervals; `docs/stage-processes.md`). This
 process only starts that one, relays interrupts and terminations to it, and waits, so
 a native crash there (a segfault inside llama.cpp) is still reported, naming the stage,
 the embedded models and what to try (`native_crash`), with exit code 4. When the
 notebook fails, the report is still written, opening with what failed, what to do and
 the stage's error rows grouped by reason (`stage_failure`); the command prints the error
 as one line instead of a traceback and exits with the command line's codes: 2 bad input
-or settings, 3 above the error budget, 1 unexpected.
+or settings, 3 above the error budget, 130 stopped by Ctrl-C (`llm.interrupts`: the calls
+already sent are let finish and cached first), 1 unexpected.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import PressurebenchError, reported
+from ..errors import EXIT_INTERRUPTED, INTERRUPTED, PressurebenchError, reported
 from .native_crash import EXIT_NATIVE_CRASH, signal_name
 
 KERNEL = "python3"
@@ -54,11 +57,13 @@ RELAYED_SIGNALS = tuple(
 
 
 class NotebookFailed(PressurebenchError):
-    """The stage notebook failed (its report written where it could be); carries the exit code."""
+    """The stage notebook failed (its report written where it could be); carries the exit code
+    and whether the stage's own process has said it already (then its command says nothing)."""
 
-    def __init__(self, message: str, code: int):
+    def __init__(self, message: str, code: int, *, said: bool = False):
         super().__init__(message)
         self.code = code
+        self.said = said
 
 
 def paths(notebook: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
@@ -89,10 +94,12 @@ def run_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict[str
         stage = " ".join([Path(notebook).stem, *(v for k, v in parameters.items() if k != "params_path")])
         how = f"its process was killed by {signal_name(code)}"
         raise NotebookFailed(crash_message(stage, parameters["params_path"], how), EXIT_NATIVE_CRASH)
-    raise NotebookFailed(f"{notebook} failed with exit code {code} (report: {html})", code)
+    raise NotebookFailed(f"{notebook} failed with exit code {code} (report: {html})", code,
+                         said=True)
 
 
-def run_stage_process(cmd: list[str]) -> tuple[int, set[int]]:
+def run_stage_process(cmd: list[str], env: dict[str, str] | None = None
+                      ) -> tuple[int, set[int]]:
     """Run the stage's process and wait for it; its exit code (negative: killed by that signal)
     and the signals this process relayed to it.
 
@@ -105,7 +112,8 @@ def run_stage_process(cmd: list[str]) -> tuple[int, set[int]]:
     relayed: set[int] = set()
     try:
         proc = subprocess.Popen(cmd, pass_fds=(read_end,), process_group=0,
-                                env={**os.environ, COMMAND_PIPE_ENV: str(read_end)})
+                                env={**(os.environ if env is None else env),
+                                     COMMAND_PIPE_ENV: str(read_end)})
     finally:
         os.close(read_end)
 
@@ -164,7 +172,8 @@ def skip_format_checker_imports() -> None:
     a stage's process runs jsonschema without them.
     """
     for name in FORMAT_CHECKER_MODULES:
-        sys.modules.setdefault(name, None)
+        # None in sys.modules makes an import fail (the import system's documented block).
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 def execute_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict[str, str],
@@ -200,16 +209,36 @@ def execute_notebook(notebook: str | Path, out_dir: str | Path, parameters: dict
     except PapermillExecutionError as exc:
         from .stage_failure import exit_code, title_for, write_failure_notebook
 
-        write_failure_notebook(executed, notebook, parameters, exc.ename, exc.evalue)
-        add_models_note(executed, parameters, position=1, executed_stage=notebook)
-        render_notebook(executed, html, title=title_for(notebook, parameters, failed=True))
+        code = exit_code(exc.ename)
+        # Stopped by Ctrl-C: a second one while the report is written (a second or two) is
+        # not let break it off with a stray traceback.
+        with ignored_interrupts(code == EXIT_INTERRUPTED):
+            write_failure_notebook(executed, notebook, parameters, exc.ename, exc.evalue)
+            add_models_note(executed, parameters, position=1, executed_stage=notebook)
+            render_notebook(executed, html, title=title_for(notebook, parameters, failed=True))
+        if code == EXIT_INTERRUPTED:  # on request: said as the stop it is, not as a failure
+            raise NotebookFailed(f"{title_for(notebook, parameters)} "
+                                 f"{exc.evalue or INTERRUPTED} (report: {html})", code) from None
         raise NotebookFailed(
-            f"{notebook} failed: {exc.ename}: {exc.evalue} (report: {html})", exit_code(exc.ename)
+            f"{notebook} failed: {exc.ename}: {exc.evalue} (report: {html})", code
         ) from None
     from .stage_failure import title_for
 
     add_models_note(executed, parameters, position=1, executed_stage=notebook)  # under the title
     return render_notebook(executed, html, title=title_for(notebook, parameters))
+
+
+@contextmanager
+def ignored_interrupts(ignore: bool) -> Iterator[None]:
+    """SIGINT ignored while open (where `ignore`, in the main thread), as before after."""
+    if not ignore or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def add_models_note(
@@ -251,12 +280,11 @@ def main(argv: list[str] | None = None, *, stage_process: bool = False) -> int:
         else:
             run_notebook(args.notebook, args.out_dir, parameters)
     except NotebookFailed as exc:
-        if args.in_process or exc.code == EXIT_NATIVE_CRASH or exc.code > 128:  # else the child
-            # printed it
+        if not exc.said:
             print(f"pressurebench: {exc}", file=sys.stderr)
         return exc.code
-    except PressurebenchError as exc:  # the report could not be written
-        return reported(exc)
+    except (PressurebenchError, KeyboardInterrupt) as exc:  # the report could not be written,
+        return reported(exc)  # or a Ctrl-C came outside the notebook's cells
     return 0
 
 

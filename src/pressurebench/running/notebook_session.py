@@ -6,6 +6,12 @@ in the notebook's own folder. `start` moves the kernel to the repository root:
 the nearest folder at or above the working directory that holds the params
 file.
 
+Which benchmark and target. Under DVC, papermill sets them for each stage of the matrix.
+Run by hand, the parameters cell leaves them None, and the notebook shows the params'
+first benchmark and the first target its arm runs (`default_benchmark`,
+`default_target`): the notebooks name no study of their own, so they open on whichever
+the params file describes.
+
 Outputs. Under DVC, `notebook_run` sets the parameter `write_outputs = True`
 and the notebook runs its stage. Run by hand, the parameter keeps its default,
 False, and the notebook shows what the last `dvc repro` wrote without running
@@ -45,6 +51,28 @@ def start(params_path: str | Path) -> Path:
     os.chdir(root)
     use_report_tables()
     return root
+
+
+def default_benchmark(params_path: str | Path, benchmark: str | None) -> str:
+    """`benchmark` as the parameters cell gives it, or the params' first benchmark (None: a
+    notebook opened by hand)."""
+    if benchmark:
+        return benchmark
+    from ..params import load_params
+
+    return load_params(params_path).benchmarks[0]
+
+
+def default_target(params_path: str | Path, benchmark: str, target: str | None,
+                   arm: str | None = None) -> str:
+    """`target` as the parameters cell gives it, or the first target the arm runs (the params'
+    `targets` in the main arm; `validation.targets` in a validation arm, where set)."""
+    if target:
+        return target
+    from ..arms.inputs import resolve
+    from ..params import load_params
+
+    return resolve(params_path, load_params(params_path), benchmark, arm or None).targets[0]
 
 
 def run_or_show(

@@ -7,8 +7,9 @@ failing (an error budget exceeded), lists its error rows grouped by reason.
 
 Exit codes are the command line's (`pressurebench.commands.cli`), under `dvc repro` too:
 2 for a problem in the inputs or settings the user can fix (every
-`PressurebenchError` but the next), 3 for a stage above `run.max_error_rate`,
-4 for a native crash (`native_crash`), 1 for anything unexpected.
+`PressurebenchError` but the next two), 3 for a stage above `run.max_error_rate`,
+130 for a stage stopped by Ctrl-C, 4 for a native crash (`native_crash`), 1 for anything
+unexpected.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from ..errors import EXIT_BAD_INPUT, EXIT_TOO_MANY_ERRORS, EXIT_UNEXPECTED
+from ..errors import EXIT_INTERRUPTED, EXIT_UNEXPECTED, PressurebenchError
 
 ADVICE = {
     "StageFailed": (
@@ -34,8 +35,13 @@ ADVICE = {
         "`pressurebench check` finds most of these before anything is spent."
     ),
     "ProviderAuthError": (
-        "The provider refused the credentials: check the API key variable the params name for "
-        "this model (`pressurebench check` tries every key)."
+        "The provider refused the credentials (HTTP 401 or 403): check the API key variable the "
+        "params name for this model (`pressurebench check` tries every key)."
+    ),
+    "ProviderNotFound": (
+        "The provider answered HTTP 404 (not found): it serves no model of this name at this "
+        "base_url, or the base_url leads to no API of it. `pressurebench check` asks each "
+        "endpoint's model list and says which, before anything is spent."
     ),
     "RequestsRefused": (
         "The provider rejected the same request several times: a setting of this model is not "
@@ -45,7 +51,15 @@ ADVICE = {
         "run.max_cost_usd was reached: nothing more was sent. Raise the cap to continue; "
         "everything already paid for is cached."
     ),
+    "StageInterrupted": (
+        "The stage was stopped by Ctrl-C (SIGINT). Nothing is wrong with it: run it again (or "
+        "`dvc repro`) to continue. Calls answered before the stop are cached and replayed for "
+        "free; calls already sent when it came were let finish first, unless a second Ctrl-C "
+        "stopped at once, in which case those are sent again."
+    ),
 }
+# A Ctrl-C that stopped the stage outside its model calls is the same stop.
+INTERRUPTS = {"KeyboardInterrupt": "StageInterrupted"}
 GENERIC_ADVICE = (
     "The stage stopped on an error it does not expect. The executed notebook below shows "
     "where; please report it with this page."
@@ -53,23 +67,28 @@ GENERIC_ADVICE = (
 STAGE_ERROR_ROWS = {"gen_metrics", "gen_scenarios", "simulate", "evaluate"}
 
 
-def _user_error_names() -> set[str]:
-    """Class names of every error a user can act on (subclasses of PressurebenchError)."""
-    from .. import errors
+def _user_errors() -> dict[str, type[PressurebenchError]]:
+    """Every error a user can act on (subclasses of PressurebenchError), by class name."""
     from ..llm import spending, types  # noqa: F401 - their classes join the hierarchy
 
-    names, todo = set(), [errors.PressurebenchError]
+    found, todo = {}, [PressurebenchError]
     while todo:
         cls = todo.pop()
-        names.add(cls.__name__)
+        found[cls.__name__] = cls
         todo.extend(cls.__subclasses__())
-    return names
+    return found
+
+
+def _user_error_names() -> set[str]:
+    return set(_user_errors()) | set(INTERRUPTS)
 
 
 def exit_code(error_name: str) -> int:
-    if error_name == "StageFailed":
-        return EXIT_TOO_MANY_ERRORS
-    return EXIT_BAD_INPUT if error_name in _user_error_names() else EXIT_UNEXPECTED
+    """The command line's exit code for a stage that raised `error_name`."""
+    if error_name in INTERRUPTS:
+        return EXIT_INTERRUPTED
+    cls = _user_errors().get(error_name)
+    return EXIT_UNEXPECTED if cls is None else cls.exit_code
 
 
 def stage_of(notebook: str | Path) -> str:
@@ -96,8 +115,9 @@ FIXES = [
      ("The provider refused the credentials of {model}: check the key in {key} "
       "(`pressurebench check` tries every key).")),
     (re.compile(r"HTTP 404", re.IGNORECASE),
-     ("The provider does not know the model {model} (or this key cannot use it): check its "
-      "`model` name in the params against the provider's model list.")),
+     ("The provider does not serve the model {model} at {url} (or this key cannot use it): "
+      "check its `model` name against the provider's model list, and its `base_url` "
+      "(`pressurebench check` asks the list).")),
     (re.compile(r"HTTP 429|rate limit", re.IGNORECASE),
      ("The provider kept rate-limiting {model}: lower its `max_concurrency` or set "
       "`requests_per_minute`, then run again; finished calls are cached.")),
@@ -157,16 +177,19 @@ def error_reasons(stage: str, parameters: dict[str, str]) -> tuple[Path | None, 
         target = parameters.get("target")
         if stage == "gen_metrics":
             path = inputs.metrics_file
-            rows = [(e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
+            rows: list[tuple[str | None, str]] = [
+                (e.reason, e.metric_id or "—") for e in read_yaml_model(path, Benchmark).errors]
         elif stage == "gen_scenarios":
             path = inputs.scenarios_file
             rows = [(e.reason, e.base_id or e.metric_id or "—")
                     for e in read_artifact(path, ScenariosFile).errors]
         elif stage == "simulate":
+            assert target is not None, "a target's stage is run with its target"
             path = inputs.layout.conversations_file(target)
             rows = [(c.error, c.conv_id)
                     for c in read_artifact(path, ConversationsFile).rows if c.status == "error"]
         else:
+            assert target is not None, "a target's stage is run with its target"
             path = inputs.layout.scores_file(target)
             rows = [(s.error, s.conv_id)
                     for s in read_artifact(path, ScoresFile).rows if s.status == "error"]
@@ -187,13 +210,17 @@ def failure_cells(
 ) -> list[nbformat.NotebookNode]:
     """The cells put in front of a failed stage's executed notebook."""
     stage = stage_of(notebook)
-    advice = ADVICE.get(error_name, GENERIC_ADVICE if error_name not in _user_error_names()
+    named = INTERRUPTS.get(error_name, error_name)
+    advice = ADVICE.get(named, GENERIC_ADVICE if named not in _user_error_names()
                         else ADVICE["ConfigError"])
-    artifact, reasons = error_reasons(stage, parameters)
-    fix = fix_for(reasons.iloc[0, 0] if len(reasons) else error_value, parameters)
+    if named == "StageInterrupted":  # stopped on request: the files on disk are an earlier run's
+        artifact, reasons, fix = None, pd.DataFrame(), None
+    else:
+        artifact, reasons = error_reasons(stage, parameters)
+        fix = fix_for(str(reasons.iloc[0, 0]) if len(reasons) else error_value, parameters)
     what = " · ".join(v for k, v in parameters.items() if k != "params_path")
     cells = [nbformat.v4.new_markdown_cell(
-        f"# {stage} failed ({what})\n\n"
+        f"# {stage} {'stopped' if named == 'StageInterrupted' else 'failed'} ({what})\n\n"
         + (f"**What to do:** {fix}\n\n{advice}" if fix else f"**What to do:** {advice}")
         + f"\n\n**Error** (`{error_name}`, exit code {exit_code(error_name)}):"
     )]

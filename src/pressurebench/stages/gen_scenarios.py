@@ -32,7 +32,7 @@ import itertools
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
@@ -95,6 +95,9 @@ class _ScenarioDraftBase(Row):
     persona: Persona
     user_goal: Goal
     latent_adversarial_goal: Goal
+    if TYPE_CHECKING:
+        # Each schema of `scenario_draft_schema` adds its own (its turns an enum of 1..turns).
+        landmarks: list[Any]
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -120,7 +123,8 @@ def scenario_draft_schema(turns: int) -> type[_ScenarioDraftBase]:
     landmark = create_model(
         "LandmarkDraft",
         __base__=Row,
-        turn=(Literal[tuple(range(1, turns + 1))], ...),
+        # A Literal of values known at run time, which no static type can spell.
+        turn=(Literal[tuple(range(1, turns + 1))], ...),  # type: ignore[arg-type]
         instruction=(Instruction, ...),
     )
     return create_model(
@@ -392,6 +396,7 @@ def _row(
 
 def _curated_rows(plan: Plan, metric: Metric, base_id: str) -> Outcome:
     """A curated base scenario's rows as written, and an error per profile it has no row for."""
+    assert plan.curated is not None, "a curated base scenario comes from the curated file"
     rows = [r for r in plan.curated.rows if r.base_id == base_id]
     have = {tuple(sorted(r.demographic.items())) for r in rows}
     errors = [

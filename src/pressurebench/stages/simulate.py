@@ -71,6 +71,7 @@ from ..interop import (
     import_provenance,
     imported_conversations,
     is_imported,
+    skip_reason,
 )
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import (
@@ -403,16 +404,25 @@ def _run_imported(
     params_path: str | Path, params: Params, inputs: ArmInputs, benchmark: str, target: str
 ) -> Manifest:
     """An imported target's conversations are the ones imported (`interop`), not simulated:
-    the normalized copy becomes conversations.json, with no call made."""
+    the normalized copy becomes conversations.json, with no call made. A benchmark it was not
+    imported for skips it: its file holds no row and says why."""
     if not inputs.is_main:
         raise ConfigError(
             params_path, f"'{target}' is an imported target: a validation arm has no simulated "
             "conversations of it to vary; leave it out of `validation.targets`",
             "validation.targets",
         )
-    inputs.require_target(params_path, params, target)
     stage = StageRun(STAGE, params_path, benchmark, models_used=[], target=target,
                      params=params)
+    if params.imported_elsewhere(target, benchmark):
+        reason = skip_reason(params, benchmark, target)
+        stage.replacing_outputs()
+        write_artifact(stage.layout.conversations_file(target), ConversationsFile(
+            benchmark=benchmark, target=target, rows=[], skipped=reason))
+        return stage.finish(None, counts={"conversations": 0}, prompts=[],
+                            declared=declared_params(STAGE, inputs, target),
+                            provenance={"skipped": reason})
+    inputs.require_target(params_path, params, target)
     bench_path = inputs.metrics_file
     rows = imported_conversations(
         params, params_path, benchmark, target, read_yaml_model(bench_path, Benchmark)

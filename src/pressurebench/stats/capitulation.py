@@ -354,6 +354,9 @@ def curve_differences(
             if reason is not None:
                 lo, hi, method = None, None, methods.NONE
             elif not np.isfinite(half[u]) or half[u] <= 0:
+                assert pa.ci_low is not None and pa.ci_high is not None \
+                    and pb.ci_low is not None and pb.ci_high is not None, \
+                    "a curve without a reason has a band at every turn it holds a share"
                 lo, hi = newcombe_interval(pa.holding, pa.ci_low, pa.ci_high,
                                            pb.holding, pb.ci_low, pb.ci_high)
                 method = methods.NEWCOMBE_CLUSTERS

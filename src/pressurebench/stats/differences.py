@@ -97,6 +97,7 @@ def mover_interval(
     """MOVER interval of p_a − p_b from each rate's Wilson-t interval (`stats.cluster_t`) and
     their correlation; a side whose variance is 0 (every row passing, say) takes the Wilson
     interval with each of its `k` base scenarios counted once, as its rate does."""
+    assert design.sides is not None, "the designs of differences carry their sides"
     var_a, var_b, covariance = design.sides
     sides = []
     for p, var, k in ((p_a, var_a, k_a), (p_b, var_b, k_b)):
@@ -194,6 +195,7 @@ def estimate_differences(
     x_a, n_a, k_a = successes_a.sum(axis=0), trials_a.sum(axis=0), (trials_a > 0).sum(axis=0)
     x_b, n_b, k_b = successes_b.sum(axis=0), trials_b.sum(axis=0), (trials_b > 0).sum(axis=0)
     half = t_quantile(design.df, confidence_level) * np.sqrt(design.variance)
+    mover_low = mover_high = np.full(len(labels), np.nan)
     if method in MOVER_METHODS:
         with np.errstate(divide="ignore", invalid="ignore"):
             p_a_all, p_b_all = x_a / n_a, x_b / n_b
@@ -246,7 +248,8 @@ def estimate_differences(
         else:
             low_a, high_a = wilson_interval(p_a * k_a[g], k_a[g], confidence_level)
             low_b, high_b = wilson_interval(p_b * k_b[g], k_b[g], confidence_level)
-            lo, hi = newcombe_interval(p_a, low_a, high_a, p_b, low_b, high_b)
+            lo, hi = newcombe_interval(p_a, float(low_a), float(high_a),
+                                       p_b, float(low_b), float(high_b))
             how = methods.NEWCOMBE_CLUSTERS
         out.append(
             Difference(

@@ -147,7 +147,8 @@ def fidelity_frames(rows: Iterable[ConversationFidelity]) -> dict[str, pd.DataFr
             records["aware_turn"].append({**base, "turn": str(c.turn), "status": status, "passed": passed})
     columns = list(_base_columns())
     return {
-        name: pd.DataFrame.from_records(recs, columns=columns + (["turn"] if "turn" in name else []) + ["status", "passed"])
+        name: pd.DataFrame.from_records(
+            recs, columns=columns + (["turn"] if "turn" in name else []) + ["status", "passed"])
         for name, recs in records.items()
     }
 
@@ -247,6 +248,7 @@ def sensitivity(
         whole_a, whole_b = column.get((WITHOUT_BREAKS, rest[0])), column.get((ALL, rest[0]))
         on_a, on_b, pooled = [a], [b], {}
         if len(rest) > 1 and whole_a is not None:
+            assert whole_b is not None, "every part without breaks is a part of all conversations"
             on_a, on_b = [a, whole_a], [b, whole_b]
             pooled = {"pool": np.array([1, -1]), "strata": strata}
         sa, ta = tables.successes[:, on_a], tables.trials[:, on_a]

@@ -15,6 +15,7 @@ confidence level.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,7 +47,7 @@ class DemographicGap(Difference):
     )
 
 
-def gap_p_values(differences: np.ndarray, design: DesignVariance) -> np.ndarray:
+def gap_p_values(differences: Sequence[float] | np.ndarray, design: DesignVariance) -> np.ndarray:
     """Two-sided p-values of d / se on the design's t distribution; NaN without an interval."""
     d = np.asarray(differences, dtype=float)
     usable = np.array([r is None for r in design.reason]) & (design.variance > 0) & np.isfinite(d)

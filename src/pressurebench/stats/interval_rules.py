@@ -103,7 +103,8 @@ class IntervalRule:
 # one metric's rate. One metric's rate and paired difference borrow the design effects (and
 # the correlation) of all its target's metrics (`cluster_t.pooled_design_effects`), which is
 # what lets a difference be reported from 3 base scenarios per metric; one metric's rate stays
-# at 5, the goal the grid was asked to meet (at 3 it falls to 0.92 in a few cells). A benchmark of one metric has nothing to pool with and
+# at 5, the goal the grid was asked to meet (at 3 it falls to 0.92 in a few cells). A benchmark
+# of one metric has nothing to pool with and
 # takes its metric's own design at the same thresholds (the grid simulates 4 and 20 metrics).
 RATE = IntervalRule("rate", pooled=3, single=5, method="cluster-t-wilson",
                     single_method="cluster-t-wilson-pooled-design-effect")

@@ -12,7 +12,7 @@ replicate. Missing data is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,7 +36,7 @@ from .ranking import TargetComparison, compare_targets
 from .rates import TargetRates, no_data, target_rates
 from .received import ReceivedResults
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION: Final = 1
 RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
     "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "
@@ -144,6 +144,11 @@ class Results(BaseModel):
         default_factory=dict,
         description="targets whose conversations were imported: their sources, clustering and "
         "the checks skipped",
+    )
+    skipped_targets: dict[str, str] = Field(
+        default_factory=dict,
+        description="targets this benchmark does not run, with why (an imported target imported "
+        "for other benchmarks only)",
     )
     intervals: list[IntervalCoverage] = Field(
         default_factory=list,

@@ -91,7 +91,7 @@ def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
             evaluator_arm(main_frame, frame, arm_name=planned.name, evaluator=planned.model,
                           scenario_ids=plan.scenario_ids or [], targets=plan.targets,
                           statistics=stats)
-            for planned, frame in arms
+            for planned, frame in arms if main_frame is not None  # (always, with arms)
         ],
     )
 

@@ -20,6 +20,7 @@ restricted to the validation targets, it reports:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -86,7 +87,7 @@ def compare_generator_arm(
     note = None if metrics else "no metric has the same id, type and definition in both arms"
     changes = pairwise_changes(arm_c, main_c, paired=False, confidence_level=level)
 
-    rate_settings = dict(confidence_level=level, **settings)
+    rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
     return GeneratorArmResult(
         arm=arm_name,
         generator=generator,

@@ -187,7 +187,8 @@ def flip_frame(masked_main: pd.DataFrame, masked_probe: pd.DataFrame) -> pd.Data
     moved = (merged["main"] != merged["arm"]).to_numpy()
     return masked_main.assign(
         status=np.where(paired, "ok", "error").astype(object),
-        passed=np.where(paired, moved, None).astype(object),
+        # numpy's stubs leave None out of the array-likes; numpy takes it as an object.
+        passed=np.where(paired, moved, None).astype(object),  # type: ignore[call-overload]
     )
 
 
@@ -415,18 +416,22 @@ def judge_probes_study(params: Params, benchmark: str) -> JudgeProbesStudy:
     wanted = set(scenario_ids)
     main_rows = [s for s in arm_scores(main_layout, targets) if s.scenario_id in wanted]
     main = frame_of(main_rows)
-    results, gaps, not_run, flips = [], [], {}, {}
+    results: list[ProbeResult] = []
+    gaps: list[IdentityGap] = []
+    not_run: dict[str, str] = {}
+    flips: dict[str, pd.DataFrame] = {}
     for probe in v.judge_probes:
         per_target = {t: scored[t].probes.get(probe) for t in targets}
         missing = [t for t, p in per_target.items() if p is None]
         if missing:
             raise ConfigError(layout.probe_scores_file(missing[0]), f"has no '{probe}' probe; "
                               "re-run the probes' stages", "probes")
-        rows = [r for p in per_target.values() for r in p.rows]
+        found = {t: p for t, p in per_target.items() if p is not None}  # every target's
+        rows = [r for p in found.values() for r in p.rows]
         if not rows:
-            not_run[probe] = "; ".join(f"{t}: {p.reason}" for t, p in per_target.items())
+            not_run[probe] = "; ".join(f"{t}: {p.reason}" for t, p in found.items())
             continue
-        judges = sorted({j for p in per_target.values() for j in p.judges})
+        judges = sorted({j for p in found.values() for j in p.judges})
         summaries = [edit_summary(edits[t], probe) for t in targets] if probe != "family" else []
         result, flips[probe] = probe_result(probe, main, rows, judges=judges,
                                             scenario_ids=scenario_ids, targets=targets,
@@ -435,7 +440,7 @@ def judge_probes_study(params: Params, benchmark: str) -> JudgeProbesStudy:
         if probe == "identity":
             for t in targets:
                 gaps += identity_gaps([s for s in main_rows if s.target == t],
-                                      per_target[t].rows, edits[t], params)
+                                      found[t].rows, edits[t], params)
     excesses, excess_family = flip_excesses(flips, targets,
                                             confidence_level=stats.confidence_level)
     gaps, judge_part_family = judge_parts_tested(gaps, stats.confidence_level)

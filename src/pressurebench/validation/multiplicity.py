@@ -13,6 +13,7 @@ without an interval has none and is not in it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -92,7 +93,7 @@ def holm_differences(
     """Arm − main per target and per target × metric (over `metrics` only, every metric when
     None, none when empty), each with its Holm-corrected test; built as `contrast.arm_replicates` builds them,
     so a target's difference is the one `stats.compare_arms` reports on the same frames."""
-    settings = {"paired": paired, "resamples": resamples, "seed": seed}
+    settings: dict[str, Any] = {"paired": paired, "resamples": resamples, "seed": seed}
     by_target = arm_replicates(arm, main, ["target"], **settings)
     target_diffs, target_p = _tested(by_target, names, confidence_level)
     metric_keys: list[tuple] = []

@@ -14,6 +14,8 @@ rank correlation of the targets, and how often each pair swaps order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -62,7 +64,8 @@ def paired_rows(
     def masked(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
         return frame.assign(
             status=np.where(keep, frame["status"], "error").astype(object),
-            passed=np.where(keep, frame["passed"], None).astype(object),
+            # numpy's stubs leave None out of the array-likes; numpy takes it as an object.
+            passed=np.where(keep, frame["passed"], None).astype(object),  # type: ignore[call-overload]
         )
 
     return masked(main, in_main), masked(arm, in_arm), in_main, in_arm
@@ -122,7 +125,7 @@ def compare_paired_arm(
         confidence_level=level, **settings,
     )
     bootstrap, _, _ = arm_bootstraps(masked_arm, masked_main, paired=True, **settings)
-    rate_settings = dict(confidence_level=level, **settings)
+    rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
     changes = pairwise_changes(masked_arm, masked_main, paired=True, confidence_level=level)
     ceiling = rank_noise_ceiling(masked_main, paired=True, seed=statistics.seed)
     return {
