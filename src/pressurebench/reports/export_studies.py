@@ -303,7 +303,7 @@ def arm_tables(study: str, result: GeneratorArmResult | PairedArmResult, benchma
     pairing = ("paired on the same scenarios" if result.comparison.paired
                else "the arms on unrelated scenarios")
     names = {t: written.get(t, latex.latex_escape(t)) for t in result.targets}
-    body = [[f"{names[r.target_1]} $-$ {names[r.target_2]}",
+    body = [[f"{names[str(r.target_1)]} $-$ {names[str(r.target_2)]}",
              _points(r.difference_main), _points(r.difference_arm),
              _change_cell(r.change, r.ci_low, r.ci_high), _p_cell(r.p_value), _p_cell(r.p_holm)]
             for r in pairs.itertuples(index=False)]
@@ -325,7 +325,7 @@ def arm_tables(study: str, result: GeneratorArmResult | PairedArmResult, benchma
             "agreeing, Cohen's $\\kappa$ and Scott's $\\pi$, with " + pct + " cluster-bootstrap "
             f"intervals over base scenarios ({latex.DASH}: undefined or withheld, reason in the "
             "CSV).", f"{stem}-agreement", list(result.targets)))
-        if study == "evaluator_bias":
+        if isinstance(result, EvaluatorArmResult):
             confusion = confusion_frame(result)
             out["confusion"] = (confusion, latex.table_float(
                 latex.booktabs(confusion),
@@ -358,7 +358,7 @@ def _gaps_table(result: EvaluatorArmResult, b: str, arm: str, pct: str, stem: st
     gaps = gap_changes_frame(result)
     written, key = latex.target_names(list(result.targets))
     gm = result.gap_multiplicity
-    body = [[written.get(r.target, latex.latex_escape(r.target)),
+    body = [[written.get(str(r.target), latex.latex_escape(str(r.target))),
              latex.latex_escape(f"{r.a} - {r.b}"),
              _change_cell(r.gap_main, r.gap_main_ci_low, r.gap_main_ci_high),
              _change_cell(r.gap_arm, r.gap_arm_ci_low, r.gap_arm_ci_high),

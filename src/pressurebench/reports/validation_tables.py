@@ -42,7 +42,7 @@ def _p(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}"
 
 
-def _holm_columns(t: HolmTest | None) -> dict:
+def _holm_columns(t: HolmTest | TestedContrast | None) -> dict:
     if t is None:
         return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
     significant = t.holm_significant

@@ -78,8 +78,9 @@ def _both_valid(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame
     keep = valid_mask(first) & valid_mask(second)
 
     def masked(frame: pd.DataFrame) -> pd.DataFrame:
+        passed = frame["passed"].astype(object).where(keep, None)
         return frame.assign(status=np.where(keep, frame["status"], "error").astype(object),
-                            passed=np.where(keep, frame["passed"], None).astype(object))
+                            passed=passed)
 
     return masked(first), masked(second)
 
@@ -152,9 +153,9 @@ def gap_readings(
         changes = linear_contrasts([side], rule=rule, confidence_level=confidence_level)
         shares: list[ShareEstimate | None] = [None] * len(owners)
         if share_rule is not None:
-            shares = explained_shares(tables, shared, strata, changes,
+            shares = list(explained_shares(tables, shared, strata, changes,
                              [_gap_of(found_first, o, axis) for o in owners],
-                             rule=share_rule, confidence_level=confidence_level)
+                             rule=share_rule, confidence_level=confidence_level))
         for (target, a, b), change, share in zip(owners, changes, shares):
             out.append(GapReadings(
                 target=target, axis=axis, a=a, b=b,
@@ -203,9 +204,10 @@ def explained_shares(tables, shared: np.ndarray, strata: np.ndarray,
             continue
         value = round(change.value / gap.difference, 12)
         reason = withheld[g]
-        if reason is None and gap.ci_low is None:
+        low, high = gap.ci_low, gap.ci_high
+        if reason is None and (low is None or high is None):
             reason = f"the gap has no interval: {gap.reason}"
-        elif reason is None and gap.ci_low <= 0 <= gap.ci_high:
+        elif reason is None and low is not None and high is not None and low <= 0 <= high:
             reason = ("the gap's interval includes 0: the share of a gap that may be nothing has "
                       "no bounded interval (Fieller)")
         bounds = reason or fieller_share(change.value, gap.difference, var_change[g],

@@ -44,7 +44,7 @@ def pair_tables(frame: pd.DataFrame, bootstrap: ClusterBootstrap, targets: list[
     """(clusters, pairs) passes and valid rows of each pair's first and second target, over
     the scenario rows both have valid rows for."""
     valid = valid_mask(frame)
-    t_code = pd.Index(targets).get_indexer(frame["target"].astype(str))
+    t_code = pd.Index(targets).get_indexer(pd.Index(frame["target"].astype(str)))
     s_code, scenarios = pd.factorize(frame["scenario_id"].astype(str))
     n_t, n_s = len(targets), len(scenarios)
     keep = t_code >= 0

@@ -81,7 +81,8 @@ def on_main_rows(main: pd.DataFrame, arm: pd.DataFrame) -> pd.DataFrame:
     rows = arm.iloc[np.where(matched, at, 0).astype(np.int64)]
     return main.assign(
         status=np.where(matched, rows["status"].to_numpy(), "error").astype(object),
-        passed=np.where(matched, rows["passed"].to_numpy(), None).astype(object),
+        passed=pd.Series(rows["passed"].to_numpy(dtype=object), index=main.index).where(
+            matched, None),
     )
 
 

@@ -18,6 +18,8 @@ The floors each probe is read against: `identity` and `verbosity` against `repea
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 from pydantic import Field
@@ -27,7 +29,13 @@ from ..stats.bootstrap import ClusterBootstrap
 from ..stats.frame import cluster_ids, valid_mask
 from ..stats.grouping import pass_tables
 from ..stats.interval_rules import FLIP_EXCESS
-from ..stats.rate_contrasts import ContrastSide, TestedContrast, holm_tested, linear_contrasts
+from ..stats.rate_contrasts import (
+    ContrastEstimate,
+    ContrastSide,
+    TestedContrast,
+    holm_tested,
+    linear_contrasts,
+)
 from .multiplicity import Multiplicity, family_of
 
 FLOORS_OF: dict[str, tuple[str, ...]] = {
@@ -54,14 +62,14 @@ class FlipExcess(Row):
                                    "and its Holm-corrected test over the study's family")
 
 
-def floors_of(probe: str, run: set[str]) -> list[str]:
+def floors_of(probe: str, run: Collection[str]) -> list[str]:
     """The floors `probe` is read against among the probes that judged rows (`run`)."""
     return [f for f in FLOORS_OF.get(probe, ()) if f in run]
 
 
 def _masked(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     return frame.assign(status=np.where(keep, frame["status"], "error").astype(object),
-                        passed=np.where(keep, frame["passed"], None).astype(object))
+                        passed=frame["passed"].astype(object).where(keep, None))
 
 
 def flip_excesses(flips: dict[str, pd.DataFrame], targets: list[str], *, confidence_level: float
@@ -71,7 +79,7 @@ def flip_excesses(flips: dict[str, pd.DataFrame], targets: list[str], *, confide
     (`judge_probes.flip_frame`: `passed` = the verdict moved), all on the main arm's rows in
     one order."""
     run = set(flips)
-    pending: list[tuple[dict, object]] = []
+    pending: list[tuple[dict, ContrastEstimate]] = []
     for probe, frame in flips.items():
         for floor in floors_of(probe, run):
             other = flips[floor]
@@ -85,7 +93,7 @@ def flip_excesses(flips: dict[str, pd.DataFrame], targets: list[str], *, confide
 
 
 def _excesses(probe: str, floor: str, one: pd.DataFrame, two: pd.DataFrame, targets: list[str],
-              confidence_level: float) -> list[tuple[dict, object]]:
+              confidence_level: float) -> list[tuple[dict, ContrastEstimate]]:
     """(fields, contrast) per target and per target × metric of one probe over one floor."""
     metrics = sorted(set(one["metric_id"].astype(str)))
     groups = [(t, None) for t in targets] + [(t, m) for t in targets for m in metrics]
