@@ -21,7 +21,7 @@ from fakes import Script
 from pressurebench.llm import ModelClient
 from pressurebench.params import Params
 from pressurebench.workspace import dotenv_files, in_workspace, shared_cache_dir
-from support import tiny_params
+from support import WAIT_S, tiny_params
 
 
 def dvc_project(root: Path) -> Path:
@@ -107,7 +107,7 @@ READ_KEY = ("from pressurebench.params import load_dotenv_once; import os; load_
 def key_seen(cwd: Path, **env: str) -> str:
     base = {k: v for k, v in os.environ.items() if k != KEY}
     done = subprocess.run([sys.executable, "-c", READ_KEY], cwd=cwd, env={**base, **env},
-                          capture_output=True, text=True, timeout=120, check=True)
+                          capture_output=True, text=True, timeout=WAIT_S, check=True)
     return done.stdout.strip()
 
 

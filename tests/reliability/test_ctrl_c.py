@@ -28,7 +28,7 @@ from reliability_support import BENCHMARK, KEY_ENV, MOCK_KEY, PARAMS, mock_param
 
 from mock_providers import MockLLMServer, default_responder
 from pressurebench.stages import evaluate, gen_metrics, gen_scenarios, simulate
-from support import REPO
+from support import REPO, WAIT_S
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,6 @@ TARGET = "target-a"
 AT_ONCE = 3  # calls in flight per model
 NOTEBOOKS = {"simulate": "03_simulate", "evaluate": "04_evaluate"}
 STOPPING = "pressurebench: stopping on Ctrl-C: no further model call is sent"
-WAIT_S = 180  # generous: the suite runs on busy machines
 
 
 class Gate:
@@ -117,7 +116,8 @@ class Stage:
         deadline = time.monotonic() + WAIT_S
         while not predicate():
             assert self.proc.poll() is None, (what, self.proc.returncode, self.lines[-20:])
-            assert time.monotonic() < deadline, (f"timed out waiting for {what}", self.lines[-20:])
+            if time.monotonic() > deadline:
+                pytest.fail(f"hung waiting for {what}: {self.lines[-20:]}")
             time.sleep(0.02)
 
     def said(self, text: str) -> bool:
