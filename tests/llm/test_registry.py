@@ -27,7 +27,7 @@ from pressurebench.llm.providers.registry import (
 )
 from pressurebench.llm.types import ProviderRequest, ProviderResponse
 from pressurebench.params import ModelSpec, load_params
-from pressurebench.running.native_crash import embedded_models
+from pressurebench.pipeline.native_crash import embedded_models
 from pressurebench.runtime import package_versions
 from pressurebench.schemas import JudgeOutput
 from support import REPO, tiny_params

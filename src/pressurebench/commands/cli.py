@@ -588,10 +588,10 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     """The same command in a child process (with Python's fault handler, which prints the
     native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died.
 
-    The child runs as a stage's process does (`running.notebook_run.run_stage_process`): a
+    The child runs as a stage's process does (`pipeline.notebook_run.run_stage_process`): a
     Ctrl-C reaches it once, relayed from here, and it stops the way every stage does."""
 
-    from ..running import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
+    from ..pipeline import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
 
     code, relayed = run_stage_process(
         [sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv],
@@ -610,12 +610,12 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
-        from ..running import embedded_models
+        from ..pipeline import embedded_models
 
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     if os.environ.get(CHILD_ENV):
-        from ..running import stop_with_command
+        from ..pipeline import stop_with_command
 
         stop_with_command()
     try:
