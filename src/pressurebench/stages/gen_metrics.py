@@ -41,8 +41,8 @@ from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..params import load_params
 from ..paths import benchmark_source
 from ..prompts import render
-from ..runtime import Progress, StageRun
 from ..schemas import Benchmark, GenerationError, Manifest, Metric, Row
+from ..stage_run import Progress, StageRun
 from .generation import generate
 from .similarity import near_duplicate_of
 

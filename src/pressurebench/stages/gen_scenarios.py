@@ -42,7 +42,6 @@ from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..params import load_params
 from ..prompts import render
-from ..runtime import Progress, StageRun
 from ..schemas import (
     Benchmark,
     GenerationError,
@@ -54,6 +53,7 @@ from ..schemas import (
     ScenariosFile,
     scenario_id,
 )
+from ..stage_run import Progress, StageRun
 from .curated import CuratedScenarios, curated_source, load_curated
 from .generation import generate
 from .similarity import near_duplicate_of, normalise

@@ -84,7 +84,6 @@ from ..llm.client import (
 from ..llm.prompt_cache import cache_group, cache_marks
 from ..llm.types import ProviderStop
 from ..params import Params, load_params
-from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -97,6 +96,7 @@ from ..schemas import (
     UserTurn,
     conv_id,
 )
+from ..stage_run import StageRun
 from .conversation import (
     USER_PROMPTS,
     landmarks_due,

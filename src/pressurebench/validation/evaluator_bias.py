@@ -16,8 +16,8 @@ from ..arms.naming import EVALUATOR, STUDY_STAGES
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import Manifest
+from ..stage_run import StageRun
 from ..stats.results import StatisticsSettings
 from .paired import compare_paired_arm, planned_arm_frames
 from .record import last_study, record_study

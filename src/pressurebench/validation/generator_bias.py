@@ -29,8 +29,8 @@ from ..arms.plan import load_plan
 from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import Benchmark, GenerationError, ScenariosFile
+from ..stage_run import StageRun
 from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
