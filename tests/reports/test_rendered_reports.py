@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from mock_providers import MockLLMServer, default_responder
-from pressurebench.arms.commands import main as arm_command
+from pressurebench.commands.arm import main as arm_command
 from pressurebench.reports.index import write_index
 from pressurebench.stages import gen_metrics, gen_scenarios, judge_probes, simulate
 from support import REPO, TINY_BENCHMARK, tiny_params

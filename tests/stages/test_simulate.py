@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderAuthError, ProviderResponse, RetryableError

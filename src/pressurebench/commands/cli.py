@@ -14,12 +14,12 @@ import os
 import sys
 from pathlib import Path
 
-from ..arms import add_arm_parser
 from ..errors import ConfigError, PressurebenchError, reported
 from ..io import read_yaml_model
 from ..params import Params, load_params
 from ..paths import benchmark_source
 from ..schemas import Benchmark
+from .arm import add_arm_parser
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 PARAMS_HELP = "the params file: models, roles, targets, benchmarks and every setting"

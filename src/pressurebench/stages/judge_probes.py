@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from ..arms.inputs import declared_params, resolve
-from ..arms.plan import rows_of, select_base_scenarios
+from ..arms.study_plan import rows_of, select_base_scenarios
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..arms.naming import GENERATOR, STUDY_STAGES, arm_layout
-from ..arms.plan import load_plan
+from ..arms.study_plan import load_plan
 from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
