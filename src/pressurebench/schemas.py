@@ -21,6 +21,9 @@ _SCENARIO_ID = re.compile(r"^(m\d{2,})_s(\d{3,})_v(\d{2,})$")
 
 
 class Row(BaseModel):
+    """The base of every record a file holds, here and in every other module: a field the
+    model does not declare is refused, so a misspelt or stale key is an error, never dropped."""
+
     model_config = ConfigDict(extra="forbid")
 
 
