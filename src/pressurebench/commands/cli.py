@@ -181,7 +181,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_import_impactbench(args: argparse.Namespace) -> int:
-    from .impactbench import import_impactbench
+    from ..interop import import_impactbench
 
     report = import_impactbench(args.dir, name=args.name, data_dir=args.data_dir)
     print("\n".join(report.lines()))

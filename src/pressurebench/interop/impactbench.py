@@ -78,7 +78,7 @@ class RunReport:
 
 
 @dataclass
-class ImportReport:
+class ImpactbenchReport:
     """What was imported, how much of it became error rows, and what could not be imported."""
 
     name: str
@@ -113,7 +113,7 @@ class ImportReport:
 
 def import_impactbench(
     src: str | Path, name: str | None = None, data_dir: str | Path = "data"
-) -> ImportReport:
+) -> ImpactbenchReport:
     """Read the impactbench folder `src` and write `data_dir/<name>/...`; refuse to overwrite."""
     src = Path(src)
     if not src.is_dir():
@@ -127,7 +127,7 @@ def import_impactbench(
     if layout.root.exists():
         raise ConfigError(layout.root, "already exists; remove it or import under another --name")
 
-    report = ImportReport(name=name, root=layout.root)
+    report = ImpactbenchReport(name=name, root=layout.root)
     bench = _benchmark(src / "benchmark.yaml", name)
     report.metrics = len(bench.metrics)
     scenarios = (
@@ -231,7 +231,7 @@ class Dropped(Exception):
 
 
 def _rows(
-    path: Path, label: str, report: ImportReport, convert: Callable[[dict, str], R]
+    path: Path, label: str, report: ImpactbenchReport, convert: Callable[[dict, str], R]
 ) -> list[R]:
     """Convert every row; drop (and report) unusable ones and repeated keys."""
     out: list[R] = []
@@ -261,7 +261,7 @@ def _key(row: Conversation | Score) -> str:
 # --- scenarios ------------------------------------------------------------------
 
 
-def _scenarios(path: Path, bench: Benchmark, report: ImportReport) -> ScenariosFile:
+def _scenarios(path: Path, bench: Benchmark, report: ImpactbenchReport) -> ScenariosFile:
     metric_ids = {m.id for m in bench.metrics}
     rows: list[Scenario] = []
     errors: list[GenerationError] = []
