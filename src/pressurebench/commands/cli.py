@@ -483,8 +483,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "other); check the terms of the models whose replies it holds")
     p.set_defaults(func=cmd_release)
 
+    # `plan` is the command's former name, kept for one release so scripts that call it run.
     p = sub.add_parser(
-        "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",
+        "size", aliases=["plan"],
+        help="size a study: the base scenarios per metric, or the human labels, its goal needs "
+        "(`plan`, the former name, still runs it in this release)",
     )
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
