@@ -36,11 +36,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from ..arms.inputs import declared_params, resolve
+from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
-from ..params import load_params
 from ..prompts import render
 from ..schemas import (
     Benchmark,
@@ -55,7 +54,7 @@ from ..schemas import (
 )
 from ..stage_run import Progress, StageRun
 from .curated import CuratedScenarios, curated_source, load_curated
-from .generation import generate
+from .generation import generate, generating_arm
 from .similarity import near_duplicate_of, normalise
 
 STAGE = "gen_scenarios"
@@ -270,14 +269,7 @@ async def _metric(client: ModelClient, job: ScenarioJob, metric: Metric, report:
         )
         out.near_duplicates += sum(r.startswith("near-duplicate") for r in result.rejections)
         if result.value is None:
-            out.errors.append(
-                GenerationError(
-                    stage=STAGE,
-                    metric_id=metric.id,
-                    base_id=base_id,
-                    reason=result.reason("base scenario"),
-                )
-            )
+            out.errors.append(_error(metric, base_id, result.reason("base scenario")))
             report.rows(False, len(job.profiles))
             continue
         accepted[base_id] = result.value
@@ -326,15 +318,8 @@ async def _variants(
     for variant, (profile, result) in enumerate(zip(job.profiles, results), start=1):
         report.rows(result.value is not None)
         if result.value is None:
-            out.errors.append(
-                GenerationError(
-                    stage=STAGE,
-                    metric_id=metric.id,
-                    base_id=base_id,
-                    demographic=profile,
-                    reason=f"rewrite for {describe(profile)}: {result.reason('rewrite')}",
-                )
-            )
+            reason = f"rewrite for {describe(profile)}: {result.reason('rewrite')}"
+            out.errors.append(_error(metric, base_id, reason, profile))
         else:
             out.rows.append(
                 _row(
@@ -400,13 +385,18 @@ def _curated_rows(job: ScenarioJob, metric: Metric, base_id: str) -> Outcome:
     rows = [r for r in job.curated.rows if r.base_id == base_id]
     have = {tuple(sorted(r.demographic.items())) for r in rows}
     errors = [
-        GenerationError(stage=STAGE, metric_id=metric.id, base_id=base_id, demographic=profile,
-                        reason="curated base scenario has no row for this profile: add one to "
-                               "the curated file, or drop the base scenario")
+        _error(metric, base_id, "curated base scenario has no row for this profile: add one to "
+               "the curated file, or drop the base scenario", profile)
         for profile in job.profiles
         if job.rewrites and tuple(sorted(profile.items())) not in have
     ]
     return Outcome(rows, errors)
+
+
+def _error(metric: Metric, base_id: str, reason: str, profile: Profile | None = None) -> GenerationError:
+    """A base scenario that failed (no profile: none of its rows exists), or one of its rows."""
+    return GenerationError(stage=STAGE, metric_id=metric.id, base_id=base_id, demographic=profile,
+                           reason=reason)
 
 
 def read_metrics(path: Path) -> Benchmark:
@@ -429,10 +419,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
     """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arms.inputs`)."""
-    params = load_params(params_path)
-    inputs = resolve(params_path, params, benchmark, arm)
-    if not inputs.generates:
-        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's scenarios; it writes none")
+    params, inputs = generating_arm(params_path, benchmark, arm, "scenarios")
     gen_id = inputs.generator
     stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=inputs.name, params=params)
     metrics_path = inputs.metrics_file
