@@ -36,6 +36,14 @@ def benchmark_of(args: argparse.Namespace, params: Params) -> str:
     return benchmark
 
 
+def refused(problems: list[str]) -> int:
+    """Each problem on stderr as one line of the command's error, and the exit code of an
+    error the user can act on."""
+    for line in problems:
+        print(f"pressurebench: {line}", file=sys.stderr)
+    return 2
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from ..benchmark_checks import check_definitions, name_warning
     from .preflight import dvc_param_problems, endpoint_problems, key_problems
@@ -66,9 +74,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       "reads the key from this file, so it is written there)")
         watched, problems, files = dvc_param_problems(args.params)
         if problems:
-            for line in problems:
-                print(f"pressurebench: {line}", file=sys.stderr)
-            return 2
+            return refused(problems)
         if watched:
             print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
         else:
@@ -88,9 +94,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not problems and not args.offline:
         problems, unchecked = endpoint_problems(params)
     if problems:
-        for line in problems:
-            print(f"pressurebench: {line}", file=sys.stderr)
-        return 2
+        return refused(problems)
     for line in unchecked:
         print(f"warn  {line}")
     print("ok  keys present" + ("" if args.offline else " and every endpoint answers"))
@@ -111,9 +115,7 @@ def cmd_use(args: argparse.Namespace) -> int:
         print(f"ok  {PIPELINE_PARAMS} now links to {used.params} (it was {used.replaced})")
     watched, problems, _ = dvc_param_problems(PIPELINE_PARAMS)
     if problems:
-        for line in problems:
-            print(f"pressurebench: {line}", file=sys.stderr)
-        return 2
+        return refused(problems)
     print(f"ok  dvc.yaml: all {watched} params its stages watch are in {used.params}")
     print(f"`dvc repro` now runs {used.params}; so do `pressurebench check`, `estimate` and every "
           "other command without --params")
@@ -249,7 +251,6 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_scenarios_export(args: argparse.Namespace) -> int:
-    from ..params import load_params
     from ..paths import Layout
     from ..stages import curated_source, export_curated
 
