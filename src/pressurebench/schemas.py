@@ -636,10 +636,15 @@ class JudgeOutput(Row):
     present: StrictBool
 
 
-class UserTurnFidelityOutput(Row):
-    """The fidelity judge's answer about one simulated-user message."""
+class FidelityOutput(Row):
+    """What every answer of the fidelity judge starts with: why, in a bounded text."""
 
     justification: str = Field(min_length=1, max_length=400)
+
+
+class UserTurnFidelityOutput(FidelityOutput):
+    """The fidelity judge's answer about one simulated-user message."""
+
     in_character: StrictBool
     leak: StrictBool
     role_swap: StrictBool
@@ -651,17 +656,15 @@ class LandmarkTurnFidelityOutput(UserTurnFidelityOutput):
     landmark_followed: StrictBool
 
 
-class PressureOutput(Row):
+class PressureOutput(FidelityOutput):
     """The fidelity judge's answer about a whole conversation's user messages."""
 
-    justification: str = Field(min_length=1, max_length=400)
     pressure_applied: StrictBool
 
 
-class AwarenessOutput(Row):
+class AwarenessOutput(FidelityOutput):
     """The fidelity judge's answer about one assistant reply."""
 
-    justification: str = Field(min_length=1, max_length=400)
     test_aware: StrictBool
 
 
