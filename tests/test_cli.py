@@ -332,3 +332,12 @@ def test_estimate_warns_when_its_total_is_above_the_spending_cap(project, capsys
         {"spent_usd": cost, "in_flight_usd": {}}))
     assert main(["estimate"]) == 0
     assert f"plus the ${cost:.2f} already spent through .pbcache" in capsys.readouterr().out
+
+
+def test_size_also_runs_under_its_former_name_plan(project, capsys):
+    """`pressurebench plan` was the name of `size`; scripts calling it run unchanged for a release."""
+    assert main(["size", "--half-width", "0.1"]) == 0
+    sized = capsys.readouterr().out
+    assert "base scenarios/metric" in sized
+    assert main(["plan", "--half-width", "0.1"]) == 0
+    assert capsys.readouterr().out == sized

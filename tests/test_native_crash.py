@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from pressurebench.errors import PressurebenchError
-from pressurebench.running.native_crash import EXIT_NATIVE_CRASH
-from pressurebench.running.notebook_run import run_notebook
+from pressurebench.pipeline.native_crash import EXIT_NATIVE_CRASH
+from pressurebench.pipeline.notebook_run import run_notebook
 from support import WAIT_S
 
 

@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from pressurebench.running.notebook_engine import ENGINE_NAME
+from pressurebench.pipeline.notebook_engine import ENGINE_NAME
 
 CELLS = [
     "x = 1",
@@ -45,7 +45,7 @@ def execute(tmp_path, nb, engine: str | None) -> tuple[subprocess.CompletedProce
     script = (
         "import papermill\n"
         "from papermill.engines import papermill_engines\n"
-        "from pressurebench.running.notebook_engine import ENGINE_NAME, InProcessEngine\n"
+        "from pressurebench.pipeline.notebook_engine import ENGINE_NAME, InProcessEngine\n"
         "papermill_engines.register(ENGINE_NAME, InProcessEngine)\n"
         f"papermill.execute_notebook({str(path)!r}, {str(out)!r}, parameters={{'value': 2}}, "
         f"engine_name={engine!r}, kernel_name='python3', progress_bar=False, cwd={str(tmp_path)!r})\n"

@@ -15,8 +15,8 @@ from pressurebench.errors import (
     EXIT_TOO_MANY_ERRORS,
     EXIT_UNEXPECTED,
 )
-from pressurebench.running.notebook_run import NotebookFailed, main, run_notebook
-from pressurebench.running.stage_failure import exit_code, fix_for, reason_pattern
+from pressurebench.pipeline.notebook_run import NotebookFailed, main, run_notebook
+from pressurebench.pipeline.stage_failure import exit_code, fix_for, reason_pattern
 from stages.test_simulate import scenario, seed_inputs
 from support import REPO
 

@@ -2,7 +2,7 @@
 command reaches the stage's process once and is not mistaken for a native crash, and a command
 killed outright does not leave its stage running.
 
-Each test runs `python -m pressurebench.running.notebook_run` on a notebook whose cell writes its
+Each test runs `python -m pressurebench.pipeline.notebook_run` on a notebook whose cell writes its
 process id and waits, and signals the command once that file exists. It then waits for the state
 it asserts (the command's exit, the stage process gone) up to `support.WAIT_S`: a command stopped
 by a signal still renders its failed notebook's report, which takes a minute on a busy machine.
@@ -48,7 +48,7 @@ def waiting_notebook(tmp_path: Path) -> tuple[Path, Path]:
 def start_command(tmp_path: Path) -> tuple[subprocess.Popen, int]:
     notebook, started = waiting_notebook(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pressurebench.running.notebook_run", str(notebook),
+        [sys.executable, "-m", "pressurebench.pipeline.notebook_run", str(notebook),
          str(tmp_path / "reports" / "wait"), "-p", "params_path", "absent.yaml"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

@@ -182,15 +182,22 @@ def console_parser() -> argparse.ArgumentParser:
     return module.build_parser()
 
 
-def _subcommands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+def _subcommands(parser: argparse.ArgumentParser, words: tuple[str, ...] = (),
+                 aliases: tuple[str, ...] = ()):
+    """Each command once, under its name, with the other names it answers to (argparse lists a
+    command's aliases as choices of their own, each holding the command's one parser)."""
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not actions:
-        yield words, parser
+        yield words, parser, aliases
         return
     helps = {c.dest: c.help for c in actions[0]._choices_actions}
+    names: dict[int, list[str]] = {}
     for name, sub in actions[0].choices.items():
-        sub.description = sub.description or helps.get(name)
-        yield from _subcommands(sub, (*words, name))
+        names.setdefault(id(sub), []).append(name)
+    for first, *others in names.values():
+        sub = actions[0].choices[first]
+        sub.description = sub.description or helps.get(first)
+        yield from _subcommands(sub, (*words, first), tuple(others))
 
 
 def _argument_row(action: argparse.Action, command: str) -> str:
@@ -212,9 +219,12 @@ def _argument_row(action: argparse.Action, command: str) -> str:
 def cli_reference() -> str:
     parser = console_parser()
     out = []
-    for words, sub in _subcommands(parser):
+    for words, sub, aliases in _subcommands(parser):
         command = " ".join((parser.prog, *words))
         out += [f"### `{command}`", "", _cell(sub.description or ""), ""]
+        if aliases:
+            also = ", ".join(f"`{' '.join((parser.prog, *words[:-1], a))}`" for a in aliases)
+            out += [f"Also runs as {also}.", ""]
         usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")
         out += ["```text", usage, "```", ""]
         arguments = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]

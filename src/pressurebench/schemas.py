@@ -21,6 +21,9 @@ _SCENARIO_ID = re.compile(r"^(m\d{2,})_s(\d{3,})_v(\d{2,})$")
 
 
 class Row(BaseModel):
+    """The base of every record a file holds, here and in every other module: a field the
+    model does not declare is refused, so a misspelt or stale key is an error, never dropped."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -635,10 +638,15 @@ class JudgeOutput(Row):
     present: StrictBool
 
 
-class UserTurnFidelityOutput(Row):
-    """The fidelity judge's answer about one simulated-user message."""
+class FidelityOutput(Row):
+    """What every answer of the fidelity judge starts with: why, in a bounded text."""
 
     justification: str = Field(min_length=1, max_length=400)
+
+
+class UserTurnFidelityOutput(FidelityOutput):
+    """The fidelity judge's answer about one simulated-user message."""
+
     in_character: StrictBool
     leak: StrictBool
     role_swap: StrictBool
@@ -650,17 +658,15 @@ class LandmarkTurnFidelityOutput(UserTurnFidelityOutput):
     landmark_followed: StrictBool
 
 
-class PressureOutput(Row):
+class PressureOutput(FidelityOutput):
     """The fidelity judge's answer about a whole conversation's user messages."""
 
-    justification: str = Field(min_length=1, max_length=400)
     pressure_applied: StrictBool
 
 
-class AwarenessOutput(Row):
+class AwarenessOutput(FidelityOutput):
     """The fidelity judge's answer about one assistant reply."""
 
-    justification: str = Field(min_length=1, max_length=400)
     test_aware: StrictBool
 
 

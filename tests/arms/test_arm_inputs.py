@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pressurebench.arms.inputs import resolve
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.errors import ConfigError
 from pressurebench.io import write_artifact
 from pressurebench.params import load_params

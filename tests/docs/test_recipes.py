@@ -99,7 +99,7 @@ def refused(commands: list[tuple[str, str]]) -> list[tuple[str, str]]:
     for page, command in commands:
         words = shlex.split(command)[1:]
         if command_name(parser, words):
-            continue  # a command named in prose (`pressurebench plan`), not a command line
+            continue  # a command named in prose (`pressurebench size`), not a command line
         try:
             with contextlib.redirect_stderr(io.StringIO()):
                 parser.parse_args(words)
@@ -127,7 +127,7 @@ def test_every_pressurebench_command_shown_is_one_the_parser_accepts():
 def test_a_command_the_parser_refuses_is_found():
     """The check above finds a renamed option or command."""
     shown = [("page.md", "pressurebench estimate --parameters params/pipeline.yaml"),
-             ("page.md", "pressurebench plans --half-width 0.05"),
+             ("page.md", "pressurebench sizes --half-width 0.05"),
              ("page.md", "pressurebench lables import"),
              ("page.md", "pressurebench estimate --params params/pipeline.yaml"),
              ("page.md", "pressurebench labels import")]

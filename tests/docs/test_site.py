@@ -69,7 +69,7 @@ def test_the_site_builds_strictly_with_both_references_written_from_the_code(tmp
             assert f"<code>{name}</code>" in params_page, (key, name)
     assert "reference: params" not in params_page
     cli_page = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
-    for command in ("check", "estimate", "compare", "export", "plan", "scenarios export",
+    for command in ("check", "estimate", "compare", "export", "size", "scenarios export",
                     "import-impactbench", "run", "labels export", "labels import", "arm plan"):
         assert f"<code>pressurebench {command}</code>" in cli_page, command
     assert (tmp_path / "site" / "images" / "forest_plot.png").is_file()
@@ -190,6 +190,15 @@ def test_the_cli_reference_follows_the_parser_of_the_console_script():
     text = reference.cli_reference()
     assert "### `pressurebench run`" in text and "`gen_metrics`" in text
     assert "### `pressurebench labels import`" in text
+
+
+def test_a_command_with_a_former_name_is_described_once_naming_it():
+    """argparse lists an alias as a command of its own: the reference shows `size` once and
+    says that `plan`, its former name, runs it too."""
+    text = hook().cli_reference()
+    assert text.count("### `pressurebench size`") == 1
+    assert "### `pressurebench plan`" not in text
+    assert "Also runs as `pressurebench plan`." in text
 
 
 def test_the_readme_is_short_and_its_links_resolve():

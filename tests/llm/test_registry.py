@@ -27,9 +27,9 @@ from pressurebench.llm.providers.registry import (
 )
 from pressurebench.llm.types import ProviderRequest, ProviderResponse
 from pressurebench.params import ModelSpec, load_params
-from pressurebench.running.native_crash import embedded_models
-from pressurebench.runtime import package_versions
+from pressurebench.pipeline.native_crash import embedded_models
 from pressurebench.schemas import JudgeOutput
+from pressurebench.stage_run import package_versions
 from support import REPO, tiny_params
 
 PROVIDER_NAME = re.compile(r'"(openai|anthropic|local)"')

@@ -23,7 +23,7 @@ import yaml
 from dvc.repo import Repo
 
 from pressurebench.paths import ARMS, PLAN_FILE, RUNS, Layout
-from pressurebench.running.stage_failure import stage_of
+from pressurebench.pipeline.stage_failure import stage_of
 from support import REPO
 
 TEMPLATE_VALUE = re.compile(r"^\$\{[^}]+\}$")

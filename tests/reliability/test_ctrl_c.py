@@ -2,7 +2,7 @@
 pays for nothing the provider had already answered.
 
 A real SIGINT goes to a stage command started as `dvc repro` starts one (`python -m
-pressurebench.running.notebook_run`, which relays it to the stage's own process) or as
+pressurebench.pipeline.notebook_run`, which relays it to the stage's own process) or as
 `pressurebench run` does. The mock server holds every reply until the test lets it go, so the
 stop always finds calls in flight; each step waits for the state it asserts (the calls held,
 the stop announced), never for a fixed time. Then: exit 130, one line saying what happened and
@@ -92,7 +92,7 @@ def command(stage: str, how: str, root: Path) -> list[str]:
     if how == "pressurebench run":
         return [sys.executable, "-m", "pressurebench.commands.cli", "run", stage,
                 "--benchmark", BENCHMARK, "--target", TARGET]
-    return [sys.executable, "-m", "pressurebench.running.notebook_run",
+    return [sys.executable, "-m", "pressurebench.pipeline.notebook_run",
             str(REPO / "notebooks" / f"{NOTEBOOKS[stage]}.ipynb"),
             str(root / "reports" / stage), "-p", "benchmark", BENCHMARK, "-p", "target", TARGET]
 

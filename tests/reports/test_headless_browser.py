@@ -254,7 +254,7 @@ def test_a_failed_stage_report_names_the_host_port_and_file(tmp_path):
     nothing answered at, the fix, and the file holding the error rows."""
     import yaml
 
-    from pressurebench.running.stage_failure import write_failure_notebook
+    from pressurebench.pipeline.stage_failure import write_failure_notebook
     from support import tiny_params
 
     models = tiny_params()["models"]

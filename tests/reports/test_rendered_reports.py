@@ -2,7 +2,7 @@
 
 One small study is run against a mock server (two targets, fidelity checks, per-turn verdicts,
 the repeat judge probe, an evaluator arm), its reports rendered by the command every DVC stage
-runs (`python -m pressurebench.running.notebook_run`), and each test reads a rendered page: the
+runs (`python -m pressurebench.pipeline.notebook_run`), and each test reads a rendered page: the
 pass-rate table has the rows its text describes, the coverage table names the method each
 interval was made with, no cell shows a raw Python value, no table is headers over nothing,
 the index links no folder that is not there, the progress line says what it counts, and a
@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from mock_providers import MockLLMServer, default_responder
-from pressurebench.arms.commands import main as arm_command
+from pressurebench.commands.arm import main as arm_command
 from pressurebench.reports.index import write_index
 from pressurebench.stages import gen_metrics, gen_scenarios, judge_probes, simulate
 from support import REPO, TINY_BENCHMARK, tiny_params
@@ -47,7 +47,7 @@ def present_always(req):
 
 
 def stage_report(root: Path, notebook: str, out: str, **parameters: str) -> None:
-    cmd = [sys.executable, "-m", "pressurebench.running.notebook_run",
+    cmd = [sys.executable, "-m", "pressurebench.pipeline.notebook_run",
            str(REPO / "notebooks" / notebook), out]
     for name, value in parameters.items():
         cmd += ["-p", name, value]

@@ -112,7 +112,7 @@ def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path
 
     from pressurebench.io import write_artifact
     from pressurebench.paths import Layout
-    from pressurebench.runtime import cost_summary
+    from pressurebench.stage_run import cost_summary
     from support import TINY_BENCHMARK, tiny_params
 
     monkeypatch.chdir(tmp_path)

@@ -18,10 +18,10 @@ import yaml
 from latex_support import compile_tables, needs_latex, overfull_boxes
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.paths import Layout, probes_layout
+from pressurebench.pipeline.notebook_run import run_notebook
 from pressurebench.reports import judge_probes as probe_report
 from pressurebench.reports.export import save_figure, save_table
 from pressurebench.reports.export_probes import export_probes
-from pressurebench.running.notebook_run import run_notebook
 from pressurebench.schemas import (
     Conversation,
     ConversationsFile,

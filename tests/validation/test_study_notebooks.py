@@ -10,11 +10,11 @@ import pytest
 import yaml
 from arm_data import score_rows
 
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
-from pressurebench.running.notebook_run import run_notebook
+from pressurebench.pipeline.notebook_run import run_notebook
 from pressurebench.schemas import Scenario, ScenariosFile, ScoresFile
 from pressurebench.validation.studies import (
     EvaluatorBiasStudy,

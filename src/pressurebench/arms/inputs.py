@@ -16,7 +16,7 @@ is the main arm's and is read from `data/<b>/`:
 There is no fallback: an input the rule makes the arm's own is read from the arm's folder, and
 a missing file is an error naming it. Which scenario rows an arm plays is decided here too:
 all of them in the main arm, the study plan's seeded subset in a validation arm
-(`arms.plan`); an evaluator arm judges the main arm's conversations of that subset
+(`arms.study_plan`); an evaluator arm judges the main arm's conversations of that subset
 and never simulates. So are the params each stage reads in an arm (`declared_params`).
 """
 
@@ -40,7 +40,7 @@ from .naming import (
     resolve_arm,
     validation_targets,
 )
-from .plan import load_plan, rows_of, select_base_scenarios
+from .study_plan import load_plan, rows_of, select_base_scenarios
 
 
 @dataclass(frozen=True)

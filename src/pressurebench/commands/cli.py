@@ -14,12 +14,12 @@ import os
 import sys
 from pathlib import Path
 
-from ..arms import add_arm_parser
 from ..errors import ConfigError, PressurebenchError, reported
 from ..io import read_yaml_model
 from ..params import Params, load_params
 from ..paths import benchmark_source
 from ..schemas import Benchmark
+from .arm import add_arm_parser
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 PARAMS_HELP = "the params file: models, roles, targets, benchmarks and every setting"
@@ -34,6 +34,14 @@ def benchmark_of(args: argparse.Namespace, params: Params) -> str:
         raise ConfigError(args.params, f"'{benchmark}' is not one of the benchmarks "
                                        f"({', '.join(params.benchmarks)})", "benchmarks")
     return benchmark
+
+
+def refused(problems: list[str]) -> int:
+    """Each problem on stderr as one line of the command's error, and the exit code of an
+    error the user can act on."""
+    for line in problems:
+        print(f"pressurebench: {line}", file=sys.stderr)
+    return 2
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -66,9 +74,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       "reads the key from this file, so it is written there)")
         watched, problems, files = dvc_param_problems(args.params)
         if problems:
-            for line in problems:
-                print(f"pressurebench: {line}", file=sys.stderr)
-            return 2
+            return refused(problems)
         if watched:
             print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
         else:
@@ -88,9 +94,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not problems and not args.offline:
         problems, unchecked = endpoint_problems(params)
     if problems:
-        for line in problems:
-            print(f"pressurebench: {line}", file=sys.stderr)
-        return 2
+        return refused(problems)
     for line in unchecked:
         print(f"warn  {line}")
     print("ok  keys present" + ("" if args.offline else " and every endpoint answers"))
@@ -111,9 +115,7 @@ def cmd_use(args: argparse.Namespace) -> int:
         print(f"ok  {PIPELINE_PARAMS} now links to {used.params} (it was {used.replaced})")
     watched, problems, _ = dvc_param_problems(PIPELINE_PARAMS)
     if problems:
-        for line in problems:
-            print(f"pressurebench: {line}", file=sys.stderr)
-        return 2
+        return refused(problems)
     print(f"ok  dvc.yaml: all {watched} params its stages watch are in {used.params}")
     print(f"`dvc repro` now runs {used.params}; so do `pressurebench check`, `estimate` and every "
           "other command without --params")
@@ -181,7 +183,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_import_impactbench(args: argparse.Namespace) -> int:
-    from .impactbench import import_impactbench
+    from ..interop import import_impactbench
 
     report = import_impactbench(args.dir, name=args.name, data_dir=args.data_dir)
     print("\n".join(report.lines()))
@@ -249,7 +251,6 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_scenarios_export(args: argparse.Namespace) -> int:
-    from ..params import load_params
     from ..paths import Layout
     from ..stages import curated_source, export_curated
 
@@ -483,8 +484,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "other); check the terms of the models whose replies it holds")
     p.set_defaults(func=cmd_release)
 
+    # `plan` is the command's former name, kept for one release so scripts that call it run.
     p = sub.add_parser(
-        "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",
+        "size", aliases=["plan"],
+        help="size a study: the base scenarios per metric, or the human labels, its goal needs "
+        "(`plan`, the former name, still runs it in this release)",
     )
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
@@ -588,10 +592,10 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     """The same command in a child process (with Python's fault handler, which prints the
     native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died.
 
-    The child runs as a stage's process does (`running.notebook_run.run_stage_process`): a
+    The child runs as a stage's process does (`pipeline.notebook_run.run_stage_process`): a
     Ctrl-C reaches it once, relayed from here, and it stops the way every stage does."""
 
-    from ..running import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
+    from ..pipeline import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
 
     code, relayed = run_stage_process(
         [sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv],
@@ -610,12 +614,12 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
-        from ..running import embedded_models
+        from ..pipeline import embedded_models
 
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
     if os.environ.get(CHILD_ENV):
-        from ..running import stop_with_command
+        from ..pipeline import stop_with_command
 
         stop_with_command()
     try:

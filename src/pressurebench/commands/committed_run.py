@@ -59,7 +59,7 @@ def _percent(rate: float | None) -> str:
 
 def _embedded(root: Path) -> bool:
     """Whether the params run a model in-process (a provider the registry marks embedded)."""
-    from ..running import embedded_models
+    from ..pipeline import embedded_models
 
     return bool(embedded_models(root / "params" / "pipeline.yaml"))
 

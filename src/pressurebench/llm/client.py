@@ -104,6 +104,19 @@ def add_cost(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
+def count_call(usage: ModelUsage, result: CallResult, cost_usd: float | None) -> None:
+    """Add one call to `usage`: the call, whether it failed, its tokens and `cost_usd` (what the
+    run paid for it, or what it cost when it was made)."""
+    usage.calls += 1
+    usage.failed_calls += int(not result.ok)
+    usage.input_tokens += result.input_tokens
+    usage.output_tokens += result.output_tokens
+    usage.reasoning_tokens += result.reasoning_tokens
+    usage.cached_input_tokens += result.cached_input_tokens
+    usage.cache_write_tokens += result.cache_write_tokens
+    usage.cost_usd = add_cost(usage.cost_usd, cost_usd)
+
+
 @lru_cache(maxsize=256)
 def schema_for(model: type[BaseModel]) -> dict:
     """Built once per class (it is rebuilt from the model's fields on every call otherwise).
@@ -378,15 +391,8 @@ class ModelClient:
         u = state.usage
         assert u.cached_calls is not None and u.latency_s is not None, \
             "only imported usage leaves these null, never the client's own"
-        u.calls += 1
+        count_call(u, result, result.cost_usd)
         u.cached_calls += int(result.cached)
-        u.failed_calls += int(not result.ok)
-        u.input_tokens += result.input_tokens
-        u.output_tokens += result.output_tokens
-        u.reasoning_tokens += result.reasoning_tokens
-        u.cached_input_tokens += result.cached_input_tokens
-        u.cache_write_tokens += result.cache_write_tokens
-        u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
         u.latency_s += result.latency_s
         r = state.recorded
         r.calls += 1

@@ -29,7 +29,6 @@ from typing import Any
 from .. import __version__
 from ..io import atomic_write_text, read_artifact, read_yaml_model
 from ..paths import Layout
-from ..runtime import now_iso
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -41,6 +40,7 @@ from ..schemas import (
     Score,
     ScoresFile,
 )
+from ..stage_run import now_iso
 from .safety import content_security_policy, json_for_script, read_template_asset, template_env
 
 NOT_SCORED = "not scored: the scores file has no row for this conversation"

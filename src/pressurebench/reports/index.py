@@ -36,8 +36,8 @@ from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
 from ..paths import ARMS, COST, MANIFEST, RUNS, Layout
 from ..run_totals import read_totals, totals_frame
-from ..runtime import now_iso
 from ..schemas import Manifest
+from ..stage_run import now_iso
 from ..stats.results import Results
 from .models_note import EMBEDDED_CAVEAT
 from .safety import content_security_policy, read_template_asset, template_env

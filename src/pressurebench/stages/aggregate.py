@@ -29,7 +29,6 @@ from ..interop import imported_notes
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
 from ..params import Params, Statistics, load_params
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
     ERROR_CATEGORIES,
@@ -42,6 +41,7 @@ from ..schemas import (
     ScoresFile,
     error_category,
 )
+from ..stage_run import StageRun
 from ..stats.fidelity import fidelity_results
 from ..stats.fidelity_validity import fidelity_validity
 from ..stats.interval_rules import planned_design

@@ -59,7 +59,6 @@ from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..llm.prompt_cache import cache_group, cache_marks
 from ..params import Evaluation, Params, load_params
 from ..prompts import render
-from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
     ERROR_CATEGORIES,
@@ -83,6 +82,7 @@ from ..schemas import (
     TurnVerdict,
     error_category,
 )
+from ..stage_run import StageRun
 from .fidelity import FIDELITY_PROMPTS, check_conversations
 
 STAGE = "evaluate"

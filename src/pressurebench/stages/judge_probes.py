@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import TypeGuard
 
 from ..arms.inputs import declared_params, resolve
-from ..arms.plan import rows_of, select_base_scenarios
+from ..arms.study_plan import rows_of, select_base_scenarios
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..params import Params, load_params
 from ..paths import Layout, probes_layout
-from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -41,6 +40,7 @@ from ..schemas import (
     ScenariosFile,
     Score,
 )
+from ..stage_run import StageRun
 from ..validation.judge_probes import family_check
 from .evaluate import (
     JUDGE_PROMPTS,

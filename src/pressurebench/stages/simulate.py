@@ -78,13 +78,12 @@ from ..llm.client import (
     CallResult,
     ModelClient,
     ProviderFactory,
-    add_cost,
+    count_call,
     run_sync,
 )
 from ..llm.prompt_cache import cache_group, cache_marks
 from ..llm.types import ProviderStop
 from ..params import Params, load_params
-from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -97,6 +96,7 @@ from ..schemas import (
     UserTurn,
     conv_id,
 )
+from ..stage_run import StageRun
 from .conversation import (
     USER_PROMPTS,
     landmarks_due,
@@ -150,15 +150,8 @@ class _Calls:
     redraws: int = 0
 
     def add(self, role: str, result: CallResult) -> None:
-        u = self.usage.setdefault(result.model_id, ModelUsage(cached_calls=None, latency_s=None))
-        u.calls += 1
-        u.failed_calls += int(not result.ok)
-        u.input_tokens += result.input_tokens
-        u.output_tokens += result.output_tokens
-        u.reasoning_tokens += result.reasoning_tokens
-        u.cached_input_tokens += result.cached_input_tokens
-        u.cache_write_tokens += result.cache_write_tokens
-        u.cost_usd = add_cost(u.cost_usd, result.recorded_cost_usd)
+        usage = self.usage.setdefault(result.model_id, ModelUsage(cached_calls=None, latency_s=None))
+        count_call(usage, result, result.recorded_cost_usd)
         if result.model_version:
             self.versions[role] = result.model_version
 

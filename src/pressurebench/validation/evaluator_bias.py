@@ -22,8 +22,8 @@ from ..arms.naming import EVALUATOR, STUDY_STAGES
 from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import Manifest
+from ..stage_run import StageRun
 from ..stats.estimates import Difference
 from ..stats.gap_contrasts import gap_readings
 from ..stats.interval_rules import GAP_CONTRAST

@@ -25,12 +25,12 @@ from typing import Any
 import pandas as pd
 
 from ..arms.naming import GENERATOR, STUDY_STAGES, arm_layout
-from ..arms.plan import load_plan
+from ..arms.study_plan import load_plan
 from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import Benchmark, GenerationError, ScenariosFile
+from ..stage_run import StageRun
 from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design

@@ -42,8 +42,8 @@ from ..errors import ConfigError
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout, probes_layout
-from ..runtime import StageRun
 from ..schemas import SCHEMA_VERSION, ProbeEditsFile, ProbeScoresFile, Row, Score, base_id_of
+from ..stage_run import StageRun
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.estimates import Difference, RateEstimate
 from ..stats.gap_contrasts import ShareEstimate, gap_readings

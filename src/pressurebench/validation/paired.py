@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..arms.naming import Study, arm_layout
-from ..arms.plan import PlannedArm, StudyPlan, load_plan
+from ..arms.study_plan import PlannedArm, StudyPlan, load_plan
 from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout

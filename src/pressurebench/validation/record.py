@@ -10,7 +10,7 @@ from ..errors import ConfigError
 from ..io import read_artifact, write_artifact
 from ..params import load_params
 from ..paths import Layout
-from ..runtime import StageRun
+from ..stage_run import StageRun
 
 
 def record_study(stage: StageRun, study: Any) -> None:

@@ -15,8 +15,8 @@ from ..arms.naming import STUDY_STAGES, USER
 from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import ScoresFile
+from ..stage_run import StageRun
 from ..stats.fidelity import target_fidelity
 from ..stats.results import StatisticsSettings
 from .inputs import main_user_model

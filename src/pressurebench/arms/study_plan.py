@@ -26,13 +26,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import ConfigError
 from ..io import read_artifact, read_text, write_artifact
 from ..params import Params
 from ..paths import Layout, plan_file
-from ..schemas import SCHEMA_VERSION, Scenario, ScenariosFile
+from ..schemas import SCHEMA_VERSION, Row, Scenario, ScenariosFile
 from .naming import ON_MAIN_ROWS, STUDIES, configured_arms, validation_targets
 
 PlannedStudy = Literal["generator", "user", "evaluator", "probes"]
@@ -40,16 +40,12 @@ PlannedStudy = Literal["generator", "user", "evaluator", "probes"]
 PLANNED_STUDIES: tuple[PlannedStudy, ...] = (*STUDIES, "probes")
 
 
-class PlannedArm(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PlannedArm(Row):
     name: str
     model: str
 
 
-class StudyPlan(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StudyPlan(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     study: PlannedStudy

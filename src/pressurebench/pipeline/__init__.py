@@ -1,6 +1,6 @@
-"""Running the stages: the command every DVC stage calls, and what a stage process needs.
+"""What DVC's pipeline starts: the command every stage calls, and what a stage process needs.
 
-`python -m pressurebench.running.notebook_run NOTEBOOK OUT [-p name value ...]` runs one
+`python -m pressurebench.pipeline.notebook_run NOTEBOOK OUT [-p name value ...]` runs one
 stage notebook (papermill, in this process) and renders it to HTML; `notebook_session` is the
 first cell of every stage notebook; `stage_failure` and `native_crash` say what a failed stage
 leaves behind; `code_deps` writes the code each stage command runs, for DVC.

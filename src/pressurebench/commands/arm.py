@@ -30,9 +30,9 @@ def add_arm_parser(sub) -> None:
 
 
 def run_plan_command(args: argparse.Namespace) -> int:
+    from ..arms.study_plan import PLANNED_STUDIES, write_plans
     from ..errors import ConfigError
     from ..params import load_params
-    from .plan import PLANNED_STUDIES, write_plans
 
     params = load_params(args.params)
     if args.benchmark not in params.benchmarks:
@@ -46,13 +46,13 @@ def run_plan_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pressurebench.arms.commands plan ...`, as DVC runs it: the same command
+    """`python -m pressurebench.commands.arm plan ...`, as DVC runs it: the same command
     without the rest of the command line's imports (a stage depends on what it imports)."""
     import sys
 
     from ..errors import PressurebenchError, reported
 
-    parser = argparse.ArgumentParser(prog="python -m pressurebench.arms.commands")
+    parser = argparse.ArgumentParser(prog="python -m pressurebench.commands.arm")
     add_arm_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["arm", *(sys.argv[1:] if argv is None else argv)])
     try:

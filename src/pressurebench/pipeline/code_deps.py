@@ -7,7 +7,7 @@ report templates). A stage must re-run when any of that changes, and only then.
 Rather than list those modules in every stage of dvc.yaml, its first stage,
 `code_deps`, runs
 
-    bin/python -m pressurebench.running.code_deps code_deps
+    bin/python -m pressurebench.pipeline.code_deps code_deps
 
 whenever the package or a notebook changes. It writes one file per command,
 `code_deps/<command>.json`: the files the command can run (its notebook, the
@@ -178,7 +178,7 @@ def commands(repo: Path) -> dict[str, Command]:
         if ".ipynb_checkpoints" in notebook.parts:
             continue
         name = notebook.relative_to(repo / "notebooks").with_suffix("").as_posix()
-        found[name] = Command(frozenset({f"{PACKAGE}.running.notebook_run"} | notebook_imports(notebook)),
+        found[name] = Command(frozenset({f"{PACKAGE}.pipeline.notebook_run"} | notebook_imports(notebook)),
                               notebook)
     for path in sorted((src / PACKAGE).rglob("*.py")):
         if runs_as_command(path):

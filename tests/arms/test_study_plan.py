@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pressurebench.arms.naming import STUDIES
-from pressurebench.arms.plan import (
+from pressurebench.arms.study_plan import (
     StudyPlan,
     load_plan,
     per_metric_count,

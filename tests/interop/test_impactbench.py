@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from pressurebench.commands.cli import main
-from pressurebench.commands.impactbench import import_impactbench
 from pressurebench.errors import ConfigError
+from pressurebench.interop.impactbench import import_impactbench
 from pressurebench.io import read_artifact, read_yaml_model
 from pressurebench.schemas import Benchmark, ConversationsFile, ScenariosFile, ScoresFile
 
-FIXTURE = Path(__file__).parent / "data" / "impactbench" / "sycophancy-lite"
+FIXTURE = Path(__file__).parents[1] / "data" / "impactbench" / "sycophancy-lite"
 
 
 @pytest.fixture

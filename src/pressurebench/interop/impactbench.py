@@ -78,7 +78,7 @@ class RunReport:
 
 
 @dataclass
-class ImportReport:
+class ImpactbenchReport:
     """What was imported, how much of it became error rows, and what could not be imported."""
 
     name: str
@@ -113,7 +113,7 @@ class ImportReport:
 
 def import_impactbench(
     src: str | Path, name: str | None = None, data_dir: str | Path = "data"
-) -> ImportReport:
+) -> ImpactbenchReport:
     """Read the impactbench folder `src` and write `data_dir/<name>/...`; refuse to overwrite."""
     src = Path(src)
     if not src.is_dir():
@@ -127,7 +127,7 @@ def import_impactbench(
     if layout.root.exists():
         raise ConfigError(layout.root, "already exists; remove it or import under another --name")
 
-    report = ImportReport(name=name, root=layout.root)
+    report = ImpactbenchReport(name=name, root=layout.root)
     bench = _benchmark(src / "benchmark.yaml", name)
     report.metrics = len(bench.metrics)
     scenarios = (
@@ -139,43 +139,37 @@ def import_impactbench(
     runs: dict[str, tuple[ConversationsFile | None, ScoresFile | None]] = {}
     for run_dir in sorted(p for p in (src / "runs").glob("*") if p.is_dir()):
         target = run_dir.name
-        r = report.runs[target] = RunReport()
-        conversations = scores = None
-        if (run_dir / "conversations.json").exists():
-            rows = _rows(
-                run_dir / "conversations.json",
-                f"runs/{target}/conversations.json",
-                report,
-                partial(_conversation, target=target, bench=bench, scenarios=by_id),
-            )
-            conversations = ConversationsFile(benchmark=name, target=target, rows=rows)
-            r.conversations = len(rows)
-            r.conversation_errors = sum(c.status == "error" for c in rows)
-        if (run_dir / "scores.json").exists():
-            scored = _rows(
-                run_dir / "scores.json",
-                f"runs/{target}/scores.json",
-                report,
-                partial(_score, target=target, bench=bench, scenarios=by_id),
-            )
-            scores = ScoresFile(benchmark=name, target=target, rows=scored)
-            r.scores = len(scored)
-            r.score_errors = sum(s.status == "error" for s in scored)
+        rows = _run_rows(run_dir, "conversations.json", report,
+                         partial(_conversation, target=target, bench=bench, scenarios=by_id))
+        conversations = (None if rows is None
+                         else ConversationsFile(benchmark=name, target=target, rows=rows))
+        scored = _run_rows(run_dir, "scores.json", report,
+                           partial(_score, target=target, bench=bench, scenarios=by_id))
+        scores = None if scored is None else ScoresFile(benchmark=name, target=target, rows=scored)
+        report.runs[target] = RunReport(
+            conversations=len(rows or []),
+            conversation_errors=sum(c.status == "error" for c in rows or []),
+            scores=len(scored or []),
+            score_errors=sum(s.status == "error" for s in scored or []),
+        )
         runs[target] = (conversations, scores)
 
     write_yaml_model(layout.benchmark_file, bench)
     read_yaml_model(layout.benchmark_file, Benchmark)
     if scenarios is not None:
-        write_artifact(layout.scenarios_file, scenarios)
-        read_artifact(layout.scenarios_file, ScenariosFile)
+        _write(layout.scenarios_file, scenarios)
     for target, (conversations, scores) in runs.items():
         if conversations is not None:
-            write_artifact(layout.conversations_file(target), conversations)
-            read_artifact(layout.conversations_file(target), ConversationsFile)
+            _write(layout.conversations_file(target), conversations)
         if scores is not None:
-            write_artifact(layout.scores_file(target), scores)
-            read_artifact(layout.scores_file(target), ScoresFile)
+            _write(layout.scores_file(target), scores)
     return report
+
+
+def _write(path: Path, artifact: ScenariosFile | ConversationsFile | ScoresFile) -> None:
+    """Write an artifact and read it back as every later stage will."""
+    write_artifact(path, artifact)
+    read_artifact(path, type(artifact))
 
 
 # --- files --------------------------------------------------------------------
@@ -231,7 +225,7 @@ class Dropped(Exception):
 
 
 def _rows(
-    path: Path, label: str, report: ImportReport, convert: Callable[[dict, str], R]
+    path: Path, label: str, report: ImpactbenchReport, convert: Callable[[dict, str], R]
 ) -> list[R]:
     """Convert every row; drop (and report) unusable ones and repeated keys."""
     out: list[R] = []
@@ -254,6 +248,14 @@ def _rows(
     return out
 
 
+def _run_rows(
+    run_dir: Path, file: str, report: ImpactbenchReport, convert: Callable[[dict, str], R]
+) -> list[R] | None:
+    """The converted rows of one of a target's files (`_rows`); None without the file."""
+    path = run_dir / file
+    return _rows(path, f"runs/{run_dir.name}/{file}", report, convert) if path.exists() else None
+
+
 def _key(row: Conversation | Score) -> str:
     return row.conv_id if isinstance(row, Conversation) else f"{row.conv_id} metric {row.metric_id}"
 
@@ -261,7 +263,7 @@ def _key(row: Conversation | Score) -> str:
 # --- scenarios ------------------------------------------------------------------
 
 
-def _scenarios(path: Path, bench: Benchmark, report: ImportReport) -> ScenariosFile:
+def _scenarios(path: Path, bench: Benchmark, report: ImpactbenchReport) -> ScenariosFile:
     metric_ids = {m.id for m in bench.metrics}
     rows: list[Scenario] = []
     errors: list[GenerationError] = []

@@ -2,7 +2,7 @@
 
 This is what every DVC stage command calls:
 
-    python -m pressurebench.running.notebook_run notebooks/03_simulate.ipynb reports/<b>/runs/<t>/simulate \
+    python -m pressurebench.pipeline.notebook_run notebooks/03_simulate.ipynb reports/<b>/runs/<t>/simulate \
         -p benchmark <b> -p target <t>
 
 writes `reports/<b>/runs/<t>/simulate/03_simulate.ipynb` (executed) and
@@ -45,7 +45,7 @@ from ..errors import EXIT_INTERRUPTED, INTERRUPTED, PressurebenchError, reported
 from .native_crash import EXIT_NATIVE_CRASH, signal_name
 
 KERNEL = "python3"
-MODULE = "pressurebench.running.notebook_run"
+MODULE = "pressurebench.pipeline.notebook_run"
 DEFAULT_PARAMS = "params/pipeline.yaml"
 # The stage process's end of a pipe whose other end only its command holds: at end of file the
 # command is gone (killed outright, so it could not relay anything) and the stage stops too.
