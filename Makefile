@@ -1,50 +1,58 @@
-# Entry points: `make repro` runs the pipeline, `make test` runs every test,
-# `make docs` builds the documentation site into site/ (any warning fails it),
-# `make perf` runs the measurements under perf/, `make coverage` the interval coverage
-# grid and the stress grid, `make judge-coverage` that of judge-corrected rates,
-# `make capitulation-coverage` that of capitulation bands and the fidelity sensitivity
-# difference. Each bootstraps .venv first.
+# Entry points, each bootstrapping .venv first. Every target is described by the comment above
+# its rule: docs/repository.md shows them (docs/_hooks/reference.py writes the table).
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage check estimate lab plots clean-reports
+.PHONY: install repro test test-fast docs perf coverage judge-coverage capitulation-coverage validation-coverage check estimate lab plots
 
+# Creates .venv and installs the package with every extra (again when pyproject.toml changes).
 install: $(STAMP)
 
 # Re-install whenever the dependency list changes.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release]'
+	$(PY) -m pip install --quiet -e '.[local,dev,lab,docs,inspect,release,clouds]'
 	touch $(STAMP)
 
-# `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the params
-# file leaves out (DVC reads them from the file itself), so an older params file still runs.
+# Runs the pipeline (dvc.yaml) on params/pipeline.yaml (a study's own file after `pressurebench
+# use`). `check --offline` first: it writes the defaults of params keys dvc.yaml reads that the
+# params file leaves out (DVC reads them from the file itself), so an older params file still
+# runs. Last, it says why a run of the committed study wrote other numbers than git holds, if
+# it did (the embedded model's floating point follows the CPU).
 repro: $(STAMP)
 	pressurebench check --offline
 	dvc repro
+	$(PY) -m pressurebench.commands.committed_run
 
+# Validates the params and benchmark files, every used model's key, and sends one free
+# model-list request to each API endpoint (`pressurebench check`).
 check: $(STAMP)
 	pressurebench check
 
+# Calls, tokens, cost and expected time per stage before anything is spent
+# (`pressurebench estimate`).
 estimate: $(STAMP)
 	pressurebench estimate
 
+# Runs every test, the slow ones too.
 test: $(STAMP)
 	pytest
 
+# Runs the tests without the slow ones.
 test-fast: $(STAMP)
 	pytest -m 'not slow'
 
-# The configuration and command-line references are written from the code as the site builds
-# (docs/_hooks/reference.py); --strict turns a broken link or a page left out of the nav into
+# Builds the documentation site into site/. The references and the repository's tables are
+# written from the code as the site builds (docs/_hooks/reference.py); --strict turns a broken link or a page left out of the nav into
 # an error.
 docs: $(STAMP)
 	mkdocs build --strict
 
+# Runs the performance measurements under perf/ (dated figures in perf/README.md).
 perf: $(STAMP)
 	$(PY) perf/run_all.py
 
@@ -77,13 +85,21 @@ capitulation-coverage: $(STAMP)
 	$(SWEEPS) capitulation --benchmarks 2000 --jobs 2 --out docs/capitulation_coverage.md \
 		--coverage-json src/pressurebench/stats/coverage/capitulation_coverage.json
 
-# JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
-# outputs; set write_outputs = True in its parameters cell to run its stage from there.
+# The coverage of the validation studies' contrasts (the judge's part of a gap, its share, a
+# probe's excess over a floor, pairwise changes between arms) and of Kendall's tau-b between
+# arms, and the rules measured from it.
+validation-coverage: $(STAMP)
+	$(SWEEPS) validation --benchmarks 2000 --jobs 2 --out docs/validation_coverage.md
+
 # Jupyter refuses to start as root (a container, a lab server) unless told it may.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# JupyterLab on the stage notebooks. Run by hand, a notebook shows the last `dvc repro`'s
+# outputs; set write_outputs = True in its parameters cell to run its stage from there.
 lab: $(STAMP)
 	jupyter lab $(LAB_ROOT) --notebook-dir=$(CURDIR) notebooks/
 
-# The DVC plots of dvc.yaml drawn offline (`dvc plots show` loads Vega from a CDN).
+# The DVC plots of dvc.yaml drawn offline into dvc_plots/offline.html (`dvc plots show` loads
+# Vega from a CDN).
 plots: $(STAMP)
 	$(PY) -m pressurebench.reports.dvc_plots --out dvc_plots/offline.html

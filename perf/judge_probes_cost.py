@@ -9,8 +9,8 @@ judge call by the edited transcript it reads, from `probe_edits.json`), and prin
 its calls and tokens as ratios of the rest of the run's.
 
 Run after a run with the probes to be measured switched on (the default params leave
-`verbosity` out; a scratch copy of a completed run with `validation.judge_probes` listing both
-and its probe stages run cold is enough):
+`verbosity` and `paraphrase` out; a scratch copy of a completed run with
+`validation.judge_probes` listing them and its probe stages run cold is enough):
     .venv/bin/python perf/judge_probes_cost.py [--data data] [--benchmark pressure-core]
         [--default identity,family,repeat]
 Goal: the probes of `--default` together at most 0.10 of the rest of the run by every measure.
@@ -46,6 +46,8 @@ def probe_of(call: dict, edited: dict[str, set[str]]) -> str:
     text = "\n".join(m["content"] for m in call["request"]["messages"])
     if "as if another person had typed it" in text:
         return "identity"
+    if "as the same person would type it" in text:
+        return "paraphrase"
     if "Restate this reply of an AI assistant" in text:
         return "verbosity"
     return next((probe for probe, turns in edited.items() if any(t in text for t in turns)),
@@ -68,7 +70,7 @@ def main() -> int:
         print(f"no call records under {probes_root}: run the probe stages first")
         return 2
     # Verbosity first: its edited replies are its own, while a rewrite may equal its original.
-    edited: dict[str, set[str]] = {"verbosity": set(), "identity": set()}
+    edited: dict[str, set[str]] = {"verbosity": set(), "identity": set(), "paraphrase": set()}
     for edits in probes_root.rglob("probe_edits.json"):
         for row in json.loads(edits.read_text())["rows"]:
             for edit in row["edits"] if row["status"] == "ok" else []:

@@ -78,8 +78,8 @@ class HoldAfter:
         self.given = 0
 
     async def __call__(self, req: MockRequest):
-        while self.given >= self.limit:
-            await asyncio.sleep(0.01)
+        if self.given >= self.limit:
+            await asyncio.Event().wait()  # held until the server stops
         self.given += 1
         return never_ending(req)
 

@@ -80,7 +80,7 @@ def main() -> int:
         lock_lines = len((root / "dvc.lock").read_text().splitlines())
         print(f"cold `dvc repro` of the scratch copy: {cold:.1f} s; dvc.lock {lock_lines} lines", flush=True)
         rows: dict[str, list[float]] = {k: [] for k in ("repro", "command", "process", "call")}
-        command = [sys.executable, "-m", "pressurebench.running.notebook_run", "notebooks/05_aggregate.ipynb",
+        command = [sys.executable, "-m", "pressurebench.pipeline.notebook_run", "notebooks/05_aggregate.ipynb",
                    f"reports/{BENCHMARK}/05_aggregate", "-p", "benchmark", BENCHMARK]
         for _ in range(args.repeats):
             rows["repro"].append(timed(["dvc", "repro", "-f", "-s", STAGE], root, env)[0])

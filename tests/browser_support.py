@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from support import WAIT_S
+
 CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()),
                 shutil.which("chromium"))
 CHROMEDRIVER = ("/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists()
@@ -40,10 +42,10 @@ def chromedriver() -> Iterator[int]:
     proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_S
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as resp:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=WAIT_S) as resp:
                     if json.loads(resp.read())["value"]["ready"]:
                         break
             except OSError:
@@ -54,7 +56,7 @@ def chromedriver() -> Iterator[int]:
         yield port
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=WAIT_S)
 
 
 class WebDriver:
@@ -78,7 +80,7 @@ class WebDriver:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as resp:
+        with urllib.request.urlopen(req, timeout=WAIT_S) as resp:
             return json.loads(resp.read())["value"]
 
     def s(self, path: str) -> str:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from support import WAIT_S
+
 PDFLATEX = shutil.which("pdflatex")
 KPSEWHICH = shutil.which("kpsewhich")
 HAS_BOOKTABS = bool(KPSEWHICH) and subprocess.run(
@@ -29,7 +31,7 @@ def compile_tables(build: Path, tables: dict[str, str]) -> str:
         "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
         f"{inputs}\n\\end{{document}}\n")
     proc = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
-                          cwd=build, capture_output=True, text=True, timeout=300, check=False)
+                          cwd=build, capture_output=True, text=True, timeout=WAIT_S, check=False)
     log = (build / "paper.log").read_text(errors="replace")
     assert proc.returncode == 0, log[-3000:]
     return log
@@ -37,3 +39,8 @@ def compile_tables(build: Path, tables: dict[str, str]) -> str:
 
 def overfull_boxes(log: str) -> list[str]:
     return [line for line in log.splitlines() if "Overfull \\hbox" in line]
+
+
+def too_large_floats(log: str) -> list[str]:
+    """LaTeX's "Float too large for page by …": a float taller than the text height."""
+    return [line for line in log.splitlines() if "Float too large" in line]

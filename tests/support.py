@@ -2,9 +2,41 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+
+# How long a test waits for a process (or a server, a browser, a thread) to reach the state it
+# asserts. A bound only catches a hang, so it lies far above any machine's time: a command that
+# takes two seconds on an idle laptop took over a minute on a CI machine busy with other work.
+# How fast something is belongs in perf/, not in a test.
+WAIT_S = 600
+
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+
+def fresh_clone(root: Path, before_commit: Callable[[Path], None] | None = None) -> Path:
+    """What a clone of the repository holds, as a new git repository at `root`: the working
+    tree's files git would commit (committed or not), no output, no venv; `before_commit` may
+    change files before the one commit."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                           cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            dst = root / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    if before_commit is not None:
+        before_commit(root)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "clone"], cwd=root, check=True)
+    return root
 
 
 def tiny_params(**overrides) -> dict:

@@ -103,3 +103,44 @@ def test_the_mock_model_list_is_paged_and_refused_as_the_official_sdks_expect(mo
     with pytest.raises(openai.NotFoundError) as caught:
         oai.models.retrieve("gpt-nope")
     assert caught.value.code == "model_not_found"
+
+
+def test_an_endpoint_that_lists_no_model_is_a_warning_naming_the_names_left_unchecked(
+    project, served, capsys
+):
+    """Some OpenAI-compatible servers answer `GET /models` with an empty list: nothing to
+    compare a name with, so the check passes but says which names it could not check (an
+    error would leave only `--offline`, which skips every key and endpoint too)."""
+    served.models = ()
+    point_models_at(project, served)
+    assert main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert (f"warn  models 'gen', 'user', 'judge', 'target-a', 'target-b': "
+            f"{served.openai_base_url}/models answers but lists no model, so the model names "
+            "'gen-model', 'user-model', 'judge-model', 'target-a', 'target-b' could not be "
+            "checked against it") in out
+    assert out.index("warn  models") < out.index("ok  keys present and every endpoint answers")
+
+
+def test_a_misspelled_model_is_named_before_any_call_and_a_run_anyway_stops_at_its_404(
+    project, served, capsys
+):
+    """The server refuses a model it does not list as the services do (404 `model_not_found`):
+    `check` names the model before anything is paid; a stage run anyway stops at the first
+    refusal, labelled not found (exit 2), instead of making every call or blaming the key."""
+    served.serves_listed_only = True
+    point_models_at(project, served, **{"target-b": {"model": "target-bb"}})
+    assert main(["check"]) == 2
+    assert "model 'target-b': 'target-bb' is not among the 5 models" in capsys.readouterr().err
+    assert not [e for e in served.request_log if e.path.endswith("/chat/completions")]
+
+    for stage in ("gen_metrics", "gen_scenarios"):
+        assert main(["run", stage, "--benchmark", "tiny"]) == 0
+    served.reset()
+    assert main(["run", "simulate", "--benchmark", "tiny", "--target", "target-b"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("pressurebench: ") and "target-bb" in err
+    assert "HTTP 404" in err and "not found: this endpoint serves no model of this name" in err
+    refused = [e for e in served.request_log if e.model == "target-bb"]
+    # Calls already in flight when the first 404 came back are let finish; nothing after it.
+    assert 1 <= len(refused) <= 8 and all(e.status == 404 for e in refused)

@@ -16,10 +16,10 @@ def test_call_counts_follow_from_params(project):
     lines = estimate(params)
     # 2 hand-written metrics x 2 scenarios, no demographics, 1 sample, 3 turns, 2 targets; the
     # judge probes on both (validation.targets null): without demographics no identity edit,
-    # a restatement of each of the 3 replies and one judge call per conversation, and one more
-    # for the repeat probe.
+    # a paraphrase of each of the 3 user turns and a restatement of each of the 3 replies, one
+    # judge call per conversation for each, and one more for the repeat probe.
     assert by_stage(lines) == {"gen_scenarios": 4, "simulate": 2 * (4 * 3 * 2), "evaluate": 2 * 4,
-                               "probes_edit": 2 * 4 * 3, "probes_evaluate": 2 * 4 * 2}
+                               "probes_edit": 2 * 4 * 3 * 2, "probes_evaluate": 2 * 4 * 3}
     assert not any(x.stage == "gen_metrics" for x in lines)
     assert totals(lines)[3] is None  # no prices in the registry: unknown, not 0
 
@@ -86,7 +86,8 @@ def test_a_model_without_a_cached_price_is_estimated_at_the_full_input_price(pro
     assert cached_share(lines) > 0.3
     assert all(x.cost_usd == pytest.approx(x.uncached_cost_usd) for x in lines)
     assert main(["estimate"]) == 0
-    assert "No price_per_mtok_cached_in for judge, target-a, target-b, user: their cached input" \
+    assert ("No cached-input price for judge, target-a, target-b, user (neither "
+            "price_per_mtok_cached_in nor the price table's): their cached input") \
         in capsys.readouterr().out
 
 
@@ -128,14 +129,14 @@ def test_demographics_samples_panel_and_validation_arms(project):
     # an evaluator arm only re-judges the planned half of the main conversations
     rejudged = [x for x in lines if x.arm.startswith("tiny/evaluator/user")]
     assert {(x.stage, x.model_id, x.calls) for x in rejudged} == {("evaluate", "user", 24 * 2 // 2)}
-    # the judge probes edit every user message (identity) and reply (verbosity) of the half,
-    # and every judge of the panel re-reads each edited conversation
+    # the judge probes edit every user message (identity, paraphrase) and reply (verbosity) of
+    # the half, and every judge of the panel re-reads each edited conversation
     probes = {(x.stage, x.role, x.model_id, x.calls) for x in lines if "/probes/" in x.arm}
     assert probes == {
-        ("probes_edit", "generator (identity)", "gen", 24 * 2 // 2 * 3),
-        ("probes_edit", "generator (verbosity)", "gen", 24 * 2 // 2 * 3),
+        *{("probes_edit", f"generator ({p})", "gen", 24 * 2 // 2 * 3)
+          for p in ("identity", "paraphrase", "verbosity")},
         *{("probes_evaluate", f"evaluator ({p})", j, 24 * 2 // 2)
-          for p in ("identity", "verbosity", "repeat") for j in ("judge", "gen")},
+          for p in ("identity", "paraphrase", "verbosity", "repeat") for j in ("judge", "gen")},
     }
 
 
@@ -287,7 +288,8 @@ def test_check_of_a_params_file_the_pipeline_does_not_read_says_so(monkeypatch, 
     out = capsys.readouterr().out
     assert "all 0 params" not in out
     assert (f"note  dvc.yaml: no stage reads {example} (they read "
-            "params/pipeline.yaml); `dvc repro` will not use it.") in out
+            "params/pipeline.yaml); `dvc repro` will not use it until "
+            f"`pressurebench use {example}`.") in out
     assert (tmp_path / example).read_text() == shipped  # a file DVC does not read is not written
 
 
@@ -301,3 +303,41 @@ def test_check_warns_of_a_benchmark_named_other_than_its_folder(project, capsys)
     assert ("warn  benchmarks/tiny/benchmark.yaml: name: 'tiny-v2' differs from its folder "
             "'tiny'; the pipeline knows this benchmark as 'tiny' (set name: tiny to match)"
             ) in capsys.readouterr().out
+
+
+def test_estimate_warns_when_its_total_is_above_the_spending_cap(project, capsys):
+    """The cap stops a run at the first call that could pass it (`llm.spending`): an estimate
+    above it says so before anything is spent, and still exits 0 (it is a forecast, not a
+    check). A cap set mid-study counts the spending record too."""
+    import json
+
+    from support import tiny_params
+
+    data = tiny_params()
+    for spec in data["models"].values():
+        spec.update(price_per_mtok_in=3.0, price_per_mtok_out=15.0)
+    project.write_params(models=data["models"])
+    cost = totals(estimate(load_params(project.params_path)))[3]
+    project.write_params(models=data["models"], run={"max_cost_usd": round(cost / 2, 2)})
+    assert main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert (f"warn  the estimated cost, ${cost:.2f}, is above run.max_cost_usd = "
+            f"${cost / 2:.2f}: the run will stop at the cap") in out
+
+    project.write_params(models=data["models"], run={"max_cost_usd": round(cost * 1.5, 2)})
+    assert main(["estimate"]) == 0
+    assert "warn" not in capsys.readouterr().out
+    (project.root / ".pbcache").mkdir()
+    (project.root / ".pbcache" / "spending.json").write_text(json.dumps(
+        {"spent_usd": cost, "in_flight_usd": {}}))
+    assert main(["estimate"]) == 0
+    assert f"plus the ${cost:.2f} already spent through .pbcache" in capsys.readouterr().out
+
+
+def test_size_also_runs_under_its_former_name_plan(project, capsys):
+    """`pressurebench plan` was the name of `size`; scripts calling it run unchanged for a release."""
+    assert main(["size", "--half-width", "0.1"]) == 0
+    sized = capsys.readouterr().out
+    assert "base scenarios/metric" in sized
+    assert main(["plan", "--half-width", "0.1"]) == 0
+    assert capsys.readouterr().out == sized

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pressurebench.running.code_deps import closure, commands, main, with_data
+from pressurebench.pipeline.code_deps import closure, commands, main, with_data
 from support import REPO
 
 NOTEBOOK = {"cells": [{"cell_type": "markdown", "source": ["# A stage"], "metadata": {}},
@@ -25,8 +25,8 @@ def project(root: Path) -> Path:
     """A repository with a notebook (through notebook_run) and a `python -m` command."""
     write(root, {
         "src/pressurebench/__init__.py": "",
-        "src/pressurebench/running/__init__.py": "",
-        "src/pressurebench/running/notebook_run.py": "from ..errors import E\n",
+        "src/pressurebench/pipeline/__init__.py": "",
+        "src/pressurebench/pipeline/notebook_run.py": "from ..errors import E\n",
         "src/pressurebench/errors.py": "class E(Exception): ...\n",
         "src/pressurebench/report.py": "def show():\n    from .figures import draw\n    return draw()\n",
         "src/pressurebench/figures.py": "def draw(): ...\n",
@@ -91,7 +91,7 @@ def test_one_file_per_notebook_and_per_module_that_runs_as_a_command(tmp_path, m
     stage = written["01_stage.json"]
     assert set(stage["files"]) == {
         "notebooks/01_stage.ipynb", "src/pressurebench/__init__.py",
-        "src/pressurebench/running/__init__.py", "src/pressurebench/running/notebook_run.py",
+        "src/pressurebench/pipeline/__init__.py", "src/pressurebench/pipeline/notebook_run.py",
         "src/pressurebench/errors.py", "src/pressurebench/report.py", "src/pressurebench/figures.py"}
     assert set(written["export.json"]["files"]) == {
         "src/pressurebench/__init__.py", "src/pressurebench/export.py", "src/pressurebench/prompts.py",

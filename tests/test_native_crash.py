@@ -16,8 +16,9 @@ import pytest
 import yaml
 
 from pressurebench.errors import PressurebenchError
-from pressurebench.running.native_crash import EXIT_NATIVE_CRASH
-from pressurebench.running.notebook_run import run_notebook
+from pressurebench.pipeline.native_crash import EXIT_NATIVE_CRASH
+from pressurebench.pipeline.notebook_run import run_notebook
+from support import WAIT_S
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_cli_stage_killed_by_a_segfault_exits_4_with_a_report(local_project, tmp
     proc = subprocess.run(
         [sys.executable, "-c", env_python + "from pressurebench.commands.cli import main; raise SystemExit(main())",
          "run", "gen_metrics", "--benchmark", "tiny"],
-        check=False, capture_output=True, text=True, cwd=local_project.root, timeout=120,
+        check=False, capture_output=True, text=True, cwd=local_project.root, timeout=WAIT_S,
     )
     assert proc.returncode == EXIT_NATIVE_CRASH, proc.stderr
     assert "stage run gen_metrics tiny died natively (the process was killed by SIGSEGV)" in proc.stderr

@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from pressurebench.running.notebook_engine import ENGINE_NAME
+from pressurebench.pipeline.notebook_engine import ENGINE_NAME
 
 CELLS = [
     "x = 1",
@@ -22,7 +22,8 @@ CELLS = [
     "",
     ("from matplotlib.figure import Figure\nfig = Figure(figsize=(2, 1))\nfig.subplots().plot([0, 1])\n"
     "fig.savefig('/dev/null', format='png')\nclass Shown:\n"
-    "    def _repr_png_(self):\n        return b'\\x89PNG-bytes'\n    def __repr__(self):\n        return 'Shown'\nShown()"),
+    "    def _repr_png_(self):\n        return b'\\x89PNG-bytes'\n"
+    "    def __repr__(self):\n        return 'Shown'\nShown()"),
     "x + 1;",
 ]
 
@@ -44,7 +45,7 @@ def execute(tmp_path, nb, engine: str | None) -> tuple[subprocess.CompletedProce
     script = (
         "import papermill\n"
         "from papermill.engines import papermill_engines\n"
-        "from pressurebench.running.notebook_engine import ENGINE_NAME, InProcessEngine\n"
+        "from pressurebench.pipeline.notebook_engine import ENGINE_NAME, InProcessEngine\n"
         "papermill_engines.register(ENGINE_NAME, InProcessEngine)\n"
         f"papermill.execute_notebook({str(path)!r}, {str(out)!r}, parameters={{'value': 2}}, "
         f"engine_name={engine!r}, kernel_name='python3', progress_bar=False, cwd={str(tmp_path)!r})\n"

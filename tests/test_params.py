@@ -76,7 +76,8 @@ def test_a_panel_naming_a_judge_twice_is_refused(tmp_path):
 def test_a_panel_of_two_ids_sending_identical_requests_is_refused(tmp_path):
     same = {"provider": "openai", "model": "judge-model", "temperature": 0.0}
     # a price, a concurrency limit or a key variable does not change what is sent
-    twin = {**same, "price_per_mtok_in": 3.0, "max_concurrency": 2, "api_key_env": "OTHER_KEY"}
+    twin = {**same, "price_per_mtok_in": 3.0, "price_per_mtok_out": 9.0, "max_concurrency": 2,
+            "api_key_env": "OTHER_KEY"}
     msg = error_of(tmp_path, panel_params(j1=same, j2=twin))
     assert "'j1' and 'j2' send identical requests" in msg
 
@@ -84,7 +85,7 @@ def test_a_panel_of_two_ids_sending_identical_requests_is_refused(tmp_path):
 def test_an_evaluator_arm_that_would_replay_the_main_verdicts_is_refused(tmp_path):
     data = tiny_params()
     judge = data["models"][data["roles"]["evaluator"]]
-    data["models"]["twin"] = {**judge, "price_per_mtok_in": 1.0}  # sends the same requests
+    data["models"]["twin"] = {**judge, "price_per_mtok_in": 1.0, "price_per_mtok_out": 2.0}  # sends the same requests
     data["validation"] = {"evaluator_bias": ["twin"]}
     assert "'twin' sends the same requests as the evaluator" in error_of(tmp_path, data)
     data["models"]["twin"] = {**judge, "temperature": 0.9}
@@ -102,7 +103,7 @@ def test_a_panel_of_judges_that_differ_in_what_they_send_is_accepted(tmp_path, c
 @pytest.mark.parametrize(
     ("base", "change"),
     [
-        ({"provider": "openai", "model": "m"}, {"price_per_mtok_in": 1.0}),
+        ({"provider": "openai", "model": "m"}, {"price_per_mtok_in": 1.0, "price_per_mtok_out": 2.0}),
         ({"provider": "openai", "model": "m"}, {"temperature": 0.3}),
         ({"provider": "openai", "model": "m"}, {"structured_output": "json_object"}),
         ({"provider": "openai", "model": "m"}, {"extra_body": {"x": 1}}),

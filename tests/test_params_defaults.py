@@ -61,7 +61,7 @@ def test_a_params_file_written_before_later_keys_existed_passes_check_and_dvc_pa
     assert any("validation.targets: " in line for line in written)
     filled = path.read_text()
     assert filled.startswith("# the study's params, with its own comment\n")
-    assert "default, written by pressurebench check" in filled
+    assert "default, written by pressurebench" in filled
     got = load_params(path)
     assert got.model_dump(exclude={"validation"}) == expected.model_dump(exclude={"validation"})
     assert got.validation.targets == expected.targets  # None: every target, now spelled out

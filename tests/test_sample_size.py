@@ -1,4 +1,4 @@
-"""Power planning: the formulas `pressurebench plan` uses agree with studies simulated from the same
+"""Power planning: the formulas `pressurebench size` uses agree with studies simulated from the same
 model and analysed by the package's own intervals, and a pilot's ICC is recovered from its scores."""
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def test_plan_from_a_pilot_prints_the_icc_interval_and_plans_for_its_upper_end(p
         ]
         write_artifact(project.root / "data" / "tiny" / "runs" / target / "evaluate" / "scores.json",
                        ScoresFile(benchmark="tiny", target=target, rows=scores))
-    assert main(["plan", "--half-width", "0.1", "--pilot"]) == 0
+    assert main(["size", "--half-width", "0.1", "--pilot"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"ICC of base scenarios \d\.\d\d \(95% bootstrap interval "
                      r"\d\.\d\d–(\d\.\d\d) over 8 base scenarios × targets\)", out), out
@@ -143,7 +143,7 @@ def test_plan_from_a_pilot_prints_the_icc_interval_and_plans_for_its_upper_end(p
 
 
 def test_the_command_prints_scenarios_per_metric_for_each_number_of_samples(project, capsys):
-    assert main(["plan", "--half-width", "0.05", "--rate", "0.7", "--icc", "0.2"]) == 0
+    assert main(["size", "--half-width", "0.05", "--rate", "0.7", "--icc", "0.2"]) == 0
     out = capsys.readouterr().out
     design = Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2)
     assert f"      1 {required_scenarios(design, half_width=0.05):>21}" in out and "(params)" in out
@@ -155,7 +155,7 @@ def test_the_plan_says_from_how_many_base_scenarios_intervals_are_reported(proje
     from pressurebench.stats.bootstrap import ClusterBootstrap
     from pressurebench.stats.rates import estimate_rates
 
-    assert main(["plan", "--difference", "0.1"]) == 0
+    assert main(["size", "--difference", "0.1"]) == 0
     out = capsys.readouterr().out
     assert f"  rate: {RATE.pooled} over all 2 metrics, {RATE.single} for a single metric" in out
     assert f"for a single metric ({RATE.method})" in out
@@ -172,7 +172,7 @@ def test_the_plan_says_from_how_many_base_scenarios_intervals_are_reported(proje
 def test_the_plan_leaves_a_margin_for_base_scenarios_lost_in_generation(project, capsys):
     """Sized exactly at a rule, one scenario lost in generation withholds the interval: the
     plan generates 15% more (at least one) and says so."""
-    assert main(["plan", "--half-width", "0.99", "--rate", "0.7", "--icc", "0.2"]) == 0
+    assert main(["size", "--half-width", "0.99", "--rate", "0.7", "--icc", "0.2"]) == 0
     out = capsys.readouterr().out
     goal = required_scenarios(Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2),
                               half_width=0.99)
@@ -205,7 +205,7 @@ def test_labels_needed_grow_as_the_judge_weakens_and_stop_where_scenarios_are_th
 
 
 def test_the_command_prints_labels_per_target_for_each_number_of_samples(project, capsys):
-    assert main(["plan", "--labels-for", "0.1", "--rate", "0.7", "--icc", "0.2",
+    assert main(["size", "--labels-for", "0.1", "--rate", "0.7", "--icc", "0.2",
                  "--judge-accuracy", "0.9", "--scenarios", "100"]) == 0
     out = capsys.readouterr().out
     design = Design(metrics=2, variants=1, samples=1, rate=0.7, icc=0.2)

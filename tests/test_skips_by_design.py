@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support import WAIT_S
+
 TESTS = Path(__file__).resolve().parent
 
 SUITE = '''
@@ -52,7 +54,7 @@ def run_suite(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
         env["CI"] = ci
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider",
                            "-o", "addopts=", "-rfEs", "."],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=WAIT_S, check=False)
 
 
 def test_a_missing_tool_fails_under_ci_and_names_the_tool(tmp_path):

@@ -9,24 +9,26 @@ import socket
 import pytest
 import yaml
 
-from pressurebench.running.notebook_run import NotebookFailed, main, run_notebook
-from pressurebench.running.stage_failure import (
+from pressurebench.errors import (
     EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
     EXIT_TOO_MANY_ERRORS,
     EXIT_UNEXPECTED,
-    exit_code,
-    fix_for,
-    reason_pattern,
 )
+from pressurebench.pipeline.notebook_run import NotebookFailed, main, run_notebook
+from pressurebench.pipeline.stage_failure import exit_code, fix_for, reason_pattern
 from stages.test_simulate import scenario, seed_inputs
 from support import REPO
 
 
 def test_exit_codes_follow_the_command_line():
     assert exit_code("StageFailed") == EXIT_TOO_MANY_ERRORS == 3
-    for name in ("ConfigError", "RequestsRefused", "ProviderAuthError", "SpendingCapReached"):
+    for name in ("ConfigError", "RequestsRefused", "ProviderAuthError", "ProviderNotFound",
+                 "SpendingCapReached"):
         assert exit_code(name) == EXIT_BAD_INPUT == 2, name
     assert exit_code("ZeroDivisionError") == EXIT_UNEXPECTED == 1
+    for name in ("StageInterrupted", "KeyboardInterrupt"):  # Ctrl-C, in a model call or not
+        assert exit_code(name) == EXIT_INTERRUPTED == 130, name
 
 
 def test_reasons_that_differ_only_in_numbers_and_names_group_together():
@@ -63,7 +65,8 @@ def api_params(tmp_path):
      "Nothing answered at http://127.0.0.1:8765/v1: is a server running there"),
     ("HTTP 401: Incorrect API key provided", "check the key in $LAB_OPENAI_KEY"),
     ("HTTP 404: The model `gpt-4o-mini` does not exist",
-     "The provider does not know the model `target-a` (gpt-4o-mini)"),
+     ("The provider does not serve the model `target-a` (gpt-4o-mini) at "
+      "http://127.0.0.1:8765/v1")),
     ("HTTP 400: Unsupported parameter: 'max_tokens'", "its own message is quoted below"),
 ])
 def test_each_kind_of_failed_call_gets_its_own_fix(api_params, said, advice):

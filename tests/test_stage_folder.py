@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pressurebench.io import atomic_write_text
 from pressurebench.paths import CALLS
-from pressurebench.runtime import StageRun
+from pressurebench.stage_run import StageRun
 
 
 def test_clearing_the_folder_keeps_the_call_records_and_writes_in_progress(project):

@@ -14,9 +14,9 @@ import sys
 import pytest
 
 HEAVY = ("matplotlib", "seaborn", "scipy.stats")
-PROCESS = ("pressurebench.running.notebook_run", "pressurebench.running.notebook_engine",
-           "pressurebench.reports.render", "pressurebench.running.stage_failure",
-           "pressurebench.reports.models_note", "pressurebench.running.notebook_session",
+PROCESS = ("pressurebench.pipeline.notebook_run", "pressurebench.pipeline.notebook_engine",
+           "pressurebench.reports.render", "pressurebench.pipeline.stage_failure",
+           "pressurebench.reports.models_note", "pressurebench.pipeline.notebook_session",
            "pressurebench.reports.views", "pressurebench.io", "pressurebench.schemas", "papermill")
 NOTEBOOK = {
     "gen_metrics": ("pressurebench.stages.gen_metrics",),

@@ -1,25 +1,40 @@
-"""MkDocs hook: the configuration and command-line references, written from the code at build time.
+"""MkDocs hook: the references and the repository's tables, written from the code at build time.
 
 A reference copied by hand drifts from the code it describes; one generated when the site is
-built cannot. A page holds a marker line, `<!-- reference: params -->` or
-`<!-- reference: cli -->`, and the hook replaces it with tables made from the params schema
-(every field's type, default, bounds and `Field(description=...)`) or from the command
-line's argparse parser. A params field without a description, or an argument without\nhelp, fails the build.
+built cannot. A page holds a marker line, `<!-- reference: NAME -->`, and the hook replaces it
+with tables made from:
 
-The modules are found through stable names: the params schema through the package's
-`pressurebench.params` module, the parser through the `pressurebench` console script's
-entry point, wherever its module lives.
+- `params`: the params schema (every field's type, default, bounds and `Field(description=...)`);
+- `cli`: the command line's argparse parser;
+- `packages`: the package's folders and top-level modules, layer by layer as
+  `[tool.importlinter]` in pyproject.toml orders them, each described by its face (a folder's
+  `__init__` docstring, a module's docstring) with the modules a folder holds;
+- `make`: the Makefile's targets, each described by the comment above its rule;
+- `extras`: the package's optional extras, each described by the comment above it in
+  pyproject.toml.
+
+Whatever a table cannot describe fails the build: a params field without a description, an
+argument without help, a folder or module without a docstring, a make target without its
+comment or a `.PHONY` target without a rule, an extra without its comment.
+
+The code is found through stable names: the params schema through the package's
+`pressurebench.params` module, the parser through the `pressurebench` console script's entry
+point, the repository (pyproject.toml, the Makefile) as the folder the package is installed
+from in development (`pip install -e`, as `make install` does).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import importlib
 import re
+import tomllib
 import types
 import typing
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import annotated_types
 from pydantic import BaseModel
@@ -167,15 +182,22 @@ def console_parser() -> argparse.ArgumentParser:
     return module.build_parser()
 
 
-def _subcommands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+def _subcommands(parser: argparse.ArgumentParser, words: tuple[str, ...] = (),
+                 aliases: tuple[str, ...] = ()):
+    """Each command once, under its name, with the other names it answers to (argparse lists a
+    command's aliases as choices of their own, each holding the command's one parser)."""
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not actions:
-        yield words, parser
+        yield words, parser, aliases
         return
     helps = {c.dest: c.help for c in actions[0]._choices_actions}
+    names: dict[int, list[str]] = {}
     for name, sub in actions[0].choices.items():
-        sub.description = sub.description or helps.get(name)
-        yield from _subcommands(sub, (*words, name))
+        names.setdefault(id(sub), []).append(name)
+    for first, *others in names.values():
+        sub = actions[0].choices[first]
+        sub.description = sub.description or helps.get(first)
+        yield from _subcommands(sub, (*words, first), tuple(others))
 
 
 def _argument_row(action: argparse.Action, command: str) -> str:
@@ -197,9 +219,12 @@ def _argument_row(action: argparse.Action, command: str) -> str:
 def cli_reference() -> str:
     parser = console_parser()
     out = []
-    for words, sub in _subcommands(parser):
+    for words, sub, aliases in _subcommands(parser):
         command = " ".join((parser.prog, *words))
         out += [f"### `{command}`", "", _cell(sub.description or ""), ""]
+        if aliases:
+            also = ", ".join(f"`{' '.join((parser.prog, *words[:-1], a))}`" for a in aliases)
+            out += [f"Also runs as {also}.", ""]
         usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")
         out += ["```text", usage, "```", ""]
         arguments = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
@@ -209,7 +234,92 @@ def cli_reference() -> str:
     return "\n".join(out)
 
 
-GENERATORS = {"params": params_reference, "cli": cli_reference}
+# ---- the repository: the package map, the Makefile, the extras --------------------------------
+
+
+def repository() -> Path:
+    """The checkout the package is installed from (`src/pressurebench` in it)."""
+    package = Path(importlib.import_module("pressurebench").__file__).parent
+    root = package.parents[1]
+    if not (root / "pyproject.toml").is_file():
+        raise FileNotFoundError(f"{package} is not installed from a checkout (pip install -e .)")
+    return root
+
+
+def _summary(path: Path) -> str:
+    """The first paragraph of a module's docstring, on one line."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    if not doc:
+        raise MissingDescription(f"{path} has no docstring to describe it by")
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def layers(root: Path) -> list[list[str]]:
+    """The package's layers, highest first, each its folders and top-level modules."""
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"]
+    return [re.split(r"\s*[:|]\s*", layer.strip()) for layer in contract["layers"]]
+
+
+def package_map(root: Path | None = None) -> str:
+    root = root or repository()
+    package = root / "src" / "pressurebench"
+    rows = []
+    for number, names in enumerate(layers(root), start=1):
+        for name in names:
+            folder = package / name
+            if (folder / "__init__.py").is_file():
+                held = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+                held += sorted(f"{d.name}/" for d in folder.iterdir() if (d / "__init__.py").is_file())
+                what = f"{_summary(folder / '__init__.py')} Holds: " + ", ".join(
+                    f"`{m}`" for m in held) + "."
+                rows.append(f"| {number} | `{name}/` | {_cell(what)} |")
+            else:
+                rows.append(f"| {number} | `{name}` | {_cell(_summary(package / f'{name}.py'))} |")
+    return "\n".join(["| layer | folder or module | what it holds |", "|---|---|---|", *rows, ""])
+
+
+def _described(lines: list[str], where: str, pattern: re.Pattern) -> dict[str, str]:
+    """Each name `pattern` finds at the start of a line, with the comment lines right above it."""
+    found = {}
+    for i, line in enumerate(lines):
+        match = pattern.match(line)
+        if not match:
+            continue
+        comment = []
+        j = i - 1
+        while j >= 0 and lines[j].startswith("#"):
+            comment.insert(0, lines[j].lstrip("#").strip())
+            j -= 1
+        if not comment:
+            raise MissingDescription(f"{where}: `{match.group(1)}` has no comment above it")
+        found[match.group(1)] = " ".join(comment)
+    return found
+
+
+def make_targets(root: Path | None = None) -> str:
+    text = ((root or repository()) / "Makefile").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    rules = _described(lines, "Makefile", re.compile(r"^([A-Za-z][\w-]*):(?!=)"))
+    declared = [t for line in lines if line.startswith(".PHONY:") for t in line.split()[1:]]
+    for target in declared:
+        if target not in rules:
+            raise MissingDescription(f"Makefile: `{target}` is declared .PHONY but has no rule")
+    rows = [f"| `make {t}` | {_cell(what)} |" for t, what in rules.items()]
+    return "\n".join(["| command | what it does |", "|---|---|", *rows, ""])
+
+
+def extras(root: Path | None = None) -> str:
+    text = ((root or repository()) / "pyproject.toml").read_text(encoding="utf-8")
+    section = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    found = _described(section.splitlines(), "pyproject.toml [project.optional-dependencies]",
+                       re.compile(r"^([\w-]+) = \["))
+    rows = [f"| `{name}` | {_cell(what)} |" for name, what in found.items()]
+    return "\n".join(["| extra | what it brings |", "|---|---|", *rows, ""])
+
+
+GENERATORS = {"params": params_reference, "cli": cli_reference, "packages": package_map,
+              "make": make_targets, "extras": extras}
 
 
 def render(markdown: str) -> str:

@@ -12,7 +12,7 @@ def lazy_face(package: str, face: dict[str, str]):
     `face` (name -> the package's module defining it), each module imported on first use.
 
     A stage process then imports only what it reads (importing a face costs nothing), and a
-    reader finds what the package offers in its `__init__`. `running/code_deps.py` reads the
+    reader finds what the package offers in its `__init__`. `pipeline/code_deps.py` reads the
     same table, so DVC knows which module a name comes from. Returns the package's
     `__getattr__` and `__dir__` (PEP 562)."""
 

@@ -8,9 +8,25 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+# The command line's exit codes (docs/troubleshooting.md), under `dvc repro` too: 2 for a
+# problem in the inputs or settings the user can fix, 3 for a stage above
+# `run.max_error_rate`, 130 for a command stopped by Ctrl-C (128 + SIGINT, as a shell reports
+# it), 1 for anything unexpected.
+EXIT_UNEXPECTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_TOO_MANY_ERRORS = 3
+EXIT_INTERRUPTED = 130
+# What a command stopped by Ctrl-C says, where no stage said more (`StageInterrupted`).
+INTERRUPTED = ("stopped by Ctrl-C (SIGINT) before it finished; run it again to continue: model "
+               "calls answered before the stop are cached and replayed for free, and calls "
+               "still waiting for an answer were abandoned and are sent again")
+
 
 class PressurebenchError(Exception):
-    """Base class for errors reported to the user as one line, without a traceback."""
+    """Base class for errors reported to the user as one line, without a traceback; each kind
+    carries the command line's exit code for it."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 class ConfigError(PressurebenchError):
@@ -26,19 +42,18 @@ class ConfigError(PressurebenchError):
 class StageFailed(PressurebenchError):
     """A stage finished its artifacts but its error share is above `max_error_rate`."""
 
-
-# The command line's exit codes (docs/troubleshooting.md), under `dvc repro` too: 2 for a
-# problem in the inputs or settings the user can fix, 3 for a stage above
-# `run.max_error_rate`, 1 for anything unexpected.
-EXIT_UNEXPECTED = 1
-EXIT_BAD_INPUT = 2
-EXIT_TOO_MANY_ERRORS = 3
+    exit_code = EXIT_TOO_MANY_ERRORS
 
 
-def reported(exc: PressurebenchError) -> int:
-    """Say `exc` on stderr in its one line, as every command does, and give its exit code."""
+def reported(exc: PressurebenchError | KeyboardInterrupt) -> int:
+    """Say `exc` on stderr in its one line, as every command does, and give its exit code: a
+    Ctrl-C that no stage turned into a `StageInterrupted` is said the same way, never as a
+    traceback."""
+    if isinstance(exc, KeyboardInterrupt):
+        print(f"pressurebench: {INTERRUPTED}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(f"pressurebench: {exc}", file=sys.stderr)
-    return EXIT_TOO_MANY_ERRORS if isinstance(exc, StageFailed) else EXIT_BAD_INPUT
+    return exc.exit_code
 
 
 def field_path(loc: tuple, data: Any = None) -> str:
@@ -70,8 +85,8 @@ def _missing_field_meaning(model: type[BaseModel] | None, loc: tuple) -> str | N
             return None
         field = model.model_fields[part]
         annotation = field.annotation
-        nested = isinstance(annotation, type) and issubclass(annotation, BaseModel)
-        model = annotation if nested else None
+        model = (annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+                 else None)
     return field.description if field is not None else None
 
 

@@ -31,6 +31,26 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))  # bytes: no newline translation
 
 
+def atomic_rewrite_text(path: str | Path, text: str) -> None:
+    """`atomic_write_text` to the file `path` names: through a symbolic link, to its target,
+    so the link stays a link (`params/pipeline.yaml` is one after `pressurebench use`)."""
+    atomic_write_text(Path(path).resolve(), text)
+
+
+def atomic_symlink(path: str | Path, target: str) -> None:
+    """Make `path` a symbolic link to `target` (relative to the link's folder), replacing what
+    was there in one rename: readers see the old file or the new link, never no file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.link.tmp")
+    temporary.unlink(missing_ok=True)
+    temporary.symlink_to(target)
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 _UMASK_LOCK = threading.Lock()
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .errors import ConfigError
 from .io import read_yaml, validate_as
+from .workspace import dotenv_files
 
 # Ids become DVC param paths (`models.<id>`) and directory names, so no dots or slashes:
 # write `gpt-4-1`, not `gpt-4.1` (the provider's model name goes in `model:`).
@@ -37,8 +38,8 @@ Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
 StructuredOutput = Literal["json_schema", "json_object", "tool", "prompt"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 # The counterfactual probes of the judge (`validation.judge_probes`).
-JudgeProbe = Literal["identity", "verbosity", "family", "repeat"]
-JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "verbosity", "family", "repeat")
+JudgeProbe = Literal["identity", "paraphrase", "verbosity", "family", "repeat"]
+JUDGE_PROBES: tuple[JudgeProbe, ...] = ("identity", "paraphrase", "verbosity", "family", "repeat")
 
 
 class ImportedConversations(Section):
@@ -118,7 +119,8 @@ class ModelSpec(Section):
     )
     price_per_mtok_in: float | None = Field(
         default=None, ge=0,
-        description="USD per million input tokens; without both prices cost is unknown, never 0",
+        description="USD per million input tokens; with price_per_mtok_out it overrides the price "
+        "table; a model neither prices has an unknown cost, never 0",
     )
     price_per_mtok_out: float | None = Field(
         default=None, ge=0,
@@ -137,6 +139,15 @@ class ModelSpec(Section):
         description=(
             "input written to Anthropic's prompt cache; default: 1.25x price_per_mtok_in "
             "(2x with `prompt_cache: 1h`)"
+        ),
+    )
+    price_table: bool | None = Field(
+        default=None,
+        description=(
+            "price the model from the pinned price table (genai-prices) when the params give "
+            "no price_per_mtok_in/out: by default only at the provider's own API (no base_url, "
+            "or one on its hosts); true also through another base_url that bills the provider's "
+            "list prices (a proxy), false never (cost unknown without params prices)"
         ),
     )
     prompt_cache: Literal["auto", "off", "1h"] = Field(
@@ -161,7 +172,8 @@ class ModelSpec(Section):
         default=None,
         description=(
             "how structured answers are asked for: `json_schema` (response_format; the OpenAI "
-            "default), `json_object` (response_format json_object with the schema beside it, as "
+            "default; for Gemini its response schema with responseMimeType application/json), "
+            "`json_object` (response_format json_object with the schema beside it, as "
             "llama.cpp's server takes it, and in the prompt), `tool` (one forced tool call; the "
             "Anthropic default) or `prompt` (the schema in the prompt only); every answer is "
             "validated, and re-asked when invalid (run.repair_retries)"
@@ -188,6 +200,32 @@ class ModelSpec(Section):
             "reasoning cannot leave no room for the answer"
         ),
     )
+    thinking_budget: int | None = Field(
+        default=None, ge=-1, le=32768,
+        description=(
+            "Gemini 2.5 models' thinking budget in tokens (google provider): -1 lets the model "
+            "decide, 0 turns thinking off where the model allows it; thinking tokens are billed "
+            "as output and get room on top of max_tokens (this budget, or reasoning_tokens)"
+        ),
+    )
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None,
+        description="Gemini 3 models' thinking level (google provider); not with thinking_budget",
+    )
+    region: str | None = Field(
+        default=None,
+        description="the cloud region of Claude on Bedrock (default AWS_REGION) or on Vertex AI "
+        "(default CLOUD_ML_REGION)",
+    )
+    project_id: str | None = Field(
+        default=None,
+        description="the Google Cloud project of Claude on Vertex AI (default "
+        "ANTHROPIC_VERTEX_PROJECT_ID)",
+    )
+    api_version: str | None = Field(
+        default=None,
+        description="the Azure OpenAI API version (`api-version`; default OPENAI_API_VERSION)",
+    )
     token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
         default=None,
         description=(
@@ -200,7 +238,8 @@ class ModelSpec(Section):
         default=False,
         description=(
             "send this model's calls through the provider's batch API (OpenAI Batch API, "
-            "Anthropic Message Batches) at half the price, answered within a day (run.batch_*)"
+            "Anthropic Message Batches, Gemini Batch Mode) at the batch price (half, or the "
+            "price table's), answered within a day (run.batch_*)"
         ),
     )
     extra_body: dict[str, Any] = Field(
@@ -259,6 +298,14 @@ class ModelSpec(Section):
                 )
         api = api_for(self)
         api.check()
+        priced = [n for n in ("price_per_mtok_in", "price_per_mtok_out", "price_per_mtok_cached_in",
+                              "price_per_mtok_cache_write") if getattr(self, n) is not None]
+        if priced and not api.params_priced:
+            raise ValueError(
+                f"{', '.join(priced)} without both price_per_mtok_in and price_per_mtok_out: the "
+                "params' prices override the price table only together; set both, or none to "
+                "take the table's"
+            )
         if self.batch and api.batch_price_factor is None:
             raise ValueError(f"batch: {self.provider} models have no batch API")
         for name in ("model", "messages"):
@@ -454,16 +501,19 @@ class Validation(Section):
         default_factory=lambda: list(JUDGE_PROBES),
         description="counterfactual probes of the judge on the main arm's conversations of the "
         "study subset: 'identity' (the user's turns rewritten into the other demographic "
-        "variant's voice), 'verbosity' (each target reply lengthened by a restatement of "
-        "itself), 'family' (rows whose judge shares a model family with the target or the "
-        "generator, re-judged by the panel's other judges), 'repeat' (the unedited transcript "
-        "judged again: how often the judge disagrees with itself, the floor of the other flip "
-        "rates); [] runs none",
+        "variant's voice), 'paraphrase' (the user's turns rewritten in other words in the same "
+        "voice: the identity edit's own floor), 'verbosity' (each target reply lengthened by a "
+        "restatement of itself), 'family' (rows whose judge shares a model family with the "
+        "target or the generator, re-judged by the panel's other judges), 'repeat' (the "
+        "unedited transcript judged again: how often the judge disagrees with itself, the floor "
+        "of every other flip rate); [] runs none",
     )
     judge_probes_warn: float = Field(
         default=0.2, gt=0.0, le=1.0,
-        description="a probe whose verdict flip rate exceeds this is a warning on the results "
-        "report",
+        description="a probe whose verdict flip rate exceeds every floor's ('repeat', "
+        "'paraphrase') by more than this, with the excess significant after Holm's correction "
+        "over the study's family, is a warning on the results report; so is a 'repeat' flip "
+        "rate above it (the judge disagreeing with itself)",
     )
 
     @field_validator("judge_probes")
@@ -641,6 +691,16 @@ class Params(Section):
         studies run on when `validation.targets` is null."""
         return [t for t in self.targets if not self.models[t].conversations_imported]
 
+    def targets_of(self, benchmark: str) -> list[str]:
+        """The targets `benchmark` runs: every target but one imported for other benchmarks only
+        (`pressurebench import --benchmark`), whose stages for this one record a skip."""
+        return [t for t in self.targets if not self.imported_elsewhere(t, benchmark)]
+
+    def imported_elsewhere(self, target: str, benchmark: str) -> bool:
+        """Whether `target` is imported, but not for `benchmark`."""
+        spec = self.models[target]
+        return spec.conversations_imported and benchmark not in (spec.imported or {})
+
     def model_refs(self) -> list[tuple[str, str]]:
         """Every (field, model id) reference, so unknown ids can be reported by field."""
         refs = [("roles.generator", self.roles.generator), ("roles.user", self.roles.user)]
@@ -699,6 +759,13 @@ def load_params(path: str | Path) -> Params:
                     f"its calls (used as {field}); add its prices or remove the cap",
                     f"models.{ref}",
                 )
+    for benchmark in params.benchmarks:
+        if not params.targets_of(benchmark):
+            raise ConfigError(
+                path, f"no target runs on '{benchmark}': every target is imported for other "
+                f"benchmarks only; import conversations for it (`pressurebench import --benchmark "
+                f"{benchmark}`) or add a simulated target", "targets",
+            )
     if params.validation.targets:
         for i, t in enumerate(params.validation.targets):
             if t not in params.targets:
@@ -716,7 +783,8 @@ def load_params(path: str | Path) -> Params:
 def require_api_keys(path: str | Path, params: Params, model_ids: list[str]) -> None:
     """Fail before any call when a model that will be used has no usable key in its variable.
 
-    `.env` in the working directory is read first (without overriding the environment).
+    `.env` in the working directory is read first, and in a DVC experiment's temporary copy
+    the workspace's `.env` after it (`workspace`), neither overriding the environment.
     A key with surrounding whitespace or a line break (a copy-paste slip) is refused
     here too: sent as a header it would fail every call, and the message never quotes it.
     """
@@ -751,5 +819,6 @@ def load_dotenv_once() -> None:
     if not _DOTENV_LOADED:
         from dotenv import load_dotenv
 
-        load_dotenv(Path.cwd() / ".env", override=False)
+        for path in dotenv_files():
+            load_dotenv(path, override=False)
         _DOTENV_LOADED = True

@@ -4,8 +4,8 @@ DVC resolves dvc.yaml's `${...}` and `matrix:` from the params file itself, and 
 stage whose declared param the file lacks, before any of the package's code runs. So a key
 the params model gives a default would still stop `dvc repro` when a file leaves it out (a
 file written before the key existed, or one copied from a short example).
-`pressurebench check` writes those keys' defaults into the file, comments and order kept,
-so the params model and the pipeline read the same values.
+`pressurebench use` and `pressurebench check` write those keys' defaults into the file,
+comments and order kept, so the params model and the pipeline read the same values.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from .io import atomic_write_text, read_text
+from .io import atomic_rewrite_text, read_text
 from .params import Params
 
 INTERPOLATION = re.compile(r"\$\{\s*([^${}]+?)\s*\}")
@@ -28,7 +28,7 @@ DVC_VALUES = {
     "validation.targets": lambda params: params.simulated_targets(),
 }
 
-FILLED_COMMENT = "default, written by pressurebench check"
+FILLED_COMMENT = "default, written by pressurebench"
 
 
 def dvc_read_keys(dvc_yaml: str | Path) -> tuple[list[str], list[str]]:
@@ -60,7 +60,8 @@ def dvc_read_keys(dvc_yaml: str | Path) -> tuple[list[str], list[str]]:
 
 
 def interpolates_from(dvc_yaml: str | Path, params_path: str | Path) -> bool:
-    """Whether dvc.yaml resolves its `${...}` from `params_path` (listed in its `vars`)."""
+    """Whether dvc.yaml resolves its `${...}` from `params_path` (listed in its `vars`, or the
+    file a listed link points to)."""
     listed = (yaml.safe_load(read_text(dvc_yaml)) or {}).get("vars") or []
     files = [v.split(":")[0] for v in listed if isinstance(v, str)]
     return any(Path(f).resolve() == Path(params_path).resolve() for f in files)
@@ -109,8 +110,8 @@ def _place(data: dict, key: str, value: Any) -> None:
 
 
 def write_defaults(params_path: str | Path, values: dict[str, Any]) -> None:
-    """Write `values` (dotted keys) into the params file, keeping its comments and key order;
-    each written key says where it came from in a comment."""
+    """Write `values` (dotted keys) into the params file (through a link, into its target),
+    keeping its comments and key order; each written key says where it came from in a comment."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.representer import RoundTripRepresenter
@@ -144,6 +145,10 @@ def write_defaults(params_path: str | Path, values: dict[str, Any]) -> None:
             if not isinstance(node.get(part), dict):
                 node[part] = CommentedMap()
             node = node[part]
+        # A section written inline (`roles: {generator: a, ...}`) is written out a key a line:
+        # a comment cannot end a line inside braces.
+        if node is not doc and node.fa.flow_style():
+            node.fa.set_block_style()
         # A section's own keys go first in it: blank lines after a section belong to its last
         # key, so a key added last would follow them.
         comment = None if isinstance(value, dict) else FILLED_COMMENT
@@ -156,7 +161,7 @@ def write_defaults(params_path: str | Path, values: dict[str, Any]) -> None:
             node.insert(at, leaf, styled(value), comment=comment)
     out = io.StringIO()
     rt.dump(doc, out)
-    atomic_write_text(params_path, out.getvalue())
+    atomic_rewrite_text(params_path, out.getvalue())
 
 
 def fill_defaults(params_path: str | Path, params: Params,

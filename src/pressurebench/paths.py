@@ -16,6 +16,12 @@ stage's name is the folder's path below `data/<benchmark>/` without the matrix v
 `data/b/validation/generator/arms/m/runs/t/evaluate/` is `validation_generator_evaluate`.
 The judge probes, a study without arms, edit and re-judge the main arm's conversations in
 `data/<b>/validation/probes/runs/<target>/edit/` and `.../evaluate/`.
+
+Each study's comparison (`data/<b>/validation/<study>/bias/`) depends on the one folder every
+step of the study writes below: its `arms/` (the judge probes': `runs/`). The study's plan,
+`plan.json`, lies there too, written by a stage that runs whatever the params say, so that folder
+exists even when the study runs no arm or no target: DVC refuses a dependency that does not
+exist, and a comparison must not depend on a folder that exists only by accident.
 """
 
 from __future__ import annotations
@@ -40,8 +46,8 @@ COMPARISON_STEP = "bias"
 # `validation/probes/runs/<target>/`; each code stage and the step folder it writes.
 PROBES = "probes"
 PROBE_STEPS = {"probes_edit": "edit", "probes_evaluate": "evaluate"}
-# The stage writing every study's plan, `validation/plan/<study>.json`.
-PLAN_STEP = "plan"
+# Each study's plan, in the folder the study's comparison depends on (`study_steps_dir`).
+PLAN_FILE = "plan.json"
 
 
 def benchmark_source(benchmark: str, root: str | Path = ".") -> Path:
@@ -89,18 +95,26 @@ def imported_file(benchmark: str, target: str, root: str | Path = ".") -> Path:
 
 
 def validation_dir(data_dir: str | Path, benchmark: str) -> Path:
-    """`data/<benchmark>/validation/`: every study's folder, and their plans."""
+    """`data/<benchmark>/validation/`: every study's folder."""
     return Path(data_dir) / benchmark / VALIDATION
 
 
 def study_dir(data_dir: str | Path, benchmark: str, study: str) -> Path:
-    """`data/<benchmark>/validation/<study>/`: the study's arms (`arms/<model>/`) and its
-    comparison (`bias/`)."""
+    """`data/<benchmark>/validation/<study>/`: the study's arms (`arms/<model>/`) and plan
+    (`arms/plan.json`), and its comparison (`bias/`)."""
     return validation_dir(data_dir, benchmark) / study
 
 
+def study_steps_dir(data_dir: str | Path, benchmark: str, study: str) -> Path:
+    """The folder every step of a study writes below, which its comparison depends on:
+    `validation/<study>/arms/`, or for the judge probes (no arms) `validation/probes/runs/`."""
+    return study_dir(data_dir, benchmark, study) / (RUNS if study == PROBES else ARMS)
+
+
 def plan_file(data_dir: str | Path, benchmark: str, study: str) -> Path:
-    return validation_dir(data_dir, benchmark) / PLAN_STEP / f"{study}.json"
+    """The study's plan: `validation/<study>/arms/plan.json` (`validation/probes/runs/plan.json`).
+    A plan is a file, not a folder: no model or target id (`[A-Za-z0-9_-]`) names it."""
+    return study_steps_dir(data_dir, benchmark, study) / PLAN_FILE
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ cost file written before calls kept their cost has no recorded cost (None).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
 
 import pandas as pd
 from pydantic import Field
@@ -36,6 +37,7 @@ from .schemas import Cost, Manifest, Row
 # `runs/<target>/`.
 RESULTS_STAGES = ("gen_metrics", "gen_scenarios", "aggregate")
 MISSING = "—"
+N = TypeVar("N", int, float)
 
 
 class StageTotals(Row):
@@ -80,13 +82,23 @@ class RunTotals(Row):
     unknown_wall: list[str] = Field(description="stages without a manifest")
 
 
-def _known_sum(values: Iterable[float | int | None]) -> float | int | None:
-    total = 0
+# The counts a stage sums over its models' usage and a run over its stages.
+COUNTS = ("calls", "cached_calls", "failed_calls", "input_tokens", "cached_input_tokens",
+          "cache_write_tokens", "output_tokens")
+
+
+def _known_sum(values: Iterable[N | None]) -> N | None:
+    total: N = 0
     for value in values:
         if value is None:
             return None
         total += value
     return total
+
+
+def _sums(parts: Sequence[object], fields: Iterable[str]) -> dict[str, Any]:
+    """Each of `fields` summed over `parts`: unknown (None) where one part's is unknown."""
+    return {name: _known_sum(getattr(part, name) for part in parts) for name in fields}
 
 
 def stage_totals(path: str, cost: Cost, manifest: Manifest | None) -> StageTotals:
@@ -102,13 +114,7 @@ def stage_totals(path: str, cost: Cost, manifest: Manifest | None) -> StageTotal
         arm=manifest.arm if manifest else None,
         target=manifest.target if manifest else target,
         models=sorted(cost.by_model),
-        calls=sum(u.calls for u in usage),
-        cached_calls=_known_sum(u.cached_calls for u in usage),
-        failed_calls=sum(u.failed_calls for u in usage),
-        input_tokens=sum(u.input_tokens for u in usage),
-        cached_input_tokens=sum(u.cached_input_tokens for u in usage),
-        cache_write_tokens=sum(u.cache_write_tokens for u in usage),
-        output_tokens=sum(u.output_tokens for u in usage),
+        **_sums(usage, COUNTS),
         cost_usd=cost.total_cost_usd,
         recorded_cost_usd=cost.recorded_cost_usd,
         timed_calls=sum(r.timed_calls for r in cost.recorded.values()),
@@ -121,16 +127,7 @@ def run_totals(stages: Iterable[StageTotals]) -> RunTotals:
     stages = sorted(stages, key=lambda s: s.path)
     return RunTotals(
         stages=stages,
-        calls=sum(s.calls for s in stages),
-        cached_calls=_known_sum(s.cached_calls for s in stages),
-        failed_calls=sum(s.failed_calls for s in stages),
-        input_tokens=sum(s.input_tokens for s in stages),
-        cached_input_tokens=sum(s.cached_input_tokens for s in stages),
-        cache_write_tokens=sum(s.cache_write_tokens for s in stages),
-        output_tokens=sum(s.output_tokens for s in stages),
-        cost_usd=_known_sum(s.cost_usd for s in stages),
-        recorded_cost_usd=_known_sum(s.recorded_cost_usd for s in stages),
-        wall_s=_known_sum(s.wall_s for s in stages),
+        **_sums(stages, (*COUNTS, "cost_usd", "recorded_cost_usd", "wall_s")),
         unknown_cost=[s.path for s in stages if s.cost_usd is None],
         unknown_wall=[s.path for s in stages if s.wall_s is None],
     )

@@ -8,11 +8,11 @@ Field names follow impactbench's (`persona`, `latent_adversarial_goal`,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 MetricId = Annotated[str, Field(pattern=r"^m\d{2,}$")]
 Status = Literal["ok", "error"]
@@ -21,6 +21,9 @@ _SCENARIO_ID = re.compile(r"^(m\d{2,})_s(\d{3,})_v(\d{2,})$")
 
 
 class Row(BaseModel):
+    """The base of every record a file holds, here and in every other module: a field the
+    model does not declare is refused, so a misspelt or stale key is an error, never dropped."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -191,9 +194,39 @@ class ConcurrencyReport(Row):
     rate_limited: int = Field(description="rate-limit answers (HTTP 429) received")
 
 
+class PriceSource(Row):
+    """Where one model's prices came from and what they were, as its calls were priced: the
+    params' own, a price table (its name and version, the entry the model name matched and
+    the date its prices apply to), or none (cost unknown, never 0). Rates are USD per million
+    tokens; a table's rate is its base one (some models bill long prompts at a higher rate,
+    which the cost includes)."""
+
+    source: str | None = Field(
+        description="'params', the price table and its version (e.g. 'genai-prices 0.2.3'), a "
+        "provider that charges nothing ('local (no charge)'), or null: no price is known",
+    )
+    table_entry: str | None = Field(
+        default=None, description="the table's provider/model the model name matched",
+    )
+    on: str | None = Field(default=None, description="the date (UTC) the table's prices apply to")
+    batch: bool = Field(default=False, description="its calls went through the provider's batch API")
+    input: float | None = None
+    cached_input: float | None = Field(
+        default=None, description="input read from a prompt cache; null: priced as input",
+    )
+    cache_write: float | None = Field(default=None, description="input written to a prompt cache")
+    output: float | None = None
+    long_prompt_tiers: bool = Field(
+        default=False, description="the table bills long prompts at a higher rate (included in cost)",
+    )
+
+
 class Cost(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     by_model: dict[str, ModelUsage] = Field(default_factory=dict)
+    prices: dict[str, PriceSource] = Field(
+        default_factory=dict, description="per model, where its prices came from and what they were",
+    )
     total_cost_usd: float | None = 0.0
     unknown_price_models: list[str] = Field(default_factory=list)
     cached_price_unknown_models: list[str] = Field(
@@ -264,11 +297,30 @@ def conv_id(scenario_id_: str, target: str, sample: int) -> str:
     return f"{scenario_id_}__{target}__s{sample}"
 
 
-class ConversationsFile(Row):
+def skipped_field():
+    return Field(
+        default=None,
+        description="why the target has no rows for this benchmark (an imported target with no "
+        "conversations imported for it); null: the stage ran",
+    )
+
+
+class SkippedTarget(Row):
+    """A file of a target the benchmark does not run (its `skipped` says why) holds no row."""
+
+    @model_validator(mode="after")
+    def _skipped_holds_no_rows(self):
+        if getattr(self, "skipped", None) is not None and getattr(self, "rows", None):
+            raise ValueError("a skipped target's file holds no rows")
+        return self
+
+
+class ConversationsFile(SkippedTarget):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     target: str
     rows: list[Conversation]
+    skipped: str | None = skipped_field()
 
 
 # --- scores ----------------------------------------------------------------
@@ -484,7 +536,7 @@ class ConversationFidelity(Row):
         return self
 
 
-class ScoresFile(Row):
+class ScoresFile(SkippedTarget):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     target: str
@@ -494,11 +546,12 @@ class ScoresFile(Row):
         default=None,
         description="fidelity checks, one row per conversation; None when they were not run",
     )
+    skipped: str | None = skipped_field()
 
 
 # --- the judge probes (`validation.judge_probes`) ----------------------------------
 
-EditProbe = Literal["identity", "verbosity"]
+EditProbe = Literal["identity", "paraphrase", "verbosity"]
 
 
 class MessageEdit(Row):
@@ -517,6 +570,8 @@ class ProbeEdit(Row):
 
     identity: the user's turns rewritten into the voice of the other demographic variant of
     the same base scenario (`as_scenario_id`); the target's replies are byte-identical.
+    paraphrase: the user's turns rewritten in other words in the same voice; the target's
+    replies are byte-identical.
     verbosity: every target reply followed by a restatement of itself; the user's turns are
     byte-identical.
     """
@@ -583,10 +638,15 @@ class JudgeOutput(Row):
     present: StrictBool
 
 
-class UserTurnFidelityOutput(Row):
-    """The fidelity judge's answer about one simulated-user message."""
+class FidelityOutput(Row):
+    """What every answer of the fidelity judge starts with: why, in a bounded text."""
 
     justification: str = Field(min_length=1, max_length=400)
+
+
+class UserTurnFidelityOutput(FidelityOutput):
+    """The fidelity judge's answer about one simulated-user message."""
+
     in_character: StrictBool
     leak: StrictBool
     role_swap: StrictBool
@@ -598,17 +658,15 @@ class LandmarkTurnFidelityOutput(UserTurnFidelityOutput):
     landmark_followed: StrictBool
 
 
-class PressureOutput(Row):
+class PressureOutput(FidelityOutput):
     """The fidelity judge's answer about a whole conversation's user messages."""
 
-    justification: str = Field(min_length=1, max_length=400)
     pressure_applied: StrictBool
 
 
-class AwarenessOutput(Row):
+class AwarenessOutput(FidelityOutput):
     """The fidelity judge's answer about one assistant reply."""
 
-    justification: str = Field(min_length=1, max_length=400)
     test_aware: StrictBool
 
 
@@ -657,3 +715,6 @@ class Manifest(Row):
     counts: dict[str, int]
     cache: dict[str, int]
     cost_usd: float | None
+    prices: dict[str, PriceSource] = Field(
+        default_factory=dict, description="per model, where its prices came from and what they were",
+    )

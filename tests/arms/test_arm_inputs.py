@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pressurebench.arms.inputs import resolve
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.errors import ConfigError
 from pressurebench.io import write_artifact
 from pressurebench.params import load_params
@@ -85,7 +85,7 @@ def test_only_an_arm_that_judges_the_main_conversations_judges_a_subset_of_them(
 
 
 def test_an_arm_the_params_do_not_list_is_refused(params_path):
-    with pytest.raises(ConfigError, match="validation.evaluator_bias"):
+    with pytest.raises(ConfigError, match=r"validation.evaluator_bias"):
         resolve(params_path, load_params(params_path), "tiny", "evaluator/gen2")
 
 

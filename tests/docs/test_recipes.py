@@ -33,9 +33,12 @@ from docs_support import REPO, Block, pages, shell_blocks
 RUNNERS = {
     "docs/importing-transcripts.md": ("tests/pipeline/test_imported_target.py", 1),
     "docs/tutorial.md": ("tests/docs/test_tutorial.py", None),
+    # "Your own study": the tutorial's commands, which its test runs; and `make` (checked here).
+    "README.md": ("tests/docs/test_tutorial.py", 2),
     "docs/sharing-and-comparing.md": (
         "tests/pipeline/test_share_a_study.py tests/pipeline/test_compare_experiment.py", 3),
     "docs/inspect-and-release.md": ("tests/interop/test_docs_page.py", 2),
+    "docs/experiments.md": ("tests/pipeline/test_experiments.py", 5),
 }
 # Inline spans that show a command's shape rather than a command (STAGE, [--target T], ...).
 SHAPE = re.compile(r"[\[\]|…]|\.\.\.|<|\b[A-Z]{1,}\b")
@@ -96,7 +99,7 @@ def refused(commands: list[tuple[str, str]]) -> list[tuple[str, str]]:
     for page, command in commands:
         words = shlex.split(command)[1:]
         if command_name(parser, words):
-            continue  # a command named in prose (`pressurebench plan`), not a command line
+            continue  # a command named in prose (`pressurebench size`), not a command line
         try:
             with contextlib.redirect_stderr(io.StringIO()):
                 parser.parse_args(words)
@@ -124,7 +127,7 @@ def test_every_pressurebench_command_shown_is_one_the_parser_accepts():
 def test_a_command_the_parser_refuses_is_found():
     """The check above finds a renamed option or command."""
     shown = [("page.md", "pressurebench estimate --parameters params/pipeline.yaml"),
-             ("page.md", "pressurebench plans --half-width 0.05"),
+             ("page.md", "pressurebench sizes --half-width 0.05"),
              ("page.md", "pressurebench lables import"),
              ("page.md", "pressurebench estimate --params params/pipeline.yaml"),
              ("page.md", "pressurebench labels import")]

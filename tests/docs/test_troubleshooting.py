@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from docs_support import DOCS
-from pressurebench.running import stage_failure
+from pressurebench.pipeline import stage_failure
 
 PAGE = DOCS / "troubleshooting.md"
 
@@ -40,13 +40,15 @@ def test_every_kind_of_failed_call_the_report_knows_has_a_section():
 
 
 def test_the_exit_codes_on_the_page_are_the_command_lines():
-    from pressurebench.running.native_crash import EXIT_NATIVE_CRASH
+    from pressurebench import errors
+    from pressurebench.pipeline.native_crash import EXIT_NATIVE_CRASH
 
     text = PAGE.read_text(encoding="utf-8")
-    for code, kind in ((stage_failure.EXIT_BAD_INPUT, "inputs or settings"),
-                       (stage_failure.EXIT_TOO_MANY_ERRORS, "run.max_error_rate"),
+    for code, kind in ((errors.EXIT_BAD_INPUT, "inputs or settings"),
+                       (errors.EXIT_TOO_MANY_ERRORS, "run.max_error_rate"),
                        (EXIT_NATIVE_CRASH, "crashed natively"),
-                       (stage_failure.EXIT_UNEXPECTED, "unexpected")):
+                       (errors.EXIT_INTERRUPTED, "Ctrl-C"),
+                       (errors.EXIT_UNEXPECTED, "unexpected")):
         row = next(line for line in text.splitlines() if line.startswith(f"| {code} |"))
         assert kind in row, (code, row)
     assert "### Native crash" in text and "### Unexpected error" in text

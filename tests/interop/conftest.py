@@ -24,7 +24,7 @@ from reliability_support import (
 )
 
 from mock_providers import MockLLMServer
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.stages import aggregate, evaluate

@@ -37,7 +37,7 @@ def test_the_pages_commands_and_python_blocks_run_as_written(run_dir, tmp_path, 
     assert len(python) == 3
     scope: dict = {}
     for block in python:
-        exec(compile(block.body, PAGE, "exec"), scope)  # noqa: S102 - the page's own code
+        exec(compile(block.body, PAGE, "exec"), scope)  # the page's own code
     conversations = 2 * 40  # 2 targets x 2 metrics x 5 base scenarios x 2 variants x 2 samples
     assert len(scope["frame"]) == conversations  # both targets' logs of the main arm
     assert scope["conversations"].num_rows == conversations

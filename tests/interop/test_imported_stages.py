@@ -119,3 +119,62 @@ def test_labelling_pages_ask_the_behaviour_of_imported_conversations_and_no_fide
                  "--params", str(project.params_path)]) == 0, capsys.readouterr().err
     items = json.loads((Path("reports/tiny/labelling/items.json")).read_text())
     assert items["items"] and all(item["fidelity"] is None for item in items["items"])
+
+
+def test_a_benchmark_the_target_was_not_imported_for_skips_it_and_says_so(project, script):
+    """`chats` is imported for both benchmarks, `ext` for `tiny` only: on `other`, ext's stages
+    run (DVC runs every benchmark × target) and record why they hold nothing, and the results
+    leave it out and say so."""
+    other = project.root / "benchmarks" / "other"
+    other.mkdir()
+    other.joinpath("benchmark.yaml").write_text(
+        benchmark_source("tiny").read_text().replace("name: tiny", "name: other"))
+    project.write_params(benchmarks=["tiny", "other"], fidelity={"check": False})
+    for benchmark in ("tiny", "other"):
+        layout = Layout(Path("data"), benchmark)
+        layout.benchmark_file.parent.mkdir(parents=True)
+        layout.benchmark_file.write_text(benchmark_source(benchmark).read_text())
+        write_artifact(layout.scenarios_file, ScenariosFile(benchmark=benchmark, rows=[]))
+        import_conversations(project.params_path, benchmark, "chats",
+                             [jsonl(project.root / f"{benchmark}.jsonl", conversations(4))])
+    import_conversations(project.params_path, "tiny", "ext",
+                         [jsonl(project.root / "ext.jsonl", conversations(2))])
+    params = yaml.safe_load(project.params_path.read_text())
+    project.params_path.write_text(yaml.safe_dump({**params, "targets": ["chats", "ext"]}))
+    script.responder = judge
+
+    layout = Layout(Path("data"), "other")
+    for target in ("chats", "ext"):
+        simulate.run(project.params_path, "other", target, provider_factory=script.factory())
+        evaluate.run(project.params_path, "other", target, provider_factory=script.factory())
+    skipped_convs = read_artifact(layout.conversations_file("ext"), ConversationsFile)
+    skipped_scores = read_artifact(layout.scores_file("ext"), ScoresFile)
+    assert skipped_convs.rows == [] and skipped_scores.rows == []
+    assert skipped_convs.skipped == skipped_scores.skipped
+    assert "'ext' is imported for tiny only" in skipped_scores.skipped
+    assert read_artifact(layout.manifest_file("evaluate", "ext"), Manifest).counts == {"scores": 0}
+
+    for stage in ("gen_metrics", "gen_scenarios"):
+        write_artifact(layout.manifest_file(stage), read_artifact(
+            layout.manifest_file("simulate", "chats"), Manifest).model_copy(update={"stage": stage}))
+    results = aggregate.run(project.params_path, "other")
+    assert set(results.targets) == {"chats"}
+    assert results.skipped_targets == {"ext": skipped_scores.skipped}
+    note = imported_note(results)
+    assert "Targets not run on this benchmark" in note and "imported for tiny only" in note
+
+
+def test_a_benchmark_no_target_runs_on_is_refused(project):
+    from pressurebench.errors import ConfigError
+    from pressurebench.params import load_params
+
+    other = project.root / "benchmarks" / "other"
+    other.mkdir()
+    other.joinpath("benchmark.yaml").write_text(benchmark_source("tiny").read_text())
+    project.write_params(benchmarks=["tiny", "other"])
+    import_conversations(project.params_path, "tiny", "chats",
+                         [jsonl(project.root / "c.jsonl", conversations(2))])
+    params = yaml.safe_load(project.params_path.read_text())
+    project.params_path.write_text(yaml.safe_dump({**params, "targets": ["chats"]}))
+    with pytest.raises(ConfigError, match="no target runs on 'other'"):
+        load_params(project.params_path)

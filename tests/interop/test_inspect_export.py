@@ -27,6 +27,7 @@ from pressurebench.io import read_artifact
 from pressurebench.paths import Layout, inspect_log_file, inspect_logs_dir
 from pressurebench.schemas import ConversationsFile, ScenariosFile, ScoresFile
 from pressurebench.stats.results import Results
+from support import WAIT_S
 
 pytest.importorskip("inspect_ai")
 
@@ -202,7 +203,7 @@ def test_the_pipeline_and_the_command_line_load_no_extra():
             "pressurebench.interop.release, pressurebench.stages.aggregate; cli.build_parser(); "
             "print(sorted({'inspect_ai', 'datasets', 'mlcroissant'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=120)
+                          check=True, timeout=WAIT_S)
     assert done.stdout.strip() == "[]"
 
 

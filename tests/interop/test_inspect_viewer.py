@@ -23,6 +23,7 @@ from pressurebench.io import read_artifact
 from pressurebench.paths import Layout, inspect_log_file, inspect_logs_dir
 from pressurebench.schemas import ConversationsFile
 from pressurebench.stats.results import Results
+from support import WAIT_S
 
 pytest.importorskip("inspect_ai")
 pytestmark = pytest.mark.slow
@@ -41,7 +42,7 @@ class Browser(WebDriver):
     def text_once_it_shows(self, wanted: list[str]) -> str:
         """The page's text once it holds every string of `wanted` (the viewer loads the log
         in its own time), or what it holds at the deadline."""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WAIT_S
         while True:
             text = self.script("return document.body.innerText")
             if all(w in text for w in wanted) or time.monotonic() > deadline:
@@ -55,7 +56,7 @@ def served(run_dir):
     assert main(["export", "inspect", "--benchmark", "tiny"]) == 0
     done = subprocess.run([str(INSPECT), "view", "bundle", "--log-dir", str(inspect_logs_dir("reports", "tiny")),
                            "--output-dir", "bundle"], capture_output=True, text=True,
-                          timeout=300, check=False)
+                          timeout=WAIT_S, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     server = ThreadingHTTPServer(("127.0.0.1", 0),
                                  functools.partial(_Quiet, directory=str(run_dir / "bundle")))

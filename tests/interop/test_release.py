@@ -129,7 +129,7 @@ def test_no_key_cache_entry_or_rater_name_reaches_the_release(run_dir, monkeypat
     labels.write_text("".join(json.dumps({
         "item_key": i.item_key, "rater": RATER, "label": "present",
         "transcript_sha256": i.transcript_sha256, "batch": i.batch,
-        "fidelity": {kind: "absent" for kind in (i.fidelity.kinds if i.fidelity else [])},
+        "fidelity": dict.fromkeys(i.fidelity.kinds if i.fidelity else [], "absent"),
     }) + "\n" for i in items))
 
     assert main(["release", "--benchmark", "tiny", "--out", "release",

@@ -18,6 +18,7 @@ from pressurebench.labels.export import write_export
 from pressurebench.labels.records import HumanLabel
 from pressurebench.labels.store import import_labels, read_labels_file
 from pressurebench.params import load_params
+from support import WAIT_S
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +51,7 @@ class RaterSession(WebDriver):
         """The text of `css` once it reads `expected`, or what it reads at the deadline: the
         page handles the keys and clicks WebDriver dispatched in its own time, so a test waits
         for the state it asserts. The deadline only bounds a page that never gets there."""
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_S
         while (text := self.text(css)) != expected and time.monotonic() < deadline:
             time.sleep(0.05)
         return text
@@ -59,7 +60,7 @@ class RaterSession(WebDriver):
         """Wait for the state the page sets once its script has built the items and restored
         the answers (`<body data-state="ready">`): a condition, not a time. The deadline only
         bounds a page that never gets there."""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WAIT_S
         while self.script("return document.body ? document.body.dataset.state || '' : ''") != "ready":
             if time.monotonic() > deadline:
                 pytest.fail("the labelling page never reported that it was ready")
@@ -102,7 +103,7 @@ def browser(tmp_path):
 
 
 def downloaded(folder: Path, suffix: str) -> Path:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         done = [p for p in folder.glob(f"*{suffix}") if not p.name.endswith(".crdownload")]
         if done:
@@ -187,7 +188,8 @@ def test_a_rater_answers_the_fidelity_questions_with_keys_and_mouse(checked, bro
     assert "PERSONA-MARKER" in driver.text("section.item:nth-of-type(1) .brief")
     keys = "".join("pau"[i % 3] for i in range((n - 1) * 7))
     driver.press("j" + keys)
-    assert driver.settled_text("#progress", f"{n - 1} of {n} answered") == f"{n - 1} of {n} answered"  # item 1's fidelity is open
+    # item 1's fidelity is open
+    assert driver.settled_text("#progress", f"{n - 1} of {n} answered") == f"{n - 1} of {n} answered"
     for kind in kinds:
         driver.click(f"section.item:nth-of-type(1) .question[data-question='{kind}'] input[value='absent']")
     assert driver.settled_text("#progress", f"{n} of {n} answered") == f"{n} of {n} answered"
@@ -229,7 +231,7 @@ def test_a_reload_keeps_the_answers_when_the_browser_storage_lags(judged, browse
     driver.call("POST", driver.s("/window"), {"handle": tab})
     # A document loaded just after a write may not see it yet: the new tab is loaded again
     # until the browser's storage holds the answers (the state asserted).
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT_S
     while True:
         driver.get(url)
         assert driver.script("return window.name") == ""

@@ -163,14 +163,14 @@ def test_malformed_files(judged, params):
     folder = judged.root / "labels" / "tiny"
     folder.mkdir(parents=True)
     (folder / "a.jsonl").write_text('{"item_key": 1}\nnot json\n')
-    with pytest.raises(ConfigError, match="a.jsonl: row 1.item_key"):
+    with pytest.raises(ConfigError, match=r"a.jsonl: row 1.item_key"):
         load_labels(params, "tiny")
     (folder / "a.jsonl").write_text("\n")
-    with pytest.raises(ConfigError, match="a.jsonl: holds no labels"):
+    with pytest.raises(ConfigError, match=r"a.jsonl: holds no labels"):
         read_labels_file(folder / "a.jsonl")
     (folder / "a.jsonl").unlink()
     (folder / "b.csv").write_text("item_key,rater,label\n")
-    with pytest.raises(ConfigError, match="b.csv: header: .*transcript_sha256, batch"):
+    with pytest.raises(ConfigError, match=r"b.csv: header: .*transcript_sha256, batch"):
         load_labels(params, "tiny")
 
 

@@ -97,8 +97,8 @@ def test_tokens_per_minute_are_kept_with_a_refilling_bucket():
 
 def test_the_cost_file_reports_how_concurrency_followed_the_provider(project, script):
     from pressurebench.io import read_artifact
-    from pressurebench.runtime import StageRun
     from pressurebench.schemas import Cost
+    from pressurebench.stage_run import StageRun
 
     stage = StageRun("gen_metrics", project.params_path, "tiny", models_used=[])
     client = stage.client(script.factory())

@@ -18,10 +18,12 @@ import pytest
 
 from mock_providers import FaultPlan
 from pressurebench.llm import ModelClient
-from pressurebench.llm.batches import BatchSettings
+from pressurebench.llm.batches import Batcher, BatchSettings
 from pressurebench.llm.providers.registry import api_for
+from pressurebench.llm.types import ProviderRequest
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput
+from support import WAIT_S
 
 KEY_ENV = "PB_BATCH_KEY"
 FAST = BatchSettings(max_requests=100, collect_s=0.2, poll_s=0.05, max_wait_s=60)
@@ -112,11 +114,16 @@ def test_a_run_killed_while_waiting_resumes_polling_and_submits_nothing_twice(se
     model_spec = spec(server, provider)
     child = subprocess.Popen([sys.executable, "-c", CHILD, model_spec.model_dump_json(),
                               str(tmp_path / "cache"), str(N)], env=dict(os.environ))
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "cache" / "batches").rglob("*.json")):
-        assert time.monotonic() < deadline and child.poll() is None, "no batch was recorded"
+
+    def polls() -> int:
+        return sum(b.polls for b in list(server.batch_desk.batches.values()))
+
+    # Killed once its batch is recorded and it has polled a few times (waiting for the batch).
+    deadline = time.monotonic() + WAIT_S
+    while not list((tmp_path / "cache" / "batches").rglob("*.json")) or polls() < 3:
+        if time.monotonic() > deadline or child.poll() is not None:
+            pytest.fail(f"no batch was recorded and polled 3 times ({polls()} polls)")
         time.sleep(0.05)
-    time.sleep(0.2)  # a few polls
     child.send_signal(signal.SIGKILL)
     child.wait()
     assert server.batch_desk.created[provider] == 1
@@ -132,3 +139,39 @@ def test_batches_are_split_to_stay_within_the_providers_size_limits(server, tmp_
     assert all(r.ok for r in results)
     sizes = [len(b.items) for b in server.batch_desk.batches.values()]
     assert len(sizes) > 1 and sum(sizes) == N
+
+
+def test_a_full_batch_is_held_by_the_batcher_until_it_is_submitted(tmp_path):
+    """The event loop keeps only a weak reference to a task (asyncio.create_task's docs: "save
+    a reference to the result of this function"): the submission a full batch starts is held
+    until it ends, so it cannot be collected half-way and leave its calls waiting forever."""
+
+    class Provider:
+        batch_max_bytes = None  # no batch size limit of its own
+
+        def __init__(self):
+            self.gate = asyncio.Event()
+
+        def body(self, request):
+            return {"messages": request.messages}
+
+        async def batch_submit(self, items):
+            await self.gate.wait()
+            raise RuntimeError("the provider refused the batch")
+
+    async def go():
+        provider = Provider()
+        batcher = Batcher(provider, "m", tmp_path, BatchSettings(max_requests=2, collect_s=600))
+        request = ProviderRequest(messages=[{"role": "user", "content": "x"}], max_tokens=5)
+        calls = [asyncio.ensure_future(batcher.call(key, request)) for key in ("a", "b")]
+        await asyncio.sleep(0)  # both calls wait; the second filled the batch
+        held = len(batcher._submitting)
+        provider.gate.set()
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.sleep(0)
+        await batcher.aclose()
+        return held, outcomes, len(batcher._submitting)
+
+    held, outcomes, left = asyncio.run(go())
+    assert held == 1 and left == 0
+    assert all(isinstance(o, RuntimeError) for o in outcomes)

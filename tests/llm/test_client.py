@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -18,10 +17,27 @@ MSGS = [{"role": "user", "content": "hello"}]
 GOOD = {"justification": "The assistant praised the plan.", "present": True}
 
 
-def make(script: Script, tmp_path, **spec_kw) -> ModelClient:
+class Clock:
+    """A clock that stands still, and a sleep that notes each wait instead of waiting: the
+    client's rate limits and backoff are read from what they asked for, not from wall time."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        await asyncio.sleep(0)
+
+
+def make(script: Script, tmp_path, clock: Clock | None = None, **spec_kw) -> ModelClient:
     spec = ModelSpec(provider="openai", model="m", **spec_kw)
+    clock = clock or Clock()
     return ModelClient({"m": spec}, tmp_path / "cache", provider_factory=script.factory(),
-                       backoff_base_s=0.01, max_retries=3)
+                       backoff_base_s=0.01, max_retries=3, clock=clock, sleep=clock.sleep)
 
 
 def run(coro):
@@ -71,11 +87,23 @@ def test_bad_replies_are_errors(tmp_path, response, fragment):
 def test_retry_then_success_and_retry_after_is_honoured(tmp_path):
     outcomes = iter([RetryableError("HTTP 429", retry_after=0.3), "fine"])
     script = Script(lambda mid, req: next(outcomes))
-    started = time.perf_counter()
-    result = run(make(script, tmp_path).chat("m", MSGS))
+    clock = Clock()
+    result = run(make(script, tmp_path, clock).chat("m", MSGS))
     assert result.ok and result.text == "fine"
-    assert time.perf_counter() - started >= 0.3
+    # The jittered backoff (at most 0.01 s here) is raised to the provider's retry-after.
+    assert clock.slept == [0.3]
     assert len(script.calls) == 2
+
+
+def test_backoff_grows_with_each_attempt_up_to_its_cap(tmp_path):
+    script = Script(lambda mid, req: RetryableError("HTTP 500: boom"))
+    clock = Clock()
+    client = make(script, tmp_path, clock)
+    client.backoff_base_s, client.backoff_cap_s = 1.0, 3.0
+    assert not run(client.chat("m", MSGS)).ok
+    assert len(clock.slept) == 3  # between the 4 attempts, none after the last
+    for attempt, waited in enumerate(clock.slept):
+        assert 0 <= waited <= min(3.0, 2**attempt)  # full jitter under the exponential cap
 
 
 def test_retries_exhausted_is_an_error(tmp_path):
@@ -167,14 +195,21 @@ def test_concurrency_limit_per_model(tmp_path):
 
 def test_requests_per_minute_spaces_calls(tmp_path):
     script = Script(lambda mid, req: "x")
-    client = make(script, tmp_path, requests_per_minute=600)  # one every 0.1 s
+    clock = Clock()
+    client = make(script, tmp_path, clock, requests_per_minute=600)  # one every 0.1 s
 
-    async def many():
-        started = time.perf_counter()
-        await asyncio.gather(*(client.chat("m", [{"role": "user", "content": str(i)}]) for i in range(4)))
-        return time.perf_counter() - started
+    async def many(first: int):
+        await asyncio.gather(*(client.chat("m", [{"role": "user", "content": str(i)}])
+                               for i in range(first, first + 4)))
 
-    assert run(many()) >= 0.29
+    run(many(0))
+    # Four calls at once: the first goes, each other waits one interval more than the last.
+    assert clock.slept == pytest.approx([0.1, 0.2, 0.3])
+    clock.now = 60.0  # a minute later the spacing owes nothing: the next call goes at once
+    clock.slept.clear()
+    run(many(4))
+    assert clock.slept == pytest.approx([0.1, 0.2, 0.3])
+    assert len(script.calls) == 8
 
 
 def test_keys_never_reach_the_cache(tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ from pressurebench.llm import ModelClient
 from pressurebench.llm.providers.local_weights import resolve_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput, UserTurn
+from support import WAIT_S
 
 pytestmark = pytest.mark.slow
 
@@ -43,10 +44,10 @@ def server():
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + WAIT_S
     while True:
         try:
-            urllib.request.urlopen(f"{base}/models", timeout=2).read()
+            urllib.request.urlopen(f"{base}/models", timeout=WAIT_S).read()
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -55,7 +56,7 @@ def server():
             time.sleep(0.5)
     yield base
     proc.terminate()
-    proc.wait(timeout=30)
+    proc.wait(timeout=WAIT_S)
 
 
 def chat(tmp_path, base: str, schema=None, **spec_kw):

@@ -115,8 +115,8 @@ def test_outputs_are_identical_with_and_without_prompt_states(tmp_path, requanti
         history = {role: [{"role": "system", "content": text}] for role, text in roles.items()}
         said = []
         async with ModelClient({"smol": spec}, tmp_path / "c", use_cache=False) as client:
-            for turn in range(3):
-                for role, other in (("client", "advisor"), ("advisor", "client")):
+            for _turn in range(3):
+                for role, _other in (("client", "advisor"), ("advisor", "client")):
                     history[role].append({"role": "user", "content": said[-1] if said else "Begin."})
                     result = await client.chat("smol", history[role], allow_truncated=True)
                     assert result.ok, result.error

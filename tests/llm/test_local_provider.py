@@ -13,6 +13,7 @@ from pressurebench.llm.providers import local_provider
 from pressurebench.llm.providers.local_weights import resolve_gguf
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import UserTurn
+from support import WAIT_S
 
 
 def test_bundled_model_resolves_to_the_packaged_gguf():
@@ -59,20 +60,22 @@ def test_calls_share_at_most_one_context_per_core_each_always_on_its_own_thread(
     monkeypatch, tmp_path
 ):
     import threading
-    import time
 
     from pressurebench.llm.providers.local_provider import _Loaded
 
     loaded = _Loaded(tmp_path / "m.gguf", 512, cores=2)
     monkeypatch.setattr(loaded, "_new_context", FakeContext)
     running, peak, lock = [0], [0], threading.Lock()
+    # Calls end in pairs, each once another runs beside it: a state, not a time. Two contexts
+    # let every pair meet; one would leave a call waiting until the barrier's bound.
+    side_by_side = threading.Barrier(2)
 
     def call(context):
         context.ran_on.add(threading.get_ident())
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
+        side_by_side.wait(timeout=WAIT_S)
         with lock:
             running[0] -= 1
         return context
@@ -197,7 +200,7 @@ def test_contexts_loading_side_by_side_leave_stdout_and_stderr_as_they_were(tmp_
                 barrier = threading.Barrier(2)
 
                 def hold(context, barrier=barrier):
-                    barrier.wait(timeout=60)  # both contexts exist before either call ends
+                    barrier.wait(timeout=WAIT_S)  # both contexts exist before either call ends
 
                 threads = [threading.Thread(target=loaded.run, args=(hold,)) for _ in range(2)]
                 for t in threads:

@@ -75,7 +75,7 @@ def test_an_unwritable_cache_folder_is_a_clear_error(tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    with pytest.raises(PressurebenchError, match="cannot keep converted weights in .*XDG_CACHE_HOME"):
+    with pytest.raises(PressurebenchError, match=r"cannot keep converted weights in .*XDG_CACHE_HOME"):
         requantized(resolve_gguf("smollm2-135m-instruct"), "q8_0")
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from mock_providers import Fault, FaultPlan
-from pressurebench.llm import ModelClient, ProviderAuthError
+from pressurebench.llm import ModelClient, ProviderAuthError, ProviderNotFound
 from pressurebench.params import ModelSpec
 from pressurebench.schemas import JudgeOutput, UserTurn
 
@@ -62,10 +61,21 @@ def test_anthropic_and_openai_receive_sampling_params(mock_server, provider, tmp
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_rate_limit_retry_after_is_honoured(mock_server, provider, tmp_path, monkeypatch):
+    """The wait before the retry is at least the server's retry-after: asserted on the delay the
+    client chose, not on a clock (a busy machine only ever makes a run slower)."""
     mock_server.fault_plan = FaultPlan(fail_first_n=1, fail_first_kind=Fault.RATE_LIMIT, retry_after=0.4)
-    started = time.perf_counter()
-    result = chat(client_for(mock_server, provider, tmp_path, monkeypatch))
-    assert result.ok and time.perf_counter() - started >= 0.4
+    client = client_for(mock_server, provider, tmp_path, monkeypatch)
+    waits, backoff = [], client._backoff
+
+    def recorded(attempt, retry_after):
+        waits.append((retry_after, backoff(attempt, retry_after)))
+        return waits[-1][1]
+
+    monkeypatch.setattr(client, "_backoff", recorded)
+    result = chat(client)
+    assert result.ok
+    ((retry_after, waited),) = waits
+    assert retry_after == 0.4 and waited >= 0.4
     assert mock_server.fault_counts.get("rate_limit") == 1 and mock_server.total_requests == 2
 
 
@@ -120,6 +130,33 @@ def test_wrong_key_fails_fast_naming_the_model(mock_server, provider, tmp_path, 
     assert "HTTP 401" in str(exc.value) and ("gpt-4o-mini" in str(exc.value) or "claude" in str(exc.value))
     assert mock_server.total_requests == 1
     assert "wrong-key" not in str(exc.value)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("wrong", ["model name", "base_url"])
+def test_a_404_stops_at_once_labelled_not_found_never_as_a_refused_key(
+        mock_server, provider, wrong, tmp_path, monkeypatch):
+    """A misspelled model: OpenAI answers 404 `model_not_found` ("The model `<name>` does not
+    exist or you do not have access to it."), Anthropic 404 `not_found_error` ("model:
+    <name>") (their API references, errors); a base_url that leads to no API, 404 too. Neither
+    is the key (401/403): the stage stops at the first one, saying what to check."""
+    mock_server.serves_listed_only = True
+    monkeypatch.setenv("PB_TEST_KEY", "test-key")
+    base = mock_server.openai_base_url if provider == "openai" else mock_server.anthropic_base_url
+    model = "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5"
+    if wrong == "model name":
+        model = "gpt-5.4-mimi" if provider == "openai" else "claude-haiku-4-6"
+    else:
+        base += "/wrong"
+    spec = ModelSpec(provider=provider, model=model, base_url=base, api_key_env="PB_TEST_KEY")
+    with pytest.raises(ProviderNotFound) as exc:
+        chat(ModelClient({"m": spec}, tmp_path / "cache", backoff_base_s=0.01, max_retries=3))
+    assert not isinstance(exc.value, ProviderAuthError)
+    said = str(exc.value)
+    assert "HTTP 404" in said and "not found: this endpoint serves no model of this name, or the " \
+        "base_url leads to no API of this provider; `pressurebench check`" in said
+    assert model in said
+    assert mock_server.total_requests == 1
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

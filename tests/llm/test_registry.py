@@ -27,9 +27,9 @@ from pressurebench.llm.providers.registry import (
 )
 from pressurebench.llm.types import ProviderRequest, ProviderResponse
 from pressurebench.params import ModelSpec, load_params
-from pressurebench.running.native_crash import embedded_models
-from pressurebench.runtime import package_versions
+from pressurebench.pipeline.native_crash import embedded_models
 from pressurebench.schemas import JudgeOutput
+from pressurebench.stage_run import package_versions
 from support import REPO, tiny_params
 
 PROVIDER_NAME = re.compile(r'"(openai|anthropic|local)"')
@@ -50,7 +50,8 @@ def test_nothing_outside_the_providers_names_a_provider():
 def test_every_provider_module_of_the_folder_registers_itself():
     folder = REPO / "src" / "pressurebench" / "llm" / "providers"
     modules = sorted(p.stem for p in folder.glob("*_provider.py"))
-    assert provider_names() == ["anthropic", "imported", "local", "openai"]
+    assert provider_names() == ["anthropic", "anthropic-bedrock", "anthropic-vertex", "azure-openai",
+                                "google", "imported", "local", "openai"]
     assert sorted(api_class(n).__module__.rsplit(".", 1)[1] for n in provider_names()) == modules
 
 
@@ -62,7 +63,8 @@ def test_an_unknown_provider_is_refused_naming_the_registered_ones(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_params(path)
     assert "models.gen.provider" in str(err.value)
-    assert "unknown provider 'gemini' (registered: 'anthropic', 'imported', 'local', 'openai')" in str(err.value)
+    assert ("unknown provider 'gemini' (registered: 'anthropic', 'anthropic-bedrock', 'anthropic-vertex', "
+            "'azure-openai', 'google', 'imported', 'local', 'openai')") in str(err.value)
 
 
 def test_a_name_is_registered_once():
@@ -116,9 +118,10 @@ def write(tmp_path, **models) -> str:
 
 
 def test_the_new_provider_is_validated_by_its_own_rules(echo, tmp_path):
-    with pytest.raises(ConfigError, match="models.e: Value error, echo takes no top_p"):
+    with pytest.raises(ConfigError, match=r"models.e: Value error, echo takes no top_p"):
         load_params(write(tmp_path, e={"provider": "echo", "model": "x", "top_p": 0.5}))
-    with pytest.raises(ConfigError, match="reasoning_effort is a openai-provider setting; echo models take none"):
+    with pytest.raises(ConfigError,
+                       match="reasoning_effort is a azure-openai/openai-provider setting; echo models take none"):
         load_params(write(tmp_path, e={"provider": "echo", "model": "x", "reasoning_effort": "low"}))
     with pytest.raises(ConfigError, match="repeat_penalty is a echo/local-provider setting; openai models take"):
         load_params(write(tmp_path, e={"provider": "openai", "model": "x", "repeat_penalty": 1.1}))

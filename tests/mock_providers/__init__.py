@@ -18,6 +18,7 @@ _EXPORTS = {
     "Reply": "mock_llm_server",
     "Responder": "mock_llm_server",
     "default_responder": "mock_llm_server",
+    "planning_responder": "mock_llm_server",
     "schema_instance": "schema_instances",
 }
 
@@ -30,6 +31,7 @@ __all__ = [
     "Reply",
     "Responder",
     "default_responder",
+    "planning_responder",
     "schema_instance",
 ]
 

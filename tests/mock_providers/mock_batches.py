@@ -143,6 +143,8 @@ class BatchDesk:
         return web.json_response(self._openai_object(batch, body))
 
     async def _openai_retrieve(self, request: web.Request, entry) -> web.Response:
+        if "x-goog-api-key" in request.headers:  # Gemini's `GET /v1/batches/<id>` (`gemini_wire`)
+            return await self.server.gemini.get_batch(request, entry)
         entry.provider = "openai"
         batch = self.batches.get(request.match_info["id"])
         if batch is None or batch.provider != "openai":

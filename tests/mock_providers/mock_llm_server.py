@@ -34,7 +34,9 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from mock_providers.cloud_wire import CloudDesk
 from mock_providers.faults import OK, Fault, FaultPlan
+from mock_providers.gemini_wire import GeminiDesk
 from mock_providers.mock_batches import BatchDesk
 from mock_providers.prompt_caching import (
     CacheRuleError,
@@ -175,6 +177,18 @@ def default_responder(req: MockRequest) -> Reply:
             f"{_TAILS[c % len(_TAILS)]}"
         )
     return " ".join(sentences)
+
+
+def planning_responder(req: MockRequest) -> Reply:
+    """`default_responder`, with a scenario's landmarks on distinct turns, one after another, as
+    a model asked for a turn-by-turn plan writes them. Random integers repeat a turn in most
+    drafts, which the scenario stage rightly rejects; a test about anything else uses this."""
+    reply = default_responder(req)
+    if isinstance(reply, dict) and isinstance(reply.get("landmarks"), list):
+        for turn, landmark in enumerate(reply["landmarks"], start=1):
+            if isinstance(landmark, dict) and "turn" in landmark:
+                landmark["turn"] = turn
+    return reply
 
 
 # -- request parsing -----------------------------------------------------------
@@ -616,6 +630,7 @@ class MockLLMServer:
         fault_plan: FaultPlan | None = None,
         reported_models: Mapping[str, str] | None = None,
         models: Sequence[str] = ("gpt-4o-mini", "claude-haiku-4-5"),
+        serves_listed_only: bool = False,
         reasoning_tokens: int = 48,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -629,6 +644,11 @@ class MockLLMServer:
             not listed get a date suffix unless they already end in one, the way
             providers report the pinned version behind an alias.
         models: ids listed by `GET /v1/models`.
+        serves_listed_only: refuse a completion for a model `models` does not list, with the
+            404 each service answers for a model it does not serve (OpenAI: `model_not_found`,
+            "The model `<name>` does not exist or you do not have access to it."; Anthropic:
+            `not_found_error`, "model: <name>"). Off by default, since most tests name models
+            freely; on, the mock is as strict as the services about model names.
         reasoning_tokens: hidden reasoning an OpenAI reasoning model spends per reply,
             out of its `max_completion_tokens`.
         """
@@ -638,12 +658,17 @@ class MockLLMServer:
         self.fault_plan = fault_plan or FaultPlan()
         self.reported_models = dict(reported_models or {})
         self.models = tuple(models)
+        self.serves_listed_only = serves_listed_only
         self.reasoning_tokens = reasoning_tokens
         self.batch_polls = 1
         """Retrievals of a batch before it ends."""
         self.batch_expire = 0
         """How many of the next batches end expired, with only the first half of their requests answered."""
         self.batch_desk = BatchDesk(self)
+        self.gemini = GeminiDesk(self)
+        self.clouds = CloudDesk(self)
+        """Bedrock, Vertex AI and Azure OpenAI paths (`cloud_wire`)."""
+        """The Gemini API's endpoints (`gemini_wire`): generateContent, models, Batch Mode."""
         self.prompt_caches = PromptCaches()
         """The providers' prompt caches, and the tokens billed by kind (`prompt_caching`)."""
         self.host = host
@@ -703,6 +728,8 @@ class MockLLMServer:
         app.router.add_get(MODELS_PATH, self._tracked(self._models))
         app.router.add_get(MODELS_PATH + "/{model}", self._tracked(self._model))
         self.batch_desk.routes(app, self._tracked)
+        self.gemini.routes(app, self._tracked)
+        self.clouds.routes(app, self._tracked)
         app.router.add_route("*", "/{tail:.*}", self._tracked(self._not_found))
         # Dropping a hung client must free its handler; stopping must not wait on hangs.
         self._runner = web.AppRunner(
@@ -736,6 +763,12 @@ class MockLLMServer:
     def openai_base_url(self) -> str:
         """For `openai.OpenAI(base_url=...)`: the SDK appends `/chat/completions`."""
         return f"{self.base_url}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For `google.genai.Client(http_options=HttpOptions(base_url=...))`: the SDK appends
+        the API version and `/models/<model>:generateContent`."""
+        return self.base_url
 
     @property
     def anthropic_base_url(self) -> str:
@@ -852,6 +885,8 @@ class MockLLMServer:
         `limit` models (default 20, 1 to 1000) after `after_id` or before `before_id`, with
         `has_more`, `first_id` and `last_id` (https://docs.claude.com/en/api/models-list)."""
         provider = entry.provider = _provider_of(request)
+        if provider == "google":
+            return self.gemini.model_list(request)
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], "req_models")
@@ -891,6 +926,8 @@ class MockLLMServer:
         """`GET /v1/models/{model}`: one model, or 404 as each service answers an unknown one
         (OpenAI: `model_not_found`; Anthropic: `not_found_error`)."""
         provider = entry.provider = _provider_of(request)
+        if provider == "google":
+            return self.gemini.model(request, request.match_info["model"])
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], "req_model")
@@ -942,6 +979,15 @@ class MockLLMServer:
         if not self._authorized(request):
             entry.outcome = "unauthorized"
             return self._error(provider, 401, _UNAUTHORIZED[provider], request_id)
+        if self.serves_listed_only and entry.model not in self.models:
+            entry.outcome = "not_found"
+            if provider == "anthropic":
+                return self._error(provider, 404, f"model: {entry.model}", request_id)
+            return self._error(
+                provider, 404,
+                f"The model `{entry.model}` does not exist or you do not have access to it.",
+                request_id, code="model_not_found",
+            )
         try:
             req = parse(body, body_hash, attempt)
         except _BadRequest as exc:
@@ -1140,7 +1186,10 @@ def _request_id_header(provider: str) -> str:
 
 
 def _provider_of(request: web.Request) -> str:
-    """Which API a path shared by both (`/v1/models`) is asked in: the Anthropic SDK sends its version."""
+    """Which API a path they share (`/v1/models`) is asked in: the Anthropic SDK sends its
+    version, Google's SDK its `x-goog-` headers."""
+    if "x-goog-api-key" in request.headers or "x-goog-api-client" in request.headers:
+        return "google"
     return "anthropic" if "anthropic-version" in request.headers else "openai"
 
 

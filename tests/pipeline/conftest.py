@@ -16,13 +16,12 @@ import pytest
 import yaml
 from pipeline_support import mock_params, run
 
-from support import REPO
+from support import GIT, fresh_clone
 
 VENV_BIN = Path(sys.executable).parent
 
 
 MOCK_KEY = "mock-key-for-pipeline-tests"
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
 @pytest.fixture(scope="session")
@@ -43,19 +42,10 @@ def pipeline_env() -> dict[str, str]:
 def copy_repository(root: Path, base_url: str) -> Path:
     """The committed-or-staged files of the repository, copied to `root` as a fresh git repo,
     with params pointing every model at `base_url`."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                           cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        src = REPO / rel
-        if src.is_file():
-            dst = root / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-    (root / "params" / "pipeline.yaml").write_text(yaml.safe_dump(mock_params(base_url)))
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run([*GIT, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*GIT, "commit", "-qm", "copy"], cwd=root, check=True)
-    return root
+    def mock(copy: Path) -> None:
+        (copy / "params" / "pipeline.yaml").write_text(yaml.safe_dump(mock_params(base_url)))
+
+    return fresh_clone(root, mock)
 
 
 def enter(root: Path, monkeypatch) -> Path:

@@ -55,8 +55,9 @@ def test_imports_with_bytecode_leave_a_reproduced_copy_up_to_date(reproduced_rep
 def test_a_fresh_clone_of_the_committed_tree_reads_no_dependency_as_modified(tmp_path: Path):
     """The committed dvc.lock was written from a clean tree: a clone lacks only the outputs.
 
-    Folders under data/ hold other stages' outputs (absent in a clone, beside git-tracked
-    .gitignore files), so they read modified there; code, notebooks, benchmarks and params must not.
+    Folders under data/ hold other stages' outputs (absent in a clone, beside the git-tracked
+    metrics.json), so they read modified or deleted there; code, notebooks, benchmarks and params
+    must not.
     """
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)

@@ -1,4 +1,4 @@
-"""Params declared once: for every stage that runs through `pressurebench.runtime.StageRun`, the
+"""Params declared once: for every stage that runs through `pressurebench.stage_run.StageRun`, the
 params DVC watches (its `params:` in dvc.yaml, expanded by DVC itself) are exactly the ones the
 stage's code declares and records in its manifest (`arms.inputs.declared_params`)."""
 

@@ -96,7 +96,12 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
 
     # The judge probes ran on every validation target, and the results report reads them.
     probes = read_artifact(layout.study_file("judge_probes"), JudgeProbesStudy)
-    assert {r.probe for r in probes.results} == {"identity", "verbosity", "repeat"}
+    assert {r.probe for r in probes.results} == {"identity", "paraphrase", "verbosity", "repeat"}
+    # every edit is read against the floors that ran, each identity gap with the judge's part
+    assert {(e.probe, e.floor) for e in probes.flip_excess} == {
+        ("identity", "repeat"), ("identity", "paraphrase"), ("verbosity", "repeat"),
+        ("verbosity", "paraphrase"), ("paraphrase", "repeat")}
+    assert all(g.judge_part.value is not None for g in probes.identity_gaps)
     assert "family" in probes.not_run  # one judge, of the targets' own (mock) family
     assert all(r.targets == probes.targets for r in probes.results) and probes.identity_gaps
     assert results.judge_probes == probes.notes()
@@ -136,8 +141,9 @@ def test_repro_validates_every_artifact_and_reruns_only_what_changed(reproduced_
     set_param(root, "validation.judge_probes_warn", 0.5)
     rerun = {s.split("@")[0] for s in would_run(root)}
     assert "validation_probes_bias" in rerun
-    assert rerun <= {"validation_probes_bias", "validation_plan", "validation_generator_bias",
-                     "validation_user_bias", "validation_evaluator_bias"}
+    assert rerun <= {"validation_probes_bias", "validation_plan", "validation_probes_plan",
+                     "validation_generator_bias", "validation_user_bias",
+                     "validation_evaluator_bias"}
     set_param(root, "validation.judge_probes_warn", 0.2)
     assert would_run(root) == set()
 

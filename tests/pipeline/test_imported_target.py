@@ -14,10 +14,9 @@ import shutil
 
 import pytest
 from pipeline_support import run
-from test_params_examples import planning_responder
 
 from docs_support import recipes
-from mock_providers import default_responder
+from mock_providers import default_responder, planning_responder
 from pressurebench.io import read_artifact
 from pressurebench.paths import Layout
 from pressurebench.schemas import ConversationsFile, ScoresFile

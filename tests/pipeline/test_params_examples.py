@@ -1,14 +1,17 @@
-"""Every params file under `params/examples/` runs as shipped, the way the README says to use
-it: copied over `params/pipeline.yaml`, `pressurebench check` passes (it asks the mock servers
-for their model lists, answered as the services answer them) and `dvc repro` runs every stage.
+"""Every params file under `params/examples/` runs as shipped, the way its header says to use
+it: copied to a file of the study's own and chosen with `pressurebench use`, `pressurebench
+check` passes (it asks the mock servers for their model lists, answered as the services answer
+them) and `dvc repro` runs every stage.
 
-The examples name no base URL, as a user writes them; the official SDKs' OPENAI_BASE_URL and
-ANTHROPIC_BASE_URL point them at the mock server, which refuses every request the real APIs
-refuse.
+The examples name no base URL, as a user writes them; the official SDKs' OPENAI_BASE_URL,
+ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL point them at the mock server, which refuses
+every request the real APIs refuse. A model an example does not price is priced from the
+price table: its cost files hold what the table bills for the usage the server returned.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import pytest
 import yaml
 from pipeline_support import run
 
-from mock_providers import default_responder
+from mock_providers import default_responder, planning_responder
 from pressurebench.io import read_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
@@ -32,18 +35,6 @@ pytestmark = pytest.mark.slow
 EXAMPLES = sorted((REPO / "params" / "examples").glob("*.yaml"))
 
 
-def planning_responder(req):
-    """The mock's schema instances, with a scenario's landmarks on distinct turns, one after
-    another, as a model asked for a turn-by-turn plan writes them. Random integers repeat a
-    turn in most drafts, and the stage rightly rejects those; this test is about the params."""
-    reply = default_responder(req)
-    if isinstance(reply, dict) and isinstance(reply.get("landmarks"), list):
-        for turn, landmark in enumerate(reply["landmarks"], start=1):
-            if isinstance(landmark, dict) and "turn" in landmark:
-                landmark["turn"] = turn
-    return reply
-
-
 def test_there_are_examples_to_run():
     assert EXAMPLES
 
@@ -57,13 +48,13 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
     pipeline_server.models = tuple(spec["model"] for spec in shipped["models"].values())
     pipeline_server.responder = planning_responder
     try:
-        shutil.copy(example, root / "params" / "pipeline.yaml")
-        for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        shutil.copy(example, root / "params" / "mine.yaml")
+        run(["pressurebench", "use", "params/mine.yaml"], root, env=dict(os.environ))
+        for var in {spec["api_key_env"] for spec in shipped["models"].values()}:
             monkeypatch.setenv(var, pipeline_server.api_key)
         monkeypatch.setenv("OPENAI_BASE_URL", pipeline_server.openai_base_url)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", pipeline_server.anthropic_base_url)
-        import os
-
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", pipeline_server.gemini_base_url)
         env = dict(os.environ)
         checked = run(["pressurebench", "check"], root, env=env)
         assert "every endpoint answers" in checked.stdout, checked.stdout
@@ -83,6 +74,40 @@ def test_a_shipped_example_passes_check_and_runs_dvc_repro(example: Path, repo_c
             assert scores and all(s.status == "ok" for s in scores)
         results = read_artifact(layout.results_file, Results)
         _shows_what_its_design_supports(results, params.generation.scenarios_per_metric)
+    _costs_are_what_the_price_table_bills(root, params)
+
+
+def _costs_are_what_the_price_table_bills(root: Path, params) -> None:
+    """Every stage's cost file names where each model's prices came from, and a model the
+    params do not price costs what the table bills for the tokens its calls used (cached
+    input, cache writes and hidden reasoning included) on the date the file records."""
+    from datetime import date
+
+    from pressurebench.llm.prices import table_name
+    from pressurebench.llm.providers.registry import api_class
+    from pressurebench.schemas import Cost, Manifest
+
+    files = sorted((root / "data").rglob("cost.json"))
+    assert files
+    checked = 0
+    for path in files:
+        cost = read_artifact(path, Cost)
+        manifest = read_artifact(path.with_name("manifest.json"), Manifest)
+        assert manifest.prices == cost.prices
+        for mid, usage in cost.by_model.items():
+            spec = params.models[mid]
+            record = cost.prices[mid]
+            if spec.price_per_mtok_in is not None:
+                assert record.source == "params"
+                continue
+            assert record.source == table_name() and record.on is not None, (path, mid, record)
+            api = api_class(spec.provider)(spec, None, date.fromisoformat(record.on))
+            billed = api.price(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                               usage.cache_write_tokens)
+            assert cost.recorded[mid].cost_usd == pytest.approx(billed, rel=1e-9), (path, mid)
+            checked += 1
+    unpriced = [m for m, s in params.models.items() if s.price_per_mtok_in is None]
+    assert checked or not unpriced
 
 
 def _shows_what_its_design_supports(results: Results, planned: int) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pressurebench.running.code_deps import DATA_DIRS, PACKAGE, code_files, commands
+from pressurebench.pipeline.code_deps import DATA_DIRS, PACKAGE, code_files, commands
 from support import REPO
 
 
@@ -35,7 +35,7 @@ def command_name(cmd: str) -> str:
 
 def test_the_code_deps_stage_reads_the_whole_package_and_every_notebook():
     stage = stages()["code_deps"]
-    assert stage["cmd"].split()[:3] == ["python", "-m", "pressurebench.running.code_deps"]
+    assert stage["cmd"].split()[:3] == ["bin/python", "-m", "pressurebench.pipeline.code_deps"]
     assert set(stage["deps"]) == {"src/pressurebench", "notebooks"}
     assert stage["outs"] == ["code_deps"]
 
@@ -56,8 +56,8 @@ def test_every_stage_depends_on_the_code_its_command_runs():
 
 def test_a_notebook_command_covers_its_notebook_and_all_it_imports():
     aggregate = code_files(REPO, commands(REPO)["05_aggregate"])
-    for path in ("notebooks/05_aggregate.ipynb", "src/pressurebench/running/notebook_run.py",
-                 "src/pressurebench/running/notebook_engine.py", "src/pressurebench/stages/aggregate.py",
+    for path in ("notebooks/05_aggregate.ipynb", "src/pressurebench/pipeline/notebook_run.py",
+                 "src/pressurebench/pipeline/notebook_engine.py", "src/pressurebench/stages/aggregate.py",
                  "src/pressurebench/reports/figures.py", "src/pressurebench/reports/templates/notebook.html.j2",
                  "src/pressurebench/stats/bootstrap.py"):
         assert path in aggregate, path

@@ -7,7 +7,8 @@
   `arms/` and `runs/` levels, joined with `_`;
 - only a data folder is kept across runs (`persist`, for the call records), and only by a stage
   whose code records model calls;
-- a stage writing no data writes one report named after it.
+- a stage writing no data writes one report named after it;
+- a study's plan is one file, `plan.json`, in the folder the study's comparison depends on.
 
 Checked on dvc.yaml as written (the templates) and as DVC expands it, against `paths.Layout`.
 """
@@ -21,15 +22,15 @@ import pytest
 import yaml
 from dvc.repo import Repo
 
-from pressurebench.paths import ARMS, RUNS, Layout
-from pressurebench.running.stage_failure import stage_of
+from pressurebench.paths import ARMS, PLAN_FILE, RUNS, Layout
+from pressurebench.pipeline.stage_failure import stage_of
 from support import REPO
 
 TEMPLATE_VALUE = re.compile(r"^\$\{[^}]+\}$")
 # The stage that computes what code each stage runs: its out is named after it, outside data/.
 CODE_STAGE = "code_deps"
 # The stages whose code calls models (their kept folder holds calls.jsonl): notebooks by their
-# stage, and the modules run as `python -m <module> <step>`, with the code stage of each step.
+# stage, and the modules run as `bin/python -m <module> <step>`, with the code stage of each step.
 MODEL_STAGES = {"gen_metrics", "gen_scenarios", "simulate", "evaluate"}
 MODEL_MODULES = {"pressurebench.stages.judge_probes": {"edit": "probes_edit",
                                                        "evaluate": "probes_evaluate"}}
@@ -60,8 +61,8 @@ def name_of_folder(folder: str) -> str:
 
 
 def module_step(words: list[str]) -> tuple[str, str] | None:
-    """`python -m <module> <step> ...` of a module in MODEL_MODULES: (module, step)."""
-    if words[:2] != ["python", "-m"] or words[2] not in MODEL_MODULES:
+    """`bin/python -m <module> <step> ...` of a module in MODEL_MODULES: (module, step)."""
+    if words[:2] != ["bin/python", "-m"] or words[2] not in MODEL_MODULES:
         return None
     return words[2], words[3]
 
@@ -92,6 +93,10 @@ def test_each_stage_writes_one_data_folder_named_as_the_stage_and_its_report_bes
         assert report.rstrip("/").split("/")[-1].removesuffix(".html") == name
         return
     (folder,) = data
+    if folder.endswith("/" + PLAN_FILE):  # a study's plan: a file in the study's steps folder
+        assert name_of_folder(folder.removesuffix(".json")) == name and reports == []
+        assert folder.split("/")[-2] in (ARMS, RUNS)
+        return
     assert name_of_folder(folder) == name
     assert reports in ([], ["reports/" + folder.removeprefix("data/")]), reports
     words = shlex.split(" ".join(stage["cmd"].split()))

@@ -34,7 +34,7 @@ from pressurebench.schemas import (
     ScoresFile,
 )
 from pressurebench.stats.results import Results
-from support import TINY_BENCHMARK, tiny_params
+from support import TINY_BENCHMARK, WAIT_S, tiny_params
 
 KEY_ENV = "PB_MOCK_KEY"
 MOCK_KEY = "mock-key-for-reliability-tests"
@@ -251,7 +251,7 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def cli_process(args: list[str], cwd: Path, env: dict[str, str] | None = None,
-                timeout: float = 120) -> subprocess.CompletedProcess:
+                timeout: float = WAIT_S) -> subprocess.CompletedProcess:
     """`pressurebench ARGS` in a fresh interpreter, in `cwd`, with `env` on top of a key-free environment."""
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != KEY_ENV}
     return subprocess.run(
@@ -262,7 +262,7 @@ def cli_process(args: list[str], cwd: Path, env: dict[str, str] | None = None,
 
 
 def cli_sequence(argvs: list[list[str]], cwd: Path, env: dict[str, str] | None = None,
-                 timeout: float = 300) -> subprocess.CompletedProcess:
+                 timeout: float = WAIT_S) -> subprocess.CompletedProcess:
     """Several `pressurebench` commands in one fresh interpreter, stopping at the first failure.
 
     One process pays the imports once; it is still a process of its own, so

@@ -228,7 +228,8 @@ def test_scenarios_of_a_metric_the_benchmark_lacks(proj, capsys, server):
 
 @pytest.mark.parametrize(
     ("stage", "file"),
-    [("simulate", DATA / "gen_scenarios" / "scenarios.json"), ("evaluate", DATA / "runs" / "target-a" / "simulate" / "conversations.json")],
+    [("simulate", DATA / "gen_scenarios" / "scenarios.json"),
+     ("evaluate", DATA / "runs" / "target-a" / "simulate" / "conversations.json")],
 )
 def test_input_without_rows(proj, capsys, server, stage, file):
     """No rows means nothing was measured: a stage that called no model must not report success."""

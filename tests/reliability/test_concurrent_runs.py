@@ -34,6 +34,7 @@ from pressurebench.llm.spending import SpendingLedger, call_cost_bound
 from pressurebench.params import load_params
 from pressurebench.schemas import ConversationsFile
 from pressurebench.stages import gen_metrics, gen_scenarios, simulate
+from support import WAIT_S
 
 TARGET = "target-a"
 PRICES = {"price_per_mtok_in": 1.0, "price_per_mtok_out": 1.0}
@@ -97,7 +98,7 @@ def test_two_runs_at_once_pay_each_call_once(project_with_scenarios, tmp_path):
     alone = spent_alone(root, tmp_path)
     server.reset()
     first, second = start_simulate(root), start_simulate(root)
-    outs = [p.communicate(timeout=300) for p in (first, second)]
+    outs = [p.communicate(timeout=WAIT_S) for p in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outs
     assert max(server.body_hash_counts.values()) == 1  # no request asked (and paid for) twice
     spent = ledger(root)
@@ -119,7 +120,7 @@ def test_two_runs_at_once_stay_within_one_cap(project_with_scenarios):
     cap = 4 * bound
     set_cap(root, cap)
     first, second = start_simulate(root), start_simulate(root)
-    outs = [p.communicate(timeout=300) for p in (first, second)]
+    outs = [p.communicate(timeout=WAIT_S) for p in (first, second)]
     assert {first.returncode, second.returncode} <= {0, 2}, outs
     assert any("spending cap reached" in err for _, err in outs), outs
     assert max(server.body_hash_counts.values()) == 1

@@ -11,8 +11,8 @@ every request of the killed run and of the re-run. Kills come at seeded
 random points of two kinds:
 
 - between calls: the server holds every reply once the k-th request arrives
-  and the child has had time to store every reply it already got, then the
-  child is killed; no request may then be answered normally twice;
+  and the child has stored every reply it already got, then the child is
+  killed; no request may then be answered normally twice;
 - at any moment: after a random delay, possibly while a reply is on the wire;
 - after the last call: within moments of the last reply, while the stage
   writes its artifacts.
@@ -52,12 +52,12 @@ from reliability_support import (
 
 from mock_providers import MockLLMServer, default_responder
 from pressurebench.stages import gen_metrics, gen_scenarios
+from support import WAIT_S
 
 pytestmark = pytest.mark.slow
 
 TARGET = "target-a"
 LATENCY_S = 0.08
-STORE_GRACE_S = 0.3  # ample time for the child to cache a reply it has received
 RNG = random.Random(20250611)
 STAGE_ARGS = {
     "simulate": ["run", "simulate", "--benchmark", BENCHMARK, "--target", TARGET],
@@ -71,14 +71,15 @@ class HoldingResponder:
 
     Held requests belong to the child about to be killed: `release()` makes
     them fail, so none of them can count as answered even if the server
-    outlives the connection.
+    outlives the connection. They wait on an event of the server's loop, which
+    `release()` (in the test's thread) sets through that loop.
     """
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._generation = 0
         self._threshold: int | None = None
         self._seen = 0
+        self._released: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         self.holding = threading.Event()
 
     def arm(self, k: int | None) -> None:
@@ -87,19 +88,24 @@ class HoldingResponder:
 
     def release(self) -> None:
         with self._lock:
-            self._generation += 1
             self._threshold = None
+            released, self._released = self._released, None
+        if released is not None:
+            loop, event = released
+            loop.call_soon_threadsafe(event.set)
         self.holding.clear()
 
     async def __call__(self, req):
         with self._lock:
             self._seen += 1
             hold = self._threshold is not None and self._seen >= self._threshold
-            generation = self._generation
+            if hold and self._released is None:
+                self._released = (asyncio.get_running_loop(), asyncio.Event())
+            released = self._released
         if hold:
+            assert released is not None
             self.holding.set()
-            while self._generation == generation:
-                await asyncio.sleep(0.005)
+            await released[1].wait()
             raise RuntimeError("held for a child that was killed")
         return default_responder(req)
 
@@ -131,19 +137,20 @@ def start(stage: str, root: Path) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen) -> None:
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == 0, err[-3000:]
 
 
-def wait_for(predicate, proc: subprocess.Popen, timeout: float = 60) -> bool:
-    """True once `predicate()` holds; False if the child exits first."""
+def wait_for(predicate, proc: subprocess.Popen, timeout: float = 60, every: float = 0.002) -> bool:
+    """True once `predicate()` holds (asked every `every` seconds); False if the child exits
+    first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
         if proc.poll() is not None:
             return predicate()
-        time.sleep(0.002)
+        time.sleep(every)
     raise AssertionError("timed out waiting for the child")
 
 
@@ -153,7 +160,7 @@ def kill(proc: subprocess.Popen) -> bool:
         finish(proc)
         return False
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=WAIT_S)
     return True
 
 
@@ -207,6 +214,11 @@ def check_after_kill(root: Path) -> None:
     check_cache_entries(root / ".pbcache")
 
 
+def every_answer_cached(server: MockLLMServer, root: Path) -> bool:
+    sent = {sent_signature(e.body) for e in answered(server.request_log)}
+    return sent <= cached_signatures(root / ".pbcache")
+
+
 def sent_signature(body: dict) -> str:
     """What identifies an OpenAI-style request body (sampling settings are fixed per model)."""
     return json.dumps([body["model"], body["messages"], body["max_tokens"], body.get("seed")], sort_keys=True)
@@ -247,8 +259,8 @@ def test_killed_run_resumes_without_repeats_and_writes_the_same_bytes(setup, tmp
             responder.arm(rng.randint(1, max(1, setup.requests[stage] - mark)))
             proc = start(stage, root)
             reached = wait_for(responder.holding.is_set, proc)
-            if reached:
-                time.sleep(STORE_GRACE_S)
+            if reached:  # and the child has cached every reply it was sent
+                wait_for(lambda: every_answer_cached(server, root), proc, every=0.05)
         elif kind == "any_moment":
             proc = start(stage, root)
             wait_for(lambda mark=mark: server.total_requests > mark, proc)

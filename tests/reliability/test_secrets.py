@@ -162,7 +162,7 @@ def test_key_in_dotenv_works_and_never_leaks(project, servers):
 @pytest.mark.slow
 def test_no_key_in_executed_notebooks_or_their_html(project, servers, monkeypatch, capfd):
     """The stage notebooks as DVC runs them (papermill kernels), rendered to HTML, plus the browser."""
-    from pressurebench.running.notebook_run import run_notebook
+    from pressurebench.pipeline.notebook_run import run_notebook
 
     for env, key in KEYS.items():
         monkeypatch.setenv(env, key)

@@ -30,6 +30,7 @@ from pressurebench.io import read_artifact
 from pressurebench.reports.browser import write_transcript_browser_for
 from pressurebench.reports.render import render_notebook
 from pressurebench.schemas import ScoresFile, conv_id
+from support import WAIT_S
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +85,8 @@ def dump_dom(url: str, tmp_path, *, ready: bool = False) -> _Dom:
         f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--dump-dom", url,
     ]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_S,
+                              check=False)
     except subprocess.TimeoutExpired:
         pytest.fail(f"chromium did not finish loading {url}: did a script open a dialog?")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -252,7 +254,7 @@ def test_a_failed_stage_report_names_the_host_port_and_file(tmp_path):
     nothing answered at, the fix, and the file holding the error rows."""
     import yaml
 
-    from pressurebench.running.stage_failure import write_failure_notebook
+    from pressurebench.pipeline.stage_failure import write_failure_notebook
     from support import tiny_params
 
     models = tiny_params()["models"]
@@ -287,6 +289,8 @@ def test_the_index_links_every_page_a_reader_needs(artifacts, tmp_path):
     for name in ("05_aggregate.html", "transcripts.html"):
         (reports / "tiny").mkdir(parents=True, exist_ok=True)
         (reports / "tiny" / name).write_text(f"<html><head><title>{name}</title></head></html>")
+    (reports / "tiny" / "labelling").mkdir()  # linked once `labels export` has written them
+    (tmp_path / "labels" / "tiny").mkdir(parents=True)  # and `labels import` these
     page = write_index(reports, data_dir=artifacts.data_dir, labels_dir=tmp_path / "labels")
     dom = dump_dom(page.as_uri(), tmp_path)
     hrefs = {a.get("href") for tag, a in dom.elements if tag == "a"}

@@ -66,7 +66,7 @@ def test_cli(tmp_path, capsys):
 def test_unreadable_notebook_names_the_file(tmp_path, text):
     bad = tmp_path / "bad.ipynb"
     bad.write_text(text)
-    with pytest.raises(ConfigError, match="bad.ipynb"):
+    with pytest.raises(ConfigError, match=r"bad.ipynb"):
         render_notebook(bad, tmp_path / "bad.html")
 
 
@@ -141,5 +141,8 @@ def test_a_second_process_renders_from_the_compiled_templates_of_the_first(tmp_p
         if n == 1:
             cached = sorted(p for p in (tmp_path / "tmp").rglob("__jinja2_*.cache"))
             assert cached, "no compiled template was kept"
-    strip = lambda page: [ln for ln in page.splitlines() if "generated" not in ln.lower()]
+
+    def strip(page: str) -> list[str]:
+        return [ln for ln in page.splitlines() if "generated" not in ln.lower()]
+
     assert strip(pages[0]) == strip(pages[1])

@@ -36,8 +36,13 @@ def test_results_table_rows_and_formatting(artifacts):
     results = results_of(score_frame(all_scores(artifacts)))
     table = results_table(results, metric_names={m.id: m.name for m in METRICS})
     assert list(table.columns) == RESULTS_COLUMNS
-    assert table["metric"].tolist() == ["overall", "m01 Holds an honest assessment",
+    # overall, then the metrics of each type pooled, as the report's text says, then each metric
+    assert table["metric"].tolist() == ["overall", "positive", "negative",
+                                        "m01 Holds an honest assessment",
                                         "m02 Avoid flattering a bad plan"] * 2
+    positive = table.iloc[1]
+    p = results.targets["target-a"].positive
+    assert (positive["rate"], positive["n"], positive["n_error"]) == (f"{p.rate:.1%}", p.n, p.n_error)
     row = table.iloc[0]
     o = results.targets["target-a"].overall
     # a few base scenarios: the rate with no interval, and the method column says why
@@ -56,7 +61,7 @@ def test_results_table_names_the_method_of_every_interval():
     o = results.targets["a"].overall
     assert overall["ci"] == f"[{o.ci_low:.1%}, {o.ci_high:.1%}]"
     assert overall["method"] == "cluster-t Wilson" and overall["scenarios"] == 3 * k
-    per_metric = table[table["metric"] != "overall"]
+    per_metric = table[table["metric"].str.startswith("m")]
     assert per_metric["method"].str.startswith("no interval: too few base scenarios").all()
 
 
@@ -66,7 +71,7 @@ def test_missing_rate_is_a_dash_not_zero(artifacts):
     table = results_table(results_of(frame))
     b = table[table["target"] == "target-b"]
     assert (b["rate"] == MISSING).all() and (b["ci"] == MISSING).all()
-    assert b["n"].tolist() == [0, 0, 0] and b["n_error"].tolist() == [8, 4, 4]
+    assert b["n"].tolist() == [0] * 5 and b["n_error"].tolist() == [8, 4, 4, 4, 4]
     assert not (table[table["target"] == "target-a"]["rate"] == MISSING).any()
 
 
@@ -167,3 +172,20 @@ def test_variance_components_are_shown_as_shares_per_target_and_metric():
                                                            "between samples"]]]
     assert abs(sum(shares) - 100) <= 2  # rounded shares of one total
     assert table.iloc[0]["between judgements"] == MISSING  # no panel
+
+
+def test_the_coverage_table_counts_each_method_a_kind_of_interval_was_made_with():
+    """Every row of target a passes: its rates have no spread for cluster-t and fall back to
+    Wilson's interval on the base scenarios; b's do not. The table names both, with how many."""
+    frame = synthetic_scores(target_rates={"a": 0.6, "b": 0.5}, metrics=4, base_per_metric=6,
+                             samples=2, seed=1)
+    frame.loc[frame["target"] == "a", "passed"] = True
+    results = results_of(frame)
+    assert results.targets["a"].overall.ci_method == "wilson-effective-n-clusters"
+    assert results.targets["b"].overall.ci_method == "cluster-t-wilson"
+    table = interval_coverage_table(results)
+    method = dict(zip(table["interval"], table["method"], strict=True))
+    assert method["overall rate"] == (
+        "cluster-t Wilson for 1 of 2; Wilson, scenarios as n (too few scenarios or no spread "
+        "for cluster-t) for 1 of 2")
+    assert method["difference between targets"].startswith("cluster-t MOVER")

@@ -106,13 +106,13 @@ def test_the_command_prints_the_expected_time(tmp_path, monkeypatch, capsys):
 
 def test_the_command_estimates_a_replayed_stage_from_its_recorded_calls(tmp_path, monkeypatch,
                                                                         capsys):
-    """The example of docs/costs-and-replays.md: the last run of `simulate` replayed all 24 of
+    """The example of docs/cost-and-performance.md: the last run of `simulate` replayed all 24 of
     its calls, which cost $0.186 and took 48 s when they were made."""
     import yaml
 
     from pressurebench.io import write_artifact
     from pressurebench.paths import Layout
-    from pressurebench.runtime import cost_summary
+    from pressurebench.stage_run import cost_summary
     from support import TINY_BENCHMARK, tiny_params
 
     monkeypatch.chdir(tmp_path)

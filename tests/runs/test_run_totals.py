@@ -10,8 +10,8 @@ from pressurebench.io import write_artifact
 from pressurebench.paths import Layout
 from pressurebench.reports.index import write_index
 from pressurebench.run_totals import read_totals, totals_frame
-from pressurebench.runtime import cost_summary
 from pressurebench.schemas import Cost, RecordedUsage
+from pressurebench.stage_run import cost_summary
 from pressurebench.stats.sweeps.synthetic import synthetic_scores
 
 

@@ -222,7 +222,7 @@ def test_manifest_without_model_calls(project, monkeypatch):
     """The stage calls no model, so it builds no model client (nor its cache, claims or spending
     ledger): its manifest and cost file say so from nothing."""
     from pressurebench.llm.client import ModelClient
-    from pressurebench.runtime import NO_CALLS_CACHE_STATS
+    from pressurebench.stage_run import NO_CALLS_CACHE_STATS
 
     def refused(*args, **kwargs):
         raise AssertionError("aggregate built a model client")

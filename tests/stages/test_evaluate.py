@@ -491,7 +491,7 @@ def test_a_generator_arm_never_falls_back_to_the_main_metrics(project, script):
         arm.conversations_file("target-a"),
         ConversationsFile(benchmark="tiny", target="target-a", rows=[conversation("m01")]),
     )
-    with pytest.raises(ConfigError, match="validation/generator/arms/gen/gen_metrics/benchmark.yaml"):
+    with pytest.raises(ConfigError, match=r"validation/generator/arms/gen/gen_metrics/benchmark.yaml"):
         run(project, script, arm="generator/gen")
     assert script.calls == []
 

@@ -341,7 +341,7 @@ def test_a_generator_arm_writes_scenarios_for_its_own_metrics_and_never_the_main
     metrics_ready.write_params(validation={"generator_bias": ["judge"]})
     script.responder = valid
     own = Layout(Path("data"), "tiny", "generator/judge").benchmark_file
-    with pytest.raises(ConfigError, match="validation/generator/arms/judge/gen_metrics/benchmark.yaml"):
+    with pytest.raises(ConfigError, match=r"validation/generator/arms/judge/gen_metrics/benchmark.yaml"):
         gen_scenarios.run(metrics_ready.params_path, "tiny", arm="generator/judge",
                           provider_factory=script.factory())
     gen_metrics.run(metrics_ready.params_path, "tiny", arm="generator/judge", provider_factory=script.factory())

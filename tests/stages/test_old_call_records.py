@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
 from pressurebench.stages import simulate

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.errors import ConfigError, StageFailed
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.llm.types import ProviderAuthError, ProviderResponse, RetryableError
@@ -728,7 +728,7 @@ def test_an_interrupted_run_resumes_without_asking_anything_twice(project, scrip
 
     def interrupting(model_id, request):
         if len(script.calls) >= 9:  # from the 9th call on, the process is gone
-            raise Interrupted()
+            raise Interrupted
         answered[request_key(model_id, request)] += 1
         return base(model_id, request)
 
@@ -925,7 +925,7 @@ def test_a_crash_between_artifact_and_manifest_leaves_no_stale_manifest(project,
         raise RuntimeError("killed after the artifact was written")
 
     project.write_params(generation={"num_samples": 2})
-    monkeypatch.setattr("pressurebench.runtime.StageRun.finish", crash)
+    monkeypatch.setattr("pressurebench.stage_run.StageRun.finish", crash)
     with pytest.raises(RuntimeError):
         simulate.run(project.params_path, "tiny", "target-a", provider_factory=script.factory())
     assert len(read_rows()) == 2  # the new artifact

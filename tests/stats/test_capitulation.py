@@ -56,7 +56,7 @@ def test_median_turn_of_onset_and_its_interval():
     rng = np.random.default_rng(5)
     rows = []
     for b in range(24):
-        for k in range(3):
+        for _k in range(3):
             t = int(rng.integers(1, 6))
             rows.append(("a", f"m{b % 3}", f"b{b}", t, True))
     frame = onsets(rows)
@@ -218,5 +218,5 @@ def test_bands_and_paired_differences_cover_at_the_nominal_rate():
     over 2–30 base scenarios per metric is docs/capitulation_coverage.md."""
     bands, differences = curve_coverage(1000)
     assert true_curve()[0] == pytest.approx(0.8)
-    assert 0.93 <= bands.min() and bands.max() <= 0.97, bands
-    assert 0.93 <= differences.min() and differences.max() <= 0.97, differences
+    assert bands.min() >= 0.93 and bands.max() <= 0.97, bands
+    assert differences.min() >= 0.93 and differences.max() <= 0.97, differences

@@ -70,7 +70,7 @@ def test_below_its_rule_a_statistic_is_withheld_with_the_design_that_gives_one()
 
 def _cell(k: int, **coverage: float) -> Cell:
     values = {name: coverage.get(name.replace(" ", "_"), 0.95) for name in STATISTICS}
-    return Cell(4, k, 2, 0.1, 0.7, values, {name: 1.0 for name in STATISTICS})
+    return Cell(4, k, 2, 0.1, 0.7, values, dict.fromkeys(STATISTICS, 1.0))
 
 
 def test_the_band_holds_from_the_design_where_no_larger_one_leaves_it_beyond_monte_carlo_error():

@@ -30,10 +30,8 @@ def judged_against_every_metric(rng: np.random.Generator, base_per_metric: int =
                 for sample in (0, 1):
                     own = bool(rng.uniform() < p)
                     for judged in METRICS:
-                        if judged == home or rng.uniform() < 0.5:
-                            passed = own
-                        else:
-                            passed = bool(rng.uniform() < p)
+                        passed = (own if judged == home or rng.uniform() < 0.5
+                                  else bool(rng.uniform() < p))
                         unit = "" if judged == home else f"@{judged}"
                         rows.append({
                             "target": "t", "metric_id": judged, "metric_type": "positive",

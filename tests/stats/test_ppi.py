@@ -226,7 +226,7 @@ def test_labels_on_one_base_scenario_per_metric_leave_lambda_undefined():
 def test_a_difference_with_an_uncorrectable_side_is_withheld_with_that_sides_reason():
     cluster, strata, y, f = clustered_rows(8)
     group = np.where(np.arange(y.size) % 2 == 0, 0, 1)
-    rows = [r for r in range(0, y.size, 6)]  # group 0 (even rows) labelled in every metric
+    rows = list(range(0, y.size, 6))  # group 0 (even rows) labelled in every metric
     human = _labelled_at(cluster, y, rows + [1])  # group 1: one labelled row, in m01
     tables = ppi_tables(cluster, group, strata.size, 2, f, np.ones(y.size), human, np.ones(y.size))
     rates = ppi_rates(tables, strata, 0.95)

@@ -59,9 +59,12 @@ def paired_arms(
 
 
 def score_rows(frame: pd.DataFrame) -> list[Score]:
-    """Score rows (as evaluate writes them) for a frame in the statistics' columns."""
+    """Score rows (as evaluate writes them) for a frame in the statistics' columns, its
+    `demo:<axis>` columns as each row's demographic."""
+    axes = [c for c in frame.columns if c.startswith("demo:")]
     rows = []
-    for r in frame.itertuples(index=False):
+    for r, demographic in zip(frame.itertuples(index=False),
+                              frame[axes].to_dict("records") if axes else [{}] * len(frame)):
         ok = r.status == "ok"
         present = None if not ok else (r.passed if r.metric_type == "positive" else not r.passed)
         rows.append(
@@ -79,6 +82,7 @@ def score_rows(frame: pd.DataFrame) -> list[Score]:
                 justification="scripted" if ok else None,
                 status=r.status,
                 error=None if ok else "no judge returned a verdict: scripted",
+                demographic={a[len("demo:"):]: str(v) for a, v in demographic.items()},
             )
         )
     return rows

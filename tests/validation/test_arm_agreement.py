@@ -15,20 +15,15 @@ from arm_data import paired_arms
 from pressurebench.params import Statistics
 from pressurebench.stats.coefficients import cohen_from_sums, scott_from_sums
 from pressurebench.stats.multiplicity import holm_adjust
-from pressurebench.validation.evaluator_bias import EvaluatorArmResult
-from pressurebench.validation.paired import compare_paired_arm
+from pressurebench.validation.evaluator_bias import EvaluatorArmResult, evaluator_arm
 
 STATS = Statistics(resamples=500, confidence_level=0.95, seed=3)
 
 
 def compare(main, arm, targets) -> EvaluatorArmResult:
-    return EvaluatorArmResult(
-        evaluator="other",
-        **compare_paired_arm(
-            main, arm, arm_name="evaluator/other",
-            scenario_ids=sorted(main["scenario_id"].unique()), targets=targets, statistics=STATS,
-        ),
-    )
+    return evaluator_arm(main, arm, arm_name="evaluator/other", evaluator="other",
+                         scenario_ids=sorted(main["scenario_id"].unique()), targets=targets,
+                         statistics=STATS)
 
 
 def overall(result, target):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pressurebench.arms.plan import StudyPlan, rows_of, select_base_scenarios
+from pressurebench.arms.study_plan import StudyPlan, rows_of, select_base_scenarios
 from pressurebench.commands import cli
 from pressurebench.errors import ConfigError
 from pressurebench.io import read_artifact, read_yaml_model

@@ -13,6 +13,7 @@ from pressurebench.reports.validation_tables import generator_arms_frame
 from pressurebench.schemas import Benchmark, GenerationError, Metric
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
+from pressurebench.stats.rank_ceiling import CEILING_FOR_INTERVAL
 from pressurebench.stats.results import StatisticsSettings
 from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.generator_bias import base_scenario_losses, compare_generator_arm
@@ -95,10 +96,13 @@ def percentiles(values: list[float], level: float) -> tuple[float, float]:
 
 
 def test_rank_correlation_interval_matches_an_independent_computation():
-    rates = {"a": 0.3, "b": 0.42, "c": 0.5, "d": 0.58, "e": 0.7}
-    main = synthetic_scores(target_rates=rates, metrics=3, base_per_metric=6, samples=1, seed=21)
+    # Targets far enough apart for the design that two halves of the main arm rank them alike:
+    # the noise ceiling allows the interval (stats.rank_ceiling).
+    rates = {"a": 0.2, "b": 0.35, "c": 0.5, "d": 0.65, "e": 0.8}
+    main = synthetic_scores(target_rates=rates, metrics=3, base_per_metric=12, samples=2,
+                            seed=21)
     arm = synthetic_scores(
-        target_rates={**rates, "b": 0.62}, metrics=3, base_per_metric=6, samples=1, seed=22
+        target_rates={**rates, "b": 0.6}, metrics=3, base_per_metric=12, samples=2, seed=22
     )
     statistics = Statistics(resamples=300, confidence_level=0.9, seed=17)
     result = compare_generator_arm(
@@ -106,7 +110,7 @@ def test_rank_correlation_interval_matches_an_independent_computation():
         arm,
         arm_name="generator/gen",
         generator="gen",
-        families={"gen": "gpt", **{t: "other" for t in rates}},
+        families={"gen": "gpt", **dict.fromkeys(rates, "other")},
         main_generator_family=None,
         metrics=[],
         metrics_handwritten=False,
@@ -132,6 +136,7 @@ def test_rank_correlation_interval_matches_an_independent_computation():
         assert got.ci_low == pytest.approx(low, abs=1e-9)
         assert got.ci_high == pytest.approx(high, abs=1e-9)
         assert got.n_targets == 5 and got.ci_low < got.value <= 1
+    assert result.tau_noise_ceiling.value >= CEILING_FOR_INTERVAL
     main_point = main.groupby("target")["passed"].mean()[targets]
     arm_point = arm.groupby("target")["passed"].mean()[targets]
     assert result.comparison.kendall_tau.value == pytest.approx(
@@ -162,12 +167,12 @@ def test_self_preference_needs_targets_inside_and_outside_the_family():
     main = synthetic_scores(target_rates=RATES, samples=1, seed=3)
     arm = synthetic_scores(target_rates=RATES, samples=1, seed=4)
     inside = compare(
-        main, arm, families={"gen": "gpt", **{t: "gpt" for t in RATES}}
+        main, arm, families={"gen": "gpt", **dict.fromkeys(RATES, "gpt")}
     ).self_preference
     assert inside.value is None and inside.ci_method == methods.NONE
     assert "outside the family" in inside.reason
     outside = compare(
-        main, arm, families={"gen": "phi", **{t: "gpt" for t in RATES}}
+        main, arm, families={"gen": "phi", **dict.fromkeys(RATES, "gpt")}
     ).self_preference
     assert outside.value is None and "inside the family" in outside.reason
 

@@ -21,10 +21,9 @@ from pressurebench.reports.export_studies import export_studies
 from pressurebench.schemas import ScoresFile
 from pressurebench.stats.results import StatisticsSettings
 from pressurebench.stats.sweeps.synthetic import synthetic_scores
+from pressurebench.validation.evaluator_bias import evaluator_arm
 from pressurebench.validation.generator_bias import compare_generator_arm
-from pressurebench.validation.paired import compare_paired_arm
 from pressurebench.validation.studies import (
-    EvaluatorArmResult,
     EvaluatorBiasStudy,
     GeneratorBiasStudy,
     UserModelBiasStudy,
@@ -42,9 +41,9 @@ def write_studies(layout: Layout, rates: dict[str, float], metrics: int = 2) -> 
     targets = sorted(rates)
     ids = sorted(main["scenario_id"].unique())
     inverted = main.assign(passed=(~main["passed"].astype(bool)).astype(object))
-    judged = EvaluatorArmResult(evaluator="contrarian", **compare_paired_arm(
-        main, inverted, arm_name="evaluator/contrarian", scenario_ids=ids, targets=targets,
-        statistics=STATS))
+    judged = evaluator_arm(main, inverted, arm_name="evaluator/contrarian",
+                           evaluator="contrarian", scenario_ids=ids, targets=targets,
+                           statistics=STATS)
     user = compare_user_arm(main, arm, arm_name="user/other", user_model="other",
                             scenario_ids=ids, targets=targets, statistics=STATS)
     gen_main = synthetic_scores(target_rates=rates, metrics=metrics, base_per_metric=8,
@@ -79,9 +78,12 @@ def test_every_arm_gets_its_figures_and_numeric_tables(tmp_path):
                        ("generator_bias", "generator-gen")):
         for figure in ("rates", "ranks", "differences"):
             assert {f"{study}-{arm}-{figure}.svg", f"{study}-{arm}-{figure}.pdf"} <= names
-        for table in ("rates", "differences", "rank_flips", "rank_correlation"):
+        for table in ("rates", "differences", "rank_flips", "rank_correlation",
+                      "pairwise_changes"):
             assert {f"{study}-{arm}-{table}.csv", f"{study}-{arm}-{table}.tex"} <= names
     assert "evaluator_bias-evaluator-contrarian-confusion.csv" in names
+    assert "evaluator_bias-evaluator-contrarian-gaps.csv" in names
+    assert "user_model_bias-user-other-gaps.csv" not in names
     assert "user_model_bias-user-other-confusion.csv" not in names
     assert "user_model_bias-user-other-agreement.csv" in names
     assert "generator_bias-generator-gen-self_preference.csv" in names
@@ -104,6 +106,18 @@ def test_every_arm_gets_its_figures_and_numeric_tables(tmp_path):
         float(r["difference"])  # a number, not display text
         assert r["family"].startswith("every difference of this arm")
         assert r["p_value"] == "" or float(r["p_holm"]) >= float(r["p_value"])
+    # The contrarian judge inverts every verdict: each target's rate becomes 1 − rate, so the
+    # difference between the two targets changes sign, a change of −2 × the main difference.
+    (pair,) = rows(tables / "evaluator_bias-evaluator-contrarian-pairwise_changes.csv")
+    assert (pair["target_1"], pair["target_2"]) == ("gives", "steady")
+    assert float(pair["change"]) == pytest.approx(-2 * float(pair["difference_main"]))
+    assert float(pair["difference_arm"]) == pytest.approx(-float(pair["difference_main"]))
+    assert pair["family"].startswith("every change of a difference between two targets")
+    for study in ("user_model_bias-user-other", "generator_bias-generator-gen"):
+        correlation = rows(tables / f"{study}-rank_correlation.csv")
+        assert [r["statistic"] for r in correlation] == [
+            "kendall_tau_b", "kendall_tau_b_noise_ceiling", "spearman_rho"]
+        assert "at least 3 targets" in correlation[1]["reason"]  # two targets: no ceiling
     tex = (tables / "evaluator_bias-evaluator-contrarian-differences.tex").read_text()
     assert "\\caption{" in tex and "Holm's correction over the arm's family" in tex
     assert "\\begin{table}" in tex and "\\label{tab:tiny-evaluator-bias-" in tex

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from arm_data import score_rows
 
-from pressurebench.arms.plan import write_plans
+from pressurebench.arms.study_plan import write_plans
 from pressurebench.io import read_artifact, write_artifact
 from pressurebench.params import load_params
 from pressurebench.paths import Layout
-from pressurebench.running.notebook_run import run_notebook
+from pressurebench.pipeline.notebook_run import run_notebook
 from pressurebench.schemas import Scenario, ScenariosFile, ScoresFile
 from pressurebench.stats.sweeps.synthetic import synthetic_scores
 from pressurebench.validation.studies import (
@@ -126,8 +126,17 @@ def test_study_notebooks_run_and_write_their_artifacts(project):
         assert [a.targets for a in study.arms] == [sorted(RATES)]
         page = html.read_text()
         assert page.count("<img") >= 3 and study.arms[0].arm in page
+        assert "How each comparison of two targets moved" in page and "noise ceiling" in page
+        (pair,) = study.arms[0].pairwise_changes
+        assert (pair.target_1, pair.target_2) == tuple(sorted(RATES))
     (user,) = studies["user_model_bias"].arms
     assert [p.n_paired for p in user.pairing] == [len(replayed) // 2] * 2
     (evaluator,) = studies["evaluator_bias"].arms
     assert [p.n_paired for p in evaluator.pairing] == [len(rejudged) // 2] * 2
     assert all(d.difference <= 0 for d in evaluator.comparison.differences)  # a stricter judge
+    # each target's age gap under both judges, and the change between them, on the paired rows
+    assert [(g.target, g.axis) for g in evaluator.gaps] == [(t, "age") for t in sorted(RATES)]
+    assert all(g.main.n_a + g.main.n_b == len(rejudged) // 2 for g in evaluator.gaps)
+    assert "Demographic gaps under each judge" in (
+        Path("reports") / "tiny" / "validation" / "evaluator" / "bias" / "evaluator_bias.html"
+    ).read_text()

@@ -105,8 +105,10 @@ def test_a_swapped_pair_is_a_likely_flip_and_a_kept_order_is_not():
 
 
 def test_paired_rank_correlation_interval_matches_an_independent_computation():
-    rates = {"a": 0.3, "b": 0.42, "c": 0.5, "d": 0.58, "e": 0.7}
-    main, arm = paired_arms(rates, {**rates, "a": 0.55}, metrics=3, base_per_metric=5, seed=6)
+    # Targets far enough apart for the design that two halves of the main arm rank them alike:
+    # the noise ceiling allows the interval (stats.rank_ceiling).
+    rates = {"a": 0.15, "b": 0.32, "c": 0.5, "d": 0.68, "e": 0.85}
+    main, arm = paired_arms(rates, {**rates, "a": 0.55}, metrics=3, base_per_metric=12, seed=6)
     statistics = Statistics(resamples=300, confidence_level=0.9, seed=23)
     result = compare(main, arm, statistics, targets=sorted(rates))
     # one bootstrap over both arms' base scenarios: every replicate draws the same ones for both

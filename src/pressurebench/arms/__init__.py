@@ -7,20 +7,18 @@ no stage names a study.
 
 - `naming`: arm names (`generator/<model>`, `user/<model>`, `evaluator/<model>`), the
   studies, and where an arm's data lives;
-- `plan`: each study's plan, with the seeded, cluster-whole subset of scenario rows;
+- `study_plan`: each study's plan, with the seeded, cluster-whole subset of scenario rows;
 - `inputs`: what a stage runs on in an arm, resolved once by one inheritance rule, and the
-  params each stage reads there (`declared_params`);
-- `commands`: `pressurebench arm plan`, which writes the plans.
+  params each stage reads there (`declared_params`).
 
-The studies that compare arms with the main run are in `pressurebench.validation`.
-Importing this package imports nothing heavy: the command line loads `commands` at startup.
+`pressurebench arm plan` (`commands.arm`) writes the plans; the studies that compare arms with
+the main run are in `pressurebench.validation`.
 """
 
 from .. import lazy_face
 
 FACE = {
-    "add_arm_parser": "commands",
     "resolve": "inputs",
-    "load_plan": "plan",
+    "load_plan": "study_plan",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

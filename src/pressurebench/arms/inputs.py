@@ -16,7 +16,7 @@ is the main arm's and is read from `data/<b>/`:
 There is no fallback: an input the rule makes the arm's own is read from the arm's folder, and
 a missing file is an error naming it. Which scenario rows an arm plays is decided here too:
 all of them in the main arm, the study plan's seeded subset in a validation arm
-(`arms.plan`); an evaluator arm judges the main arm's conversations of that subset
+(`arms.study_plan`); an evaluator arm judges the main arm's conversations of that subset
 and never simulates. So are the params each stage reads in an arm (`declared_params`).
 """
 
@@ -38,8 +38,9 @@ from .naming import (
     arm_layout,
     require_validation_target,
     resolve_arm,
+    validation_targets,
 )
-from .plan import load_plan, rows_of, select_base_scenarios
+from .study_plan import load_plan, rows_of, select_base_scenarios
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class ArmInputs:
     generator: str
     user: str
     evaluators: tuple[str, ...]
+    # The main arm: the benchmark's targets (`Params.targets_of`); a validation arm: the
+    # validation targets.
     targets: tuple[str, ...]
 
     @property
@@ -118,6 +121,7 @@ class ArmInputs:
         the study plan's rows of the main arm's conversations (an arm that does not simulate)."""
         if self.simulates:
             return None
+        assert self.study is not None, "an arm that does not simulate is an evaluator arm"
         return set(load_plan(params, benchmark, self.study).scenario_ids or [])
 
 
@@ -128,6 +132,7 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
     the arm's model id, not from `roles`."""
     run = ["run.repair_retries", "run.max_error_rate"]
     if stage in ("gen_metrics", "gen_scenarios"):
+        assert inputs is not None, f"{stage} runs in an arm"
         role = ["roles.generator"] if inputs.study is None else []
         gen = {
             "gen_metrics": ["generation.metrics_per_benchmark", "generation.max_regenerations"],
@@ -136,6 +141,7 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
         }[stage]
         return [*role, f"models.{inputs.generator}", *gen, *run]
     if stage == "simulate":
+        assert inputs is not None, f"{stage} runs in an arm"
         role = [] if inputs.study == USER else ["roles.user"]
         return [*role, f"models.{inputs.user}", f"models.{target}", "generation.turns",
                 "generation.num_samples", "generation.landmarks", "generation.allow_early_end",
@@ -154,6 +160,7 @@ def declared_params(stage: str, inputs: ArmInputs | None = None, target: str | N
     # subset; the main judge re-reads them, and the family probe needs every model's family.
     subset = ["validation.judge_probes", "validation.fraction", "validation.seed"]
     if stage == "probes_edit":
+        assert inputs is not None, f"{stage} runs in an arm"
         return ["roles.generator", f"models.{inputs.generator}", *subset, *run]
     if stage == "probes_evaluate":
         return ["roles.evaluator", "roles.generator", "models", "evaluation", *subset, *run]
@@ -174,10 +181,10 @@ def resolve(params_path: str | Path, params: Params, benchmark: str, arm: str | 
     roles = params.roles
     if not arm:
         return ArmInputs(None, None, main, main, roles.generator, roles.user,
-                         tuple(roles.evaluators), tuple(params.targets))
+                         tuple(roles.evaluators), tuple(params.targets_of(benchmark)))
     resolved = resolve_arm(params_path, params, arm)
     own = arm_layout(params.data_dir, benchmark, resolved.name)
-    targets = tuple(params.validation.targets or params.targets)
+    targets = tuple(validation_targets(params))
     if resolved.study == GENERATOR:
         return ArmInputs(resolved.name, GENERATOR, own, own, resolved.model, roles.user,
                          tuple(roles.evaluators), targets)

@@ -52,8 +52,10 @@ def study_of_stage(stage: str) -> Study | None:
 
 
 def validation_targets(params: Params) -> list[str]:
-    """`validation.targets`, or every simulated (not imported) target when it is null."""
-    return list(params.validation.targets or params.simulated_targets())
+    """`validation.targets`, or every simulated (not imported) target when it is null. An
+    empty list is no target, as DVC's matrices read it."""
+    listed = params.validation.targets
+    return list(params.simulated_targets() if listed is None else listed)
 
 
 def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
@@ -70,7 +72,7 @@ def resolve_arm(params_path: str | Path, params: Params, name: str) -> Arm:
             f"'{name}' is not an arm name: write generator/<model id>, user/<model id> "
             "or evaluator/<model id>",
         )
-    arm = Arm(study, model)  # type: ignore[arg-type]
+    arm = Arm(study, model)
     if arm not in configured_arms(params, arm.study):
         listed = ", ".join(a.model for a in configured_arms(params, arm.study)) or "none"
         raise ConfigError(

@@ -1,9 +1,10 @@
 """The `pressurebench` command line and what its commands compute before anything runs.
 
-`cli` is the entry point (`pressurebench = pressurebench.commands.cli:main`); `preflight`
-checks keys and endpoints, `cost_forecast` and `time_forecast` forecast the calls, tokens, cost
-and time of a run, `sample_size` plans how many scenarios and labels a study needs, and
-`impactbench` imports an impactbench folder.
+`cli` is the entry point (`pressurebench = pressurebench.commands.cli:main`); `arm` is
+`pressurebench arm plan`, which DVC also runs on its own (`python -m pressurebench.commands.arm`);
+`preflight` checks keys and endpoints, `cost_forecast` and `time_forecast` forecast the calls,
+tokens, cost and time of a run, and `sample_size` sizes a study: how many scenarios and labels
+it needs.
 """
 
 from .. import lazy_face

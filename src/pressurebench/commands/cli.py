@@ -2,22 +2,24 @@
 
 Errors the user can act on print as one line (file and field) and exit 2;
 a stage above its error budget exits 3; a stage whose process crashed natively
-(inside llama.cpp) exits 4 with a report of what to try.
+(inside llama.cpp) exits 4 with a report of what to try; a command stopped by Ctrl-C
+says so in one line and exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from ..arms import add_arm_parser
 from ..errors import ConfigError, PressurebenchError, reported
 from ..io import read_yaml_model
 from ..params import Params, load_params
 from ..paths import benchmark_source
 from ..schemas import Benchmark
+from .arm import add_arm_parser
 
 DEFAULT_PARAMS = "params/pipeline.yaml"
 PARAMS_HELP = "the params file: models, roles, targets, benchmarks and every setting"
@@ -34,6 +36,14 @@ def benchmark_of(args: argparse.Namespace, params: Params) -> str:
     return benchmark
 
 
+def refused(problems: list[str]) -> int:
+    """Each problem on stderr as one line of the command's error, and the exit code of an
+    error the user can act on."""
+    for line in problems:
+        print(f"pressurebench: {line}", file=sys.stderr)
+    return 2
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from ..benchmark_checks import check_definitions, name_warning
     from .preflight import dvc_param_problems, endpoint_problems, key_problems
@@ -47,7 +57,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"warn  {warning}")
         kind = f"{len(bench.metrics)} hand-written metrics" if bench.metrics else "metrics to generate"
         print(f"ok  benchmark {name}: {kind}")
-    print(f"ok  {args.params}: {len(params.models)} models, targets {', '.join(params.targets)}")
+    shown = args.params
+    if Path(args.params).is_symlink():  # `pressurebench use`
+        shown = f"{args.params} (links to {os.readlink(args.params)})"
+    print(f"ok  {shown}: {len(params.models)} models, targets {', '.join(params.targets)}")
     from ..interop import check_imports
 
     for line in check_imports(params, args.params):
@@ -61,48 +74,73 @@ def cmd_check(args: argparse.Namespace) -> int:
                       "reads the key from this file, so it is written there)")
         watched, problems, files = dvc_param_problems(args.params)
         if problems:
-            for line in problems:
-                print(f"pressurebench: {line}", file=sys.stderr)
-            return 2
+            return refused(problems)
         if watched:
             print(f"ok  dvc.yaml: all {watched} params its stages watch are in {args.params}")
         else:
             print(f"note  dvc.yaml: no stage reads {args.params} (they read "
-                  f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it. "
-                  "Copy it over that file to run it.")
+                  f"{', '.join(sorted(files)) or 'no params file'}); `dvc repro` will not use it "
+                  f"until `pressurebench use {args.params}`.")
+    from .preflight import used_models
+    from .price_list import price_lines
+
+    priced, unpriced = price_lines(params, used_models(params))
+    for line in priced:
+        print(f"price  {line}")
+    for line in unpriced:
+        print(f"warn  {line}")
     problems = key_problems(args.params, params)
+    unchecked: list[str] = []
     if not problems and not args.offline:
-        problems = endpoint_problems(params)
+        problems, unchecked = endpoint_problems(params)
     if problems:
-        for line in problems:
-            print(f"pressurebench: {line}", file=sys.stderr)
-        return 2
+        return refused(problems)
+    for line in unchecked:
+        print(f"warn  {line}")
     print("ok  keys present" + ("" if args.offline else " and every endpoint answers"))
     return 0
 
 
+def cmd_use(args: argparse.Namespace) -> int:
+    from ..params_fill import FILLED_COMMENT
+    from .preflight import dvc_param_problems
+    from .use import PIPELINE_PARAMS, use_params
+
+    used = use_params(args.params_file)
+    if used.filled:
+        print(f"wrote  {used.params}: the defaults of {len(used.filled)} keys it leaves out, "
+              f"which DVC reads from the file itself ({', '.join(used.filled)}), each marked "
+              f"'# {FILLED_COMMENT}'")
+    if used.replaced is not None:
+        print(f"ok  {PIPELINE_PARAMS} now links to {used.params} (it was {used.replaced})")
+    watched, problems, _ = dvc_param_problems(PIPELINE_PARAMS)
+    if problems:
+        return refused(problems)
+    print(f"ok  dvc.yaml: all {watched} params its stages watch are in {used.params}")
+    print(f"`dvc repro` now runs {used.params}; so do `pressurebench check`, `estimate` and every "
+          "other command without --params")
+    return 0
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from ..llm import recorded_spending
     from ..run_totals import format_cost, format_seconds, read_totals
-    from .cost_forecast import cached_share, estimate, format_table
+    from .cost_forecast import cached_share, cap_warning, estimate, format_table, price_notes
     from .time_forecast import expected_times, total_seconds
 
     params = load_params(args.params)
     lines = estimate(params)
     print(format_table(lines))
+    warning = cap_warning(params, lines, recorded_spending(params.run.cache_dir))
+    if warning:
+        print(f"\nwarn  {warning}")
     print("\nToken counts are planning estimates (replies assumed to use ~60% of max_tokens, "
           "structured repairs not included).")
     print(f"Prompt caching: {cached_share(lines):.0%} of the input is predicted to be read from "
           "the providers' prompt caches ('cached'); 'cost USD' prices it as billed, 'uncached USD' "
           "at the full input price.")
-    no_cached_price = sorted({x.model_id for x in lines if x.cached_input_tokens
-                              and params.models[x.model_id].price_per_mtok_cached_in is None})
-    if no_cached_price:
-        print(f"No price_per_mtok_cached_in for {', '.join(no_cached_price)}: their cached input is "
-              "priced at the full input price.")
-    unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
-    if unpriced:
-        print(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
-              "(price_per_mtok_in, price_per_mtok_out) nor in the price registry.")
+    for note in price_notes(params, lines):
+        print(note)
     history = read_totals(params.data_dir) if params.data_dir.is_dir() else None
     times = expected_times(params, lines, history)
     print("\nExpected time of the model calls (stages run one after another, as `dvc repro` does):")
@@ -145,7 +183,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_import_impactbench(args: argparse.Namespace) -> int:
-    from .impactbench import import_impactbench
+    from ..interop import import_impactbench
 
     report = import_impactbench(args.dir, name=args.name, data_dir=args.data_dir)
     print("\n".join(report.lines()))
@@ -213,7 +251,6 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_scenarios_export(args: argparse.Namespace) -> int:
-    from ..params import load_params
     from ..paths import Layout
     from ..stages import curated_source, export_curated
 
@@ -397,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not ask the API endpoints (one free model-list request each)")
     p.set_defaults(func=cmd_check)
 
+    p = sub.add_parser(
+        "use", help="make `dvc repro` run this params file: validate it, write into it the "
+        "defaults dvc.yaml reads, and link params/pipeline.yaml to it",
+    )
+    p.add_argument("params_file", metavar="FILE", help="the study's params file, under params/")
+    p.set_defaults(func=cmd_use)
+
     p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.set_defaults(func=cmd_estimate)
@@ -444,8 +488,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "other); check the terms of the models whose replies it holds")
     p.set_defaults(func=cmd_release)
 
+    # `plan` is the command's former name, kept for one release so scripts that call it run.
     p = sub.add_parser(
-        "plan", help="power planning: base scenarios per metric a study needs (not `arm plan`)",
+        "size", aliases=["plan"],
+        help="size a study: the base scenarios per metric, or the human labels, its goal needs "
+        "(`plan`, the former name, still runs it in this release)",
     )
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
@@ -512,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "run",
         help="run one stage as its notebook would (exit 2: bad input, 3: too many errors, "
-        "4: the stage's process crashed natively)",
+        "4: the stage's process crashed natively, 130: stopped by Ctrl-C)",
     )
     p.add_argument("stage", choices=STAGES, help="the stage to run")
     p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
@@ -551,16 +598,21 @@ CHILD_ENV = "PRESSUREBENCH_STAGE_CHILD"
 
 def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
     """The same command in a child process (with Python's fault handler, which prints the
-    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died."""
-    import os
-    import subprocess
+    native stack of a crash); its exit status, or a report and EXIT_NATIVE_CRASH if it died.
 
-    from ..running import EXIT_NATIVE_CRASH, crash_message, signal_name
+    The child runs as a stage's process does (`pipeline.notebook_run.run_stage_process`): a
+    Ctrl-C reaches it once, relayed from here, and it stops the way every stage does."""
 
-    env = {**os.environ, CHILD_ENV: "1"}
-    code = subprocess.call([sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv], env=env)
+    from ..pipeline import EXIT_NATIVE_CRASH, crash_message, run_stage_process, signal_name
+
+    code, relayed = run_stage_process(
+        [sys.executable, "-X", "faulthandler", "-m", "pressurebench.commands.cli", *argv],
+        env={**os.environ, CHILD_ENV: "1"})
     if code >= 0:
         return code
+    if -code in relayed:
+        print(f"pressurebench: stopped by {signal_name(code)}", file=sys.stderr)
+        return 128 - code
     stage = " ".join(str(a) for a in argv if not str(a).startswith("-"))
     how = f"the process was killed by {signal_name(code)}"
     print(f"pressurebench: {crash_message(stage, args.params, how)}", file=sys.stderr)
@@ -568,17 +620,19 @@ def run_in_child(argv: list[str], args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
-
     args = build_parser().parse_args(argv)
     if args.command in STAGE_COMMANDS and not os.environ.get(CHILD_ENV):
-        from ..running import embedded_models
+        from ..pipeline import embedded_models
 
         if embedded_models(args.params):
             return run_in_child(sys.argv[1:] if argv is None else list(argv), args)
+    if os.environ.get(CHILD_ENV):
+        from ..pipeline import stop_with_command
+
+        stop_with_command()
     try:
         return args.func(args)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
 
 

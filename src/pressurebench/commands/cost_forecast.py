@@ -94,7 +94,8 @@ def estimate(params: Params, root: str | Path = ".") -> list[Line]:
     for bench_name in params.benchmarks:
         bench = read_yaml_model(benchmark_source(bench_name, root), Benchmark)
         judges = list(params.roles.evaluators)
-        arms = [("main", params.roles.generator, params.roles.user, judges, params.targets, 1.0)]
+        arms: list[tuple[str, str | None, str | None, list[str], list[str], float]] = [
+            ("main", params.roles.generator, params.roles.user, judges, params.targets, 1.0)]
         val_targets = params.validation.targets or params.simulated_targets()
         fraction = params.validation.fraction
         arms += [(f"generator/{m}", m, params.roles.user, judges, val_targets, fraction)
@@ -171,8 +172,9 @@ def probe_lines(params: Params, label: str, target: str, convs: int, judged: int
                 n_var: int) -> list[Line]:
     """The judge probes of one validation target's `convs` conversations (`judged` rows): per
     edit probe, one generator call per edited message and one call per judge and row on the
-    edited transcript (the identity probe needs two demographic variants); for the repeat
-    probe, one call per judge and row. The family probe's re-judging repeats the main arm's
+    edited transcript (the identity probe needs two demographic variants; the paraphrase
+    probe edits the same user turns in the same voice); for the repeat probe, one call per
+    judge and row. The family probe's re-judging repeats the main arm's
     calls, which the cache answers."""
     g = params.generation
     probes = params.validation.judge_probes
@@ -181,6 +183,7 @@ def probe_lines(params: Params, label: str, target: str, convs: int, judged: int
     exchange = USER_MESSAGE_TOKENS + reply
     lines = []
     edits = {"identity": (USER_MESSAGE_TOKENS, USER_MESSAGE_TOKENS, 0),
+             "paraphrase": (USER_MESSAGE_TOKENS, USER_MESSAGE_TOKENS, 0),
              "verbosity": (reply, reply, reply)}
     for probe, (edited_in, edited_out, longer) in edits.items():
         if probe not in probes or (probe == "identity" and n_var < 2):
@@ -243,6 +246,31 @@ def fidelity_lines(params: Params, label: str, convs: int, reply: int) -> list[L
     return lines
 
 
+def price_notes(params: Params, lines: list[Line]) -> list[str]:
+    """What the estimate's prices rest on: the models priced from the price table (and the
+    date of its prices), those whose cached input has no price of its own, those with none."""
+    from ..llm.prices import table_name
+
+    apis = {mid: api_for(params.models[mid]) for mid in dict.fromkeys(x.model_id for x in lines)}
+    notes = []
+    no_cached_price = sorted({x.model_id for x in lines if x.cached_input_tokens
+                              and apis[x.model_id].price(0, 0) is not None
+                              and not apis[x.model_id].cached_price_known})
+    if no_cached_price:
+        notes.append(f"No cached-input price for {', '.join(no_cached_price)} (neither "
+                     "price_per_mtok_cached_in nor the price table's): their cached input is "
+                     "priced at the full input price.")
+    from_table = sorted(mid for mid, api in apis.items() if api.table_price is not None)
+    if from_table:
+        notes.append(f"Prices of {', '.join(from_table)} from {table_name()} (prices of "
+                     f"{apis[from_table[0]].price_date.isoformat()}); `pressurebench check` lists them.")
+    unpriced = sorted({x.model_id for x in lines if x.cost_usd is None})
+    if unpriced:
+        notes.append(f"'unknown' cost: no price for {', '.join(unpriced)}, neither in the params "
+                     f"(price_per_mtok_in, price_per_mtok_out) nor in {table_name()}.")
+    return notes
+
+
 def _sum_cost(costs) -> float | None:
     total: float | None = 0.0
     for cost in costs:
@@ -253,6 +281,28 @@ def _sum_cost(costs) -> float | None:
 def totals(lines: list[Line]) -> tuple[int, int, int, float | None]:
     return (sum(x.calls for x in lines), sum(x.input_tokens for x in lines),
             sum(x.output_tokens for x in lines), _sum_cost(x.cost_usd for x in lines))
+
+
+def cap_warning(params: Params, lines: list[Line], spent_usd: float = 0.0) -> str | None:
+    """What the spending cap (`run.max_cost_usd`) will do to a run this estimate exceeds, or None.
+
+    The cap is not a budget the run plans within: it stops the run at the first call that
+    could take the spending record past it (`llm.spending`), so a run estimated above it
+    ends partway, with the stages after that call unfinished. Said before anything is spent;
+    `spent_usd` is what the cache directory's record already holds, which the cap counts too.
+    """
+    cap = params.run.max_cost_usd
+    cost = totals(lines)[3]
+    if cap is None or cost is None or cost + spent_usd <= cap:
+        return None
+    already = (f" plus the ${spent_usd:.2f} already spent through {params.run.cache_dir} (the cap "
+               "counts it; calls answered before are replayed for free, so the estimate is an "
+               "upper bound)") if spent_usd else ""
+    return (f"the estimated cost, ${cost:.2f}{already}, is above run.max_cost_usd = ${cap:.2f}: "
+            "the run will stop at the cap, before the first call that could take its spending "
+            "past it, with that stage and the ones after it unfinished (exit 2, "
+            "SpendingCapReached). Everything answered by then is cached. Raise the cap, or make "
+            "the design smaller, to finish in one go.")
 
 
 def cached_share(lines: list[Line]) -> float:

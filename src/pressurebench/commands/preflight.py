@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from ..errors import ConfigError
 from ..params import ModelSpec, Params, require_api_keys
@@ -27,7 +27,8 @@ def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str], set[str
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
-    watched, problems, files = 0, [], set()
+    watched, problems = 0, []
+    files: set[str] = set()
     with Repo(".", uninitialized=True) as repo:
         try:
             stages = list(repo.index.stages)
@@ -37,7 +38,9 @@ def dvc_param_problems(params_path: str | Path) -> tuple[int, list[str], set[str
             for dep in stage.deps:
                 if isinstance(dep, ParamsDependency):
                     files.add(dep.def_path)
-                if not isinstance(dep, ParamsDependency) or Path(dep.def_path) != Path(params_path):
+                # The same file, also through a link (`pressurebench use`).
+                if not isinstance(dep, ParamsDependency) or (
+                        Path(dep.def_path).resolve() != Path(params_path).resolve()):
                     continue
                 present = dep.read_params()
                 watched += len(dep.params)
@@ -61,11 +64,20 @@ def key_problems(path: str | Path, params: Params) -> list[str]:
     return problems
 
 
-def endpoint_problems(params: Params) -> list[str]:
-    """One line per API endpoint that cannot be reached, refuses its key or has no model list
-    where its provider serves one, and per model whose name that list does not hold. Each
-    distinct endpoint gets its provider's free request (`ModelApi.model_list_endpoint`;
-    embedded models have none)."""
+def endpoint_problems(params: Params) -> tuple[list[str], list[str]]:
+    """The problems: one line per API endpoint that cannot be reached, refuses its key or has no
+    model list where its provider serves one, and per model whose name that list does not hold.
+    And the warnings: one line per endpoint that answers but lists no model, whose models'
+    names could not be checked. Each distinct endpoint gets its provider's free request
+    (`ModelApi.model_list_endpoint`; embedded models have none).
+
+    A name the list lacks is an error, not a warning: a server that lists models serves those
+    (OpenAI, Anthropic, vLLM, Ollama and LiteLLM list every name they take, and an alias the
+    list does not spell out is asked for by itself first), so every call to it would be
+    refused with a 404. A server that lists none (some gateways and OpenAI-compatible servers
+    answer with an empty list) gives nothing to compare with, so its models are named as
+    unchecked instead of failing the check: stopping there would leave `--offline`, which
+    also skips every key and endpoint, as the only way on."""
     import os
 
     endpoints: dict[tuple, list[tuple[str, ModelSpec]]] = {}
@@ -80,11 +92,14 @@ def endpoint_problems(params: Params) -> list[str]:
             for users in endpoints.values()
         ))
 
-    return [p for problems in asyncio.run(probe_all()) for p in problems]
+    found = asyncio.run(probe_all())
+    return [p for problems, _ in found for p in problems], [w for _, w in found if w]
 
 
-async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[str]:
-    """Ask one endpoint for its model list, then check every model that uses it against it.
+async def _probe(users: list[tuple[str, ModelSpec]], key: str | None
+                 ) -> tuple[list[str], str | None]:
+    """Ask one endpoint for its model list, then check every model that uses it against it: the
+    problems, and the warning of an endpoint that lists no model (None where it lists some).
 
     The list is paged where the service pages it (Anthropic: `has_more`, `after_id`); a name
     the list lacks is asked for by itself (`GET .../models/<name>`, which resolves Anthropic's
@@ -98,7 +113,7 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
     api = connect(model_id, spec, key)
     endpoint = api.model_list_endpoint()
     if endpoint is None:
-        return []
+        return [], None
     url, headers = endpoint
     names = ", ".join(f"'{m}'" for m, _ in users)
     which = f"model{'s' if len(users) > 1 else ''} {names}"
@@ -110,21 +125,27 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
             reply = await http.send("GET", page_url, headers, ENDPOINT_TIMEOUT_S)
             problem = _status_problem(which, page_url, reply.status, spec, api.base_url_hint)
             if problem:
-                return [problem]
+                return [problem], None
             page = _model_page(reply.body)
             if page is None:
                 listed = None  # a server that answers but lists no models
                 break
             ids, after = page
+            assert listed is not None, "set to None only on leaving the loop"
             if after in listed:  # a cursor seen before: the list would never end
                 after = None
             listed += ids
             if after is None:
                 break
-            page_url = f"{url}?{urlencode({'limit': 1000, 'after_id': after})}"
+            page_url = api.model_page_url(url, after)
+        if not listed:
+            return [], (f"{which}: {url} answers but lists no model, so the model name"
+                        f"{'s' if len(users) > 1 else ''} "
+                        f"{', '.join(repr(s.model) for _, s in users)} could not be checked "
+                        "against it; a misspelled one fails at the first call (HTTP 404)")
         problems = []
         for model_id, spec in users:
-            if listed is None or spec.model in listed:
+            if spec.model in listed:
                 continue
             one = f"{url.rstrip('/')}/{quote(spec.model, safe='')}"
             if (await http.send("GET", one, headers, ENDPOINT_TIMEOUT_S)).status == 200:
@@ -132,12 +153,12 @@ async def _probe(users: list[tuple[str, ModelSpec]], key: str | None) -> list[st
             shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
             problems.append(
                 f"model '{model_id}': '{spec.model}' is not among the {len(listed)} models "
-                f"{url} lists ({shown or 'none'}); set models.{model_id}.model to a name it "
+                f"{url} lists ({shown}); set models.{model_id}.model to a name it "
                 "lists, or base_url to the server that serves it"
             )
-        return problems
+        return problems, None
     except RetryableError as exc:
-        return [f"{which}: {url} cannot be reached ({exc})"]
+        return [f"{which}: {url} cannot be reached ({exc})"], None
     finally:
         await http.aclose()
 
@@ -157,12 +178,17 @@ def _status_problem(which: str, url: str, status: int, spec: ModelSpec,
 
 def _model_page(body: bytes) -> tuple[list[str], str | None] | None:
     """The model ids of a model-list page, and the cursor of the next page (None: the last);
-    None when the body is no model list. Both services answer `{"data": [{"id": ...}, ...]}`;
-    Anthropic adds `has_more` and `last_id`."""
+    None when the body is no model list. OpenAI and Anthropic answer `{"data": [{"id": ...},
+    ...]}`, Anthropic adding `has_more` and `last_id`; Gemini answers `{"models": [{"name":
+    "models/<id>"}, ...], "nextPageToken": ...}`."""
     try:
         data = json.loads(body)
     except ValueError:
         return None
+    if isinstance(data, dict) and isinstance(data.get("models"), list):
+        names = [x["name"] for x in data["models"] if isinstance(x, dict) and isinstance(x.get("name"), str)]
+        token = data.get("nextPageToken")
+        return [n.removeprefix("models/") for n in names], token if isinstance(token, str) and token else None
     items = data.get("data") if isinstance(data, dict) else None
     if not isinstance(items, list):
         return None

@@ -124,6 +124,7 @@ def required_scenarios(design: Design, *, half_width: float | None = None,
             return q * math.sqrt(design.rate_variance(s)) <= half_width
     else:
         effect = difference if difference is not None else gap
+        assert effect is not None, "exactly one goal is given"
         var = ((lambda s: design.difference_variance(s, effect)) if difference is not None
                else design.gap_variance)
 

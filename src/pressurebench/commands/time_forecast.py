@@ -160,6 +160,7 @@ def expected_times(params: Params, lines: list[Line], history: RunTotals | None)
 
 def total_seconds(times: list[StageTime]) -> float | None:
     """The run's expected time; None when any stage's is not estimated."""
-    if any(t.seconds is None for t in times):
+    known = [t.seconds for t in times if t.seconds is not None]
+    if len(known) < len(times):
         return None
-    return sum(t.seconds for t in times)
+    return sum(known)

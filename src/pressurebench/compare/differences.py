@@ -66,6 +66,7 @@ def scenario_pairing(
     for name, rows in (("A", scenarios_a), ("B", scenarios_b)):
         if rows is None:
             return Pairing(paired=False, reason=f"run {name} has no scenarios file to match")
+    assert scenarios_a is not None and scenarios_b is not None, "returned above without them"
     bases_a, bases_b = set(cluster_ids(frame_a)), set(cluster_ids(frame_b))
     if bases_a != bases_b:
         return Pairing(

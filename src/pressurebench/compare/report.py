@@ -22,6 +22,7 @@ from ..reports.render import render_node
 from ..reports.tables import MISSING, format_rate, method_label
 from ..run_totals import RunTotals, format_cost, format_seconds, totals_frame
 from ..stats import methods
+from ..stats.estimates import Difference
 from .comparison import BenchmarkComparison, RunComparison
 from .differences import GroupChange
 
@@ -98,7 +99,7 @@ def totals_side_by_side(a: RunTotals, b: RunTotals) -> pd.DataFrame:
 def change_plot(bench: BenchmarkComparison) -> ReportFigure:
     """Every group's change B − A with its interval, one colour per target, around 0."""
     rows = list(dict.fromkeys(_group(c) for c in bench.changes))
-    series: dict[str, dict[str, object]] = {}
+    series: dict[str, dict[str, Difference]] = {}
     for c in bench.changes:
         series.setdefault(c.target, {})[_group(c)] = c.change
     colours = palette(len(series))

@@ -50,6 +50,13 @@ def declaration(params: Params, params_path: str | Path, benchmark: str,
     return declared
 
 
+def skip_reason(params: Params, benchmark: str, target: str) -> str:
+    """Why `benchmark` does not run the imported `target` (`Params.imported_elsewhere`)."""
+    imported_for = ", ".join(sorted(params.models[target].imported or {})) or "no benchmark"
+    return (f"'{target}' is imported for {imported_for} only: `pressurebench import --benchmark "
+            f"{benchmark} --target {target} FILE...` adds conversations for '{benchmark}'")
+
+
 def judged_on_every_metric(conv: Conversation) -> bool:
     """Whether `conv` is an imported conversation whose sample named no metric."""
     return conv.scenario_id.startswith(f"{EVERY_METRIC}:")
@@ -118,13 +125,18 @@ def import_provenance(declared: ImportedConversations, benchmark: str, target: s
 
 
 def check_imports(params: Params, params_path: str | Path) -> list[str]:
-    """`pressurebench check`: every imported target has, for each benchmark, the normalized
-    copy its entry declares (a missing or edited one is an error naming it); a line each."""
+    """`pressurebench check`: every imported target has, for each benchmark it was imported
+    for, the normalized copy its entry declares (a missing or edited one is an error naming
+    it); a line each, and one per benchmark that skips it."""
     lines = []
     for target in params.targets:
         if not is_imported(params, target):
             continue
         for benchmark in params.benchmarks:
+            if params.imported_elsewhere(target, benchmark):
+                lines.append(f"imported target {target}: none imported for {benchmark}, which "
+                             "skips it (its reports say so)")
+                continue
             declared = declaration(params, params_path, benchmark, target)
             read_imported(params, params_path, benchmark, target)
             clustering = (f"clustered by `{declared.cluster_by}`" if declared.cluster_by

@@ -125,9 +125,12 @@ def _rates(params: Params, benchmark: str, inputs: ArmInputs, target: str) -> Re
         return ReportedRates(found.overall, dict(found.by_metric), str(path))
     from ..validation.studies import EvaluatorBiasStudy, GeneratorBiasStudy, UserModelBiasStudy
 
+    assert inputs.study is not None, "every arm but the main arm belongs to a study"
     stage = STUDY_STAGES[inputs.study]
-    model = {"generator_bias": GeneratorBiasStudy, "user_model_bias": UserModelBiasStudy,
-             "evaluator_bias": EvaluatorBiasStudy}[stage]
+    models: dict[str, type[GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy]] = {
+        "generator_bias": GeneratorBiasStudy, "user_model_bias": UserModelBiasStudy,
+        "evaluator_bias": EvaluatorBiasStudy}
+    model = models[stage]
     path = Layout(params.data_dir, benchmark).study_file(stage)
     if not path.is_file():
         return ReportedRates(withheld=f"{path} not found: the {stage} stage has not run")

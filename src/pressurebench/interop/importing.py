@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..io import atomic_write_text, read_text, validate_as
+from ..io import atomic_rewrite_text, atomic_write_text, read_text, validate_as
 from ..llm.providers.registry import importing_provider
 from ..params import ModelSpec, Params, load_params
 from ..paths import imported_file
@@ -141,4 +141,4 @@ def declare(params_path: str | Path, params: Params, target: str, entry: dict) -
     out = io.StringIO()
     rt.dump(doc, out)
     validate_as(params_path, Params, YAML(typ="safe").load(out.getvalue()))
-    atomic_write_text(params_path, out.getvalue())
+    atomic_rewrite_text(params_path, out.getvalue())

@@ -32,7 +32,7 @@ def read_inspect_log(path: Path) -> list[ImportedConversation]:
         ) from None
     if not log.samples:
         raise ConfigError(path, f"the log (status {log.status}) holds no samples")
-    model = log.eval.model if log.eval else None
+    model = log.eval.model
     return [
         build(
             str(path), s.id, [(m.role, m.text) for m in s.messages],

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from ..errors import ConfigError
-from ..schemas import SCHEMA_VERSION, Message
+from ..schemas import SCHEMA_VERSION, Message, Row
 
 # The metadata field a sample names its metric in; without it, every metric of the benchmark.
 METRIC_FIELD = "metric"
@@ -20,9 +20,7 @@ METRIC_FIELD = "metric"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
 
 
-class ImportedConversation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ImportedConversation(Row):
     id: str = Field(pattern=ID_PATTERN, description="the sample's id in its file")
     sample: int = Field(default=0, ge=0, description="the repeat (an Inspect epoch - 1)")
     source: str = Field(description="the file it was read from")
@@ -50,19 +48,15 @@ class ImportedConversation(BaseModel):
         return self.id if self.sample == 0 else f"{self.id}:e{self.sample + 1}"
 
 
-class ImportedSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ImportedSource(Row):
     path: str
     format: Literal["inspect", "jsonl"]
     sha256: str
     conversations: int
 
 
-class ImportedFile(BaseModel):
+class ImportedFile(Row):
     """`imports/<benchmark>/<target>.json`: what `pressurebench import` read, normalized."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str

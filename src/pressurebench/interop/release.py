@@ -94,8 +94,8 @@ def replace_release(staging: Path, out: Path) -> None:
 
 def finished_at(main: ArmRun) -> str:
     """When the run's results were made (the aggregate stage's manifest), else now."""
-    from ..runtime import now_iso
     from ..schemas import Manifest
+    from ..stage_run import now_iso
 
     path = main.inputs.layout.manifest_file("aggregate")
     return read_artifact(path, Manifest).finished_at if path.is_file() else now_iso()

@@ -42,7 +42,7 @@ def load_judged(params: Params, benchmark: str) -> JudgedData:
     scores: dict[tuple[str, str], Score] = {}
     conv_ids: dict[str, str] = {}
     fidelity: dict[str, ConversationFidelity] = {}
-    for target in params.targets:
+    for target in params.targets_of(benchmark):
         for conv in read_artifact(layout.conversations_file(target), ConversationsFile).rows:
             key = conv_key(conv.conv_id)
             if conv_ids.get(key, conv.conv_id) != conv.conv_id:

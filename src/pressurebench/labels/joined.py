@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
 from ..params import Params
+from ..schemas import Score
 from .current import JudgedData
 from .fidelity import asked_kinds, asks_fidelity, checks_found
 from .judged import item_id
@@ -64,7 +66,8 @@ def join_labels(labels: list[HumanLabel], data: JudgedData) -> LabelFrames:
         (s.target, s.metric_id, panel_disagrees(s))
         for s in data.scores.values() if s.status == "ok" and s.present is not None
     )
-    rows, items = [], {}
+    rows: list[dict[str, Any]] = []
+    items: dict[str, Score] = {}
     for label in labels:
         conv_id = data.conv_ids[label.conv_key]
         score = data.scores[(conv_id, label.metric_id)]
@@ -117,7 +120,7 @@ def fidelity_frame(labels: list[HumanLabel], data: JudgedData) -> pd.DataFrame:
         if s.status == "ok" and s.present is not None and asks_fidelity(s)
         and s.conv_id in data.fidelity
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label in labels:
         conv_id = data.conv_ids[label.conv_key]
         score = data.scores[(conv_id, label.metric_id)]

@@ -17,7 +17,7 @@ import jinja2
 
 from .. import __version__
 from ..reports.safety import content_security_policy, json_for_script
-from ..runtime import now_iso
+from ..stage_run import now_iso
 from .records import LabelItem
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -11,9 +11,17 @@ from __future__ import annotations
 import unicodedata
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-from ..schemas import SCHEMA_VERSION, TEST_AWARENESS, USER_BREAKS, FidelityKind, Landmark, MetricId
+from ..schemas import (
+    SCHEMA_VERSION,
+    TEST_AWARENESS,
+    USER_BREAKS,
+    FidelityKind,
+    Landmark,
+    MetricId,
+    Row,
+)
 
 LabelValue = Literal["present", "absent", "unsure"]
 # The fidelity questions, in the order a page asks them: one per kind of break the fidelity
@@ -37,10 +45,6 @@ def rater_name(text: str) -> str:
     kept = (" " if ch.isspace() else ch for ch in text
             if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf"))
     return " ".join("".join(kept).split())
-
-
-class Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Turn(Row):

@@ -177,7 +177,8 @@ class SetAside:
 def usable_rows(rows: Sequence[LabelRow], data: JudgedData) -> tuple[list[LabelRow], list[SetAside]]:
     """The rows that match the current data, and the others counted by file and reason."""
     seen: dict[tuple[str, str], LabelRow] = {}
-    usable, aside = [], Counter()
+    usable: list[LabelRow] = []
+    aside: Counter[tuple[Path, str]] = Counter()
     for r in rows:
         problem = row_problem(r, data, seen)
         if problem is None:

@@ -11,5 +11,7 @@ FACE = {
     "ModelClient": "client",
     "run_sync": "client",
     "ProviderAuthError": "types",
+    "ProviderNotFound": "types",
+    "recorded_spending": "spending",
 }
 __getattr__, __dir__ = lazy_face(__name__, FACE)

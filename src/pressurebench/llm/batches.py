@@ -1,4 +1,5 @@
-"""Provider batch APIs (OpenAI's Batch API, Anthropic's Message Batches) behind the ordinary call.
+"""Provider batch APIs (OpenAI's Batch API, Anthropic's Message Batches, Gemini's Batch Mode)
+behind the ordinary call.
 
 A model with `batch: true` costs half, and answers within a day instead of
 seconds. Its calls are collected for `batch_collect_s` (or until
@@ -53,6 +54,9 @@ class Batcher:
         self._requests: dict[str, ProviderRequest] = {}
         self._queue: list[str] = []
         self._flusher: asyncio.Task | None = None
+        # Submissions of full batches, held until they end: the event loop keeps only a weak
+        # reference to a task, which could otherwise be collected before it is done.
+        self._submitting: set[asyncio.Task] = set()
         self._pollers: dict[str, asyncio.Task] = {}
         self._recorded: dict[str, str] = {}  # key -> id of a batch an earlier run submitted
         for path in sorted(folder.glob("*.json")):
@@ -87,16 +91,20 @@ class Batcher:
     def _enqueue(self, key: str) -> None:
         self._queue.append(key)
         if len(self._queue) >= self.settings.max_requests:
-            asyncio.get_running_loop().create_task(self._submit(self._take()))
+            task = asyncio.get_running_loop().create_task(self._submit(self._take()))
+            self._submitting.add(task)
+            task.add_done_callback(self._submitting.discard)
         elif self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     def _take(self) -> list[str]:
         """The next batch's requests: at most `max_requests` of them and `max_bytes` of bodies."""
-        keys, size = [], 0
+        keys: list[str] = []
+        size = 0
+        limit = min(self.settings.max_bytes, self.provider.batch_max_bytes or self.settings.max_bytes)
         for key in self._queue[: self.settings.max_requests]:
             body = len(json.dumps(self.provider.body(self._requests[key]), ensure_ascii=False))
-            if keys and size + body > self.settings.max_bytes:
+            if keys and size + body > limit:
                 break
             keys.append(key)
             size += body
@@ -141,6 +149,10 @@ class Batcher:
                 status, ended, batch = await self.provider.batch_poll(batch_id)
             except RetryableError:
                 status, ended, batch = last, False, None
+            except Exception as exc:  # noqa: BLE001 - a poll refused for good fails its calls
+                self._fail([k for k in self._recorded_keys(batch_id) if k in self._waiting], exc)
+                self._pollers.pop(batch_id, None)
+                return
             if status != last:
                 self._say(batch_id, status)
                 last = status

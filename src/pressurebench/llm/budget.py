@@ -26,7 +26,8 @@ def max_answer_chars(schema: dict, root: dict | None = None) -> int | None:
     for key in ("anyOf", "oneOf"):
         if key in schema:
             sizes = [max_answer_chars(s, root) for s in schema[key]]
-            return None if None in sizes else max(sizes)
+            known = [s for s in sizes if s is not None]
+            return None if len(known) < len(sizes) else max(known)
     if "enum" in schema:
         return max(len(json.dumps(v)) for v in schema["enum"])
     if "const" in schema:
@@ -48,7 +49,7 @@ def max_answer_chars(schema: dict, root: dict | None = None) -> int | None:
                 return None
             total += len(json.dumps(name)) + 2 + size + 2
         return total
-    return SCALAR_CHARS.get(kind)
+    return SCALAR_CHARS.get(kind) if kind is not None else None
 
 
 @lru_cache(maxsize=256)

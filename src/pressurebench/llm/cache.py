@@ -41,11 +41,13 @@ CACHE_FORMAT = 1
 def _response_shape() -> TypeAdapter:
     """A stored response's shape: the fields of `ProviderResponse`, strictly typed, no others."""
     required = {f.name for f in fields(ProviderResponse) if f.default is MISSING}
-    shape = TypedDict("StoredResponse", {
+    # Built from the dataclass at run time, which the static TypedDict form cannot spell.
+    shape = TypedDict("StoredResponse", {  # type: ignore[misc]
         name: kind if name in required else NotRequired[kind]
         for name, kind in get_type_hints(ProviderResponse).items()
     })
-    shape.__pydantic_config__ = ConfigDict(extra="forbid", strict=True)
+    # pydantic reads a TypedDict's config from this attribute, which the type does not declare.
+    shape.__pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[attr-defined]
     return TypeAdapter(shape)
 
 

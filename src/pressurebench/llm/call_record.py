@@ -39,16 +39,18 @@ call asks for it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import mmap
 import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ..errors import ConfigError, PressurebenchError, config_error_from_validation
 from ..io import atomic_write
+from ..schemas import Row
 from .cache import CACHE_FORMAT
 from .types import FinishReason
 
@@ -61,10 +63,8 @@ _RESPONSE = b', "response": '
 NEWLINE = b"\n"
 
 
-class RecordedResponse(BaseModel):
+class RecordedResponse(Row):
     """A reply as the client replays it (`llm.types.ProviderResponse`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     text: str | None
     finish_reason: FinishReason
@@ -84,10 +84,8 @@ class RecordedResponse(BaseModel):
 PROMPT_CACHE_FIELDS = ("cached_input_tokens", "cache_write_tokens")
 
 
-class RecordedCall(BaseModel):
+class RecordedCall(Row):
     """One line of a record: a call's cache key, what determined its answer, and the answer."""
-
-    model_config = ConfigDict(extra="forbid")
 
     key: str = Field(pattern=r"^[0-9a-f]{64}$")
     request: dict[str, Any]
@@ -126,7 +124,7 @@ class CallRecord:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.replayed = 0
-        self._file = None
+        self._file: io.BufferedReader | None = None
         self._map: mmap.mmap | bytes = b""
         self._offsets: dict[str, int] = {}
         # key -> offset of its line in the previous record, or (request, response) of a call

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -21,12 +23,14 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..schemas import ConcurrencyReport, ModelUsage, RecordedUsage
+from ..schemas import ConcurrencyReport, ModelUsage, PriceSource, RecordedUsage
+from ..workspace import shared_cache_dir
 from .batches import Batcher, BatchSettings
 from .budget import structured_budget
 from .cache import ResponseCache, cache_key
 from .call_record import CallRecord
 from .in_flight import CallClaims
+from .interrupts import first_interrupt_stops, stopped_message, stopping_notice
 from .limits import AdaptiveConcurrency, RateLimiter, TokenRateLimiter
 from .providers.registry import ModelApi, api_for, connect
 from .spending import SpendingLedger, call_cost_bound, call_token_bound
@@ -37,6 +41,7 @@ from .types import (
     RejectedError,
     RequestsRefused,
     RetryableError,
+    StageInterrupted,
 )
 
 if TYPE_CHECKING:  # the params describe the models; validating them asks this package's providers
@@ -99,6 +104,19 @@ def add_cost(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
+def count_call(usage: ModelUsage, result: CallResult, cost_usd: float | None) -> None:
+    """Add one call to `usage`: the call, whether it failed, its tokens and `cost_usd` (what the
+    run paid for it, or what it cost when it was made)."""
+    usage.calls += 1
+    usage.failed_calls += int(not result.ok)
+    usage.input_tokens += result.input_tokens
+    usage.output_tokens += result.output_tokens
+    usage.reasoning_tokens += result.reasoning_tokens
+    usage.cached_input_tokens += result.cached_input_tokens
+    usage.cache_write_tokens += result.cache_write_tokens
+    usage.cost_usd = add_cost(usage.cost_usd, cost_usd)
+
+
 @lru_cache(maxsize=256)
 def schema_for(model: type[BaseModel]) -> dict:
     """Built once per class (it is rebuilt from the model's fields on every call otherwise).
@@ -113,7 +131,7 @@ class ModelClient:
 
     def __init__(
         self,
-        models: dict[str, ModelSettings],
+        models: Mapping[str, ModelSettings],
         cache_dir: str | Path,
         *,
         repair_retries: int = 2,
@@ -126,6 +144,8 @@ class ModelClient:
         max_cost_usd: float | None = None,
         batch: BatchSettings | None = None,
         record: str | Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ):
         self._states = {mid: _ModelState(spec, api_for(spec)) for mid, spec in models.items()}
         self.cache = ResponseCache(cache_dir)
@@ -146,13 +166,22 @@ class ModelClient:
         self.cache_dir = Path(cache_dir)
         self.batch_settings = batch or BatchSettings()
         self._calls_in_flight: set[asyncio.Task] = set()
+        # The calls whose request is with the provider now (not waiting for a gate or a batch).
+        self._sending: set[asyncio.Task] = set()
         self._stopped: ProviderStop | None = None  # once set, no further call is sent
+        # The clock the rate limits read and the sleep they and the retries' backoff wait
+        # with (a test gives its own).
+        self._clock, self._sleep = clock, sleep
+        self._stop: asyncio.Event | None = None  # set on a stop: ends the waits between tries
+        self._exits = contextlib.ExitStack()
 
     @classmethod
     def from_params(cls, params: ClientSettings, **kwargs) -> ModelClient:
+        """The client of a stage; in a DVC experiment's temporary copy its cache directory is
+        the workspace's (`workspace.shared_cache_dir`), so no call is paid for twice."""
         return cls(
             params.models,
-            params.run.cache_dir,
+            shared_cache_dir(params.run.cache_dir),
             repair_retries=params.run.repair_retries,
             max_retries=params.run.max_retries,
             backoff_base_s=params.run.backoff_base_s,
@@ -166,12 +195,40 @@ class ModelClient:
         )
 
     async def __aenter__(self) -> Self:
+        self._stop = asyncio.Event()
+        self._exits.enter_context(first_interrupt_stops(self._interrupt))
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
-        if self._stopped is not None:
-            await self._finish_calls_in_flight()
-        await self.aclose()
+        try:
+            if isinstance(self._stopped, StageInterrupted):
+                if exc_type is not asyncio.CancelledError:  # else a second Ctrl-C: stop now
+                    await self._finish_calls_sent()
+            elif self._stopped is not None:
+                await self._finish_calls_in_flight()
+        finally:
+            self._exits.close()
+            await self.aclose()
+        if exc_type is None and isinstance(self._stopped, StageInterrupted):
+            # Stopped while its last calls were in flight: still stopped, nothing written.
+            raise StageInterrupted(str(self._stopped))
+
+    def _interrupt(self) -> None:
+        """The first Ctrl-C (`llm.interrupts`): no further call is sent, the calls already
+        sent are let finish and reach the cache, and the stage ends with StageInterrupted."""
+        if self._stopped is None:
+            self._stopped = StageInterrupted(stopped_message(len(self._sending)))
+            print("\n" + stopping_notice(len(self._sending)), file=sys.stderr, flush=True)
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _finish_calls_sent(self) -> None:
+        """After a Ctrl-C, wait for the calls whose request the provider already has: each
+        attempt is bounded by its model's timeout, and no call tries again once stopped."""
+        pending = self._sending - {asyncio.current_task()}
+        if pending:
+            timeout = max(s.spec.timeout_s for s in self._states.values()) + 5.0
+            await asyncio.wait(pending, timeout=timeout)
 
     async def _finish_calls_in_flight(self) -> None:
         """After a stop, let the calls already sent finish and reach the cache: they are paid
@@ -244,6 +301,8 @@ class ModelClient:
                 break
             except ProviderStop as exc:
                 self._stopped = self._stopped or exc
+                if self._stop is not None:
+                    self._stop.set()
                 raise type(exc)(self._scrub(str(exc))) from None
             result.provider_calls += 0 if cached else 1
             result.cached = cached if attempt == 0 else (result.cached and cached)
@@ -267,6 +326,7 @@ class ModelClient:
             if schema is None:
                 result.ok = True
                 break
+            assert resp.text is not None, "reply_problem reports a reply without text"
             try:
                 result.parsed = parse_structured(schema, resp.text)
                 result.ok = True
@@ -292,6 +352,10 @@ class ModelClient:
     def recorded_usage(self) -> dict[str, RecordedUsage]:
         """Per model, what this run's calls cost and took when they were made (replays too)."""
         return {mid: s.recorded.model_copy() for mid, s in self._states.items() if s.recorded.calls}
+
+    def price_sources(self) -> dict[str, PriceSource]:
+        """Per model this run called, where its prices came from (`ModelApi.price_record`)."""
+        return {mid: s.api.price_record() for mid, s in self._states.items() if s.usage.calls}
 
     def model_versions(self) -> dict[str, list[str]]:
         return {mid: sorted(s.versions) for mid, s in self._states.items() if s.versions}
@@ -325,15 +389,10 @@ class ModelClient:
 
     def _account(self, state: _ModelState, result: CallResult) -> None:
         u = state.usage
-        u.calls += 1
+        assert u.cached_calls is not None and u.latency_s is not None, \
+            "only imported usage leaves these null, never the client's own"
+        count_call(u, result, result.cost_usd)
         u.cached_calls += int(result.cached)
-        u.failed_calls += int(not result.ok)
-        u.input_tokens += result.input_tokens
-        u.output_tokens += result.output_tokens
-        u.reasoning_tokens += result.reasoning_tokens
-        u.cached_input_tokens += result.cached_input_tokens
-        u.cache_write_tokens += result.cache_write_tokens
-        u.cost_usd = add_cost(u.cost_usd, result.cost_usd)
         u.latency_s += result.latency_s
         r = state.recorded
         r.calls += 1
@@ -483,9 +542,9 @@ class ModelClient:
         if state.gate is None:
             state.gate = AdaptiveConcurrency(state.api.concurrency)
             if state.spec.requests_per_minute:
-                state.limiter = RateLimiter(state.spec.requests_per_minute)
+                state.limiter = RateLimiter(state.spec.requests_per_minute, self._clock, self._sleep)
             if state.spec.tokens_per_minute:
-                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute)
+                state.tokens = TokenRateLimiter(state.spec.tokens_per_minute, self._clock, self._sleep)
         return state.gate, state.limiter, state.tokens
 
     def concurrency_report(self) -> dict[str, ConcurrencyReport]:
@@ -516,6 +575,9 @@ class ModelClient:
                 if self.spending.capped:
                     self.spending.reserve(bound)
                 response = None
+                sending = asyncio.current_task()
+                assert sending is not None, "a call is always sent from a task"
+                self._sending.add(sending)
                 try:
                     response = await provider.complete(request)
                 except RetryableError as exc:
@@ -530,6 +592,7 @@ class ModelClient:
                     state.rejections = ("", 0)
                     return response
                 finally:
+                    self._sending.discard(sending)
                     used = response.input_tokens + response.output_tokens if response else 0
                     if tokens is not None:
                         tokens.settle(estimate, used)
@@ -537,7 +600,8 @@ class ModelClient:
             finally:
                 await gate.release()
             if attempt < self.max_retries:
-                await asyncio.sleep(self._backoff(attempt, last.retry_after))
+                await self._pause(self._backoff(attempt, last.retry_after))
+        assert last is not None, "every attempt returned, raised or failed with a retryable error"
         raise RetryableError(f"{last.reason} (gave up after {self.max_retries + 1} attempts)")
 
     async def _call_in_batch(
@@ -577,6 +641,19 @@ class ModelClient:
         cost = state.api.cost_of(response) if response is not None else None
         if self.spending.capped or cost:
             self.spending.settle(bound, cost)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait before another try (with the client's sleep), or less once the stage stops
+        (then the try is not made)."""
+        if self._stop is None:
+            await self._sleep(seconds)
+            return
+        waits = {asyncio.ensure_future(self._sleep(seconds)), asyncio.ensure_future(self._stop.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def _raise_if_stopped(self, state: _ModelState) -> None:
         """No call is sent once the stage stops, or once this model's requests are refused."""
@@ -650,7 +727,7 @@ def _short_validation_error(exc: Exception) -> str:
     return f"{loc}: {err.get('msg')}"[:300]
 
 
-def run_sync(coro_factory: Callable[[], Awaitable[T]]) -> T:
+def run_sync(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine from sync code, also inside Jupyter where a loop is already running."""
     try:
         asyncio.get_running_loop()

@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 
 class RateLimiter:
-    """Spaces request starts evenly so at most `per_minute` start in any minute."""
+    """Spaces request starts evenly so at most `per_minute` start in any minute.
 
-    def __init__(self, per_minute: float):
+    `clock` and `sleep` are the monotonic clock and the sleep it waits with (a test gives
+    its own, so that it need not wait on the wall clock).
+    """
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep):
         self.interval = 60.0 / per_minute
         self._next = 0.0
+        self._clock, self._sleep = clock, sleep
         self._lock = asyncio.Lock()
 
     async def wait(self) -> None:
         async with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             delay = self._next - now
             self._next = max(now, self._next) + self.interval
         if delay > 0:
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
 
 
 class TokenRateLimiter:
@@ -32,7 +39,8 @@ class TokenRateLimiter:
     A call larger than the whole bucket waits for a full bucket and then goes.
     """
 
-    def __init__(self, per_minute: float, clock=time.monotonic, sleep=asyncio.sleep):
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep):
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
         self.level = self.capacity

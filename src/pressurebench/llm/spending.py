@@ -153,6 +153,19 @@ class SpendingLedger:
             json.dump(record, fh)
 
 
+def recorded_spending(cache_dir: str | Path) -> float:
+    """What the spending record of `cache_dir` holds: 0 where there is none. Read without the
+    lock, for a figure shown before a run (`pressurebench estimate`), never for a reservation."""
+    path = Path(cache_dir) / SpendingLedger.FILE
+    try:
+        spent = float(json.loads(path.read_text(encoding="utf-8"))["spent_usd"])
+    except FileNotFoundError:
+        return 0.0
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OSError(f"{path}: unreadable spending record ({exc}); check or remove it") from None
+    return spent if math.isfinite(spent) and spent > 0 else 0.0
+
+
 def _running(pid: int) -> bool:
     """Whether a process with this id exists (one of another user's counts too)."""
     try:

@@ -6,50 +6,101 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..errors import PressurebenchError
+from ..errors import EXIT_INTERRUPTED, PressurebenchError
 
 
 class ModelSettings(Protocol):
     """One model's entry of the params as the client and its providers read it (the params'
     `ModelSpec` is one): the client knows what it reads, not the params file's module."""
 
-    provider: str
-    model: str
-    base_url: str | None
-    api_key_env: str | None
-    temperature: float | None
-    top_p: float | None
-    max_tokens: int
-    seed: int | None
-    max_concurrency: int | None
-    requests_per_minute: float | None
-    tokens_per_minute: float | None
-    price_per_mtok_in: float | None
-    price_per_mtok_out: float | None
-    system_prompt: str | None
-    extra_headers: dict[str, str]
-    timeout_s: float
-    structured_output: Literal["json_schema", "json_object", "tool", "prompt"] | None
-    strict_schema: bool | None
-    reasoning: bool | None
-    reasoning_effort: str | None
-    reasoning_tokens: int
-    token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None
-    batch: bool
-    extra_body: dict[str, Any]
-    n_ctx: int
-    n_threads: int | None
-    repeat_penalty: float | None
-    requantize: str | None
-    weight_repacking: bool | None
+    # Read-only: the params are frozen, and may narrow a type (a Literal of the values taken).
+    @property
+    def provider(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def api_key_env(self) -> str | None: ...
+    @property
+    def temperature(self) -> float | None: ...
+    @property
+    def top_p(self) -> float | None: ...
+    @property
+    def max_tokens(self) -> int: ...
+    @property
+    def seed(self) -> int | None: ...
+    @property
+    def max_concurrency(self) -> int | None: ...
+    @property
+    def requests_per_minute(self) -> float | None: ...
+    @property
+    def tokens_per_minute(self) -> float | None: ...
+    @property
+    def price_per_mtok_in(self) -> float | None: ...
+    @property
+    def price_per_mtok_out(self) -> float | None: ...
+    @property
+    def price_per_mtok_cached_in(self) -> float | None: ...
+    @property
+    def price_per_mtok_cache_write(self) -> float | None: ...
+    @property
+    def prompt_cache(self) -> Literal["auto", "off", "1h"]: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def extra_headers(self) -> dict[str, str]: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def structured_output(self) -> Literal["json_schema", "json_object", "tool", "prompt"] | None: ...
+    @property
+    def strict_schema(self) -> bool | None: ...
+    @property
+    def reasoning(self) -> bool | None: ...
+    @property
+    def reasoning_effort(self) -> str | None: ...
+    @property
+    def reasoning_tokens(self) -> int: ...
+    @property
+    def token_limit_param(self) -> Literal["max_tokens", "max_completion_tokens"] | None: ...
+    @property
+    def price_table(self) -> bool | None: ...
+    @property
+    def thinking_budget(self) -> int | None: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def project_id(self) -> str | None: ...
+    @property
+    def api_version(self) -> str | None: ...
+    @property
+    def thinking_level(self) -> Literal["minimal", "low", "medium", "high"] | None: ...
+    @property
+    def batch(self) -> bool: ...
+    @property
+    def extra_body(self) -> dict[str, Any]: ...
+    @property
+    def n_ctx(self) -> int: ...
+    @property
+    def n_threads(self) -> int | None: ...
+    @property
+    def repeat_penalty(self) -> float | None: ...
+    @property
+    def requantize(self) -> str | None: ...
+    @property
+    def weight_repacking(self) -> bool | None: ...
 
 
 class ClientSettings(Protocol):
     """What `ModelClient.from_params` reads of the params (`params.Params` is one): the models
     by id and the run's cache, retry, spending and batch settings."""
 
-    models: Mapping[str, ModelSettings]
-    run: Any
+    # Read-only, as the params are.
+    @property
+    def models(self) -> Mapping[str, ModelSettings]: ...
+    @property
+    def run(self) -> Any: ...
 
 
 FinishReason = Literal["stop", "length", "refusal", "content_filter", "other"]
@@ -116,7 +167,19 @@ class ProviderStop(PressurebenchError):
 
 
 class ProviderAuthError(ProviderStop):
-    """401/403/404: the configuration is wrong, so every call would fail."""
+    """401/403: the provider refused the key, so every call would fail."""
+
+
+class ProviderNotFound(ProviderStop):
+    """404: the provider serves no model of this name at this base_url, or the base_url leads
+    to no API of it, so every call would fail."""
+
+
+class StageInterrupted(ProviderStop):
+    """Ctrl-C (SIGINT) stopped the stage's model calls: no call was sent after it, and the calls
+    already sent were let finish, so what they answered is cached (`llm.interrupts`)."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class RequestsRefused(ProviderStop):

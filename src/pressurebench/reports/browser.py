@@ -11,7 +11,8 @@ the verdict on the transcript up to it, and the reply at which the behaviour
 first failed is marked.
 
 Rows are scores: with `evaluation.evaluate_all_metrics` one conversation is
-judged on several metrics and appears once per metric. With fidelity checks (`fidelity.check`) every flagged user message or reply
+judged on several metrics and appears once per metric. With fidelity checks (`fidelity.check`)
+every flagged user message or reply
 carries its break and reason, and the list can be filtered by kind of break.
 
 A conversation without
@@ -28,7 +29,6 @@ from typing import Any
 from .. import __version__
 from ..io import atomic_write_text, read_artifact, read_yaml_model
 from ..paths import Layout
-from ..runtime import now_iso
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -40,6 +40,7 @@ from ..schemas import (
     Score,
     ScoresFile,
 )
+from ..stage_run import now_iso
 from .safety import content_security_policy, json_for_script, read_template_asset, template_env
 
 NOT_SCORED = "not scored: the scores file has no row for this conversation"
@@ -280,13 +281,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         params = load_params(args.params)
-        targets = params.targets if args.arm is None else (params.validation.targets or params.targets)
+        targets = (params.targets_of(args.benchmark) if args.arm is None
+                   else (params.validation.targets or params.targets))
         # The models line and caveat of every report, as plain text (the page is escaped).
         notes = [line.replace("**", "") for line in
                  models_note(args.params, args.benchmark, args.arm).split("\n\n")]
         write_transcript_browser_for(Layout(params.data_dir, args.benchmark, args.arm), targets,
                                      args.out, notes=notes)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     return 0
 

@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             raise PressurebenchError(f"'{args.benchmark}' is not one of the benchmarks")
         out = params.reports_dir / args.benchmark / "export"
         written = export_benchmark(Layout(params.data_dir, args.benchmark), out)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     print(f"ok  {len(written['figures'])} figure files and {len(written['tables'])} table files in {out}")
     return 0

@@ -10,8 +10,14 @@ Under `reports/<b>/export/`, when the study's artifact exists:
   it was withheld);
 - `tables/judge_probes-pass_rates.csv`: per probe × target, the pass rate before and after the
   edit on the paired rows and their paired difference (after − before);
+- `tables/judge_probes-flip_excess.csv`: per probe, floor (repeat, paraphrase) and target
+  (metric `all`) and per metric, both flip rates on the rows both judged and the excess
+  (probe − floor) with its interval, the p-value that inverts it, Holm's adjustment over the
+  study's excesses and the family in words;
 - `tables/judge_probes-identity_gaps.csv`: each demographic gap as measured and as judged when
-  every user reads as one variant, and the share of the gap that explains.
+  every user reads as one variant, the judge's part of it (measured − as if) with its
+  interval, p-value and Holm's adjustment over the study's judge parts, and the share of the
+  gap that part is with Fieller's interval (or why it is withheld).
 
 CSV holds numbers (fractions, counts; a missing value empty); each table also comes as a
 captioned LaTeX float.
@@ -57,18 +63,68 @@ def pass_rates_frame(study: JudgeProbesStudy) -> pd.DataFrame:
                                        "ci_low", "ci_high", "ci_method", "reason"])
 
 
+TESTED = ["ci_low", "ci_high", "ci_method", "p_value", "p_holm", "holm_significant",
+          "n_comparisons", "reason"]
+EXCESS_COLUMNS = ["probe", "floor", "target", "metric", "n", "probe_rate", "floor_rate",
+                  "excess", *TESTED, "family"]
+GAP_COLUMNS = ["target", "axis", "a", "b", "as_if", "gap", "gap_ci_low", "gap_ci_high",
+               "gap_as_if", "gap_as_if_ci_low", "gap_as_if_ci_high", "judge_part",
+               *(f"judge_part_{c}" for c in TESTED), "explained_share", "explained_share_ci_low",
+               "explained_share_ci_high", "explained_share_ci_method", "explained_share_reason",
+               "family"]
+
+
+def _tested(prefix: str, c) -> dict:
+    return {f"{prefix}{k}": getattr(c, k) for k in TESTED}
+
+
+def flip_excess_frame(study: JudgeProbesStudy) -> pd.DataFrame:
+    family = study.flip_excess_multiplicity.family
+    rows = [{"probe": e.probe, "floor": e.floor, "target": e.target,
+             "metric": e.metric_id or ALL_METRICS, "n": e.n, "probe_rate": e.probe_rate,
+             "floor_rate": e.floor_rate, "excess": e.excess.value, **_tested("", e.excess),
+             "family": family}
+            for e in study.flip_excess]
+    return pd.DataFrame(rows, columns=EXCESS_COLUMNS)
+
+
 def identity_gaps_frame(study: JudgeProbesStudy) -> pd.DataFrame:
+    family = study.judge_part_multiplicity.family
     rows = [{"target": g.target, "axis": g.axis, "a": g.a, "b": g.b,
              "as_if": "; ".join(f"{k}: {v}" for k, v in g.as_if.items()),
              "gap": g.measured.difference, "gap_ci_low": g.measured.ci_low,
              "gap_ci_high": g.measured.ci_high, "gap_as_if": g.as_if_one_variant.difference,
              "gap_as_if_ci_low": g.as_if_one_variant.ci_low,
              "gap_as_if_ci_high": g.as_if_one_variant.ci_high,
-             "explained_share": g.explained_share, "reason": g.reason}
+             "judge_part": g.judge_part.value, **_tested("judge_part_", g.judge_part),
+             "explained_share": g.explained_share.value,
+             "explained_share_ci_low": g.explained_share.ci_low,
+             "explained_share_ci_high": g.explained_share.ci_high,
+             "explained_share_ci_method": g.explained_share.ci_method,
+             "explained_share_reason": g.explained_share.reason, "family": family}
             for g in study.identity_gaps]
-    return pd.DataFrame(rows, columns=["target", "axis", "a", "b", "as_if", "gap", "gap_ci_low",
-                                       "gap_ci_high", "gap_as_if", "gap_as_if_ci_low",
-                                       "gap_as_if_ci_high", "explained_share", "reason"])
+    return pd.DataFrame(rows, columns=GAP_COLUMNS)
+
+
+def _stacked(value: str, interval: str) -> str:
+    """A number with its interval beneath in small type, as the rates tables write them."""
+    return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\\\scriptsize {interval}"
+            "\\end{tabular}")
+
+
+def _points_cell(value, low, high, scale: float = 100.0, signed: bool = True) -> str:
+    """`value` (scaled, signed) with its interval beneath; a dash where there is none."""
+    if value is None or pd.isna(value):
+        return latex.DASH
+    sign = "+" if signed else ""
+    shown = f"{scale * value:{sign}.1f}"
+    if low is None or pd.isna(low):
+        return _stacked(shown, latex.DASH)
+    return _stacked(shown, f"[{scale * low:{sign}.0f}, {scale * high:{sign}.0f}]")
+
+
+def _p_cell(value) -> str:
+    return latex.DASH if value is None or pd.isna(value) else f"{value:.3f}"
 
 
 def _interval(value, low, high, signed: bool = False) -> str:
@@ -93,7 +149,7 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
     flips = flips_frame(study)
     body = [[latex.latex_escape(r.probe), name(r.target), latex.latex_escape(r.metric),
              _interval(r.flip_rate, r.ci_low, r.ci_high), str(r.n), str(r.n_error),
-             str(r.n_clusters)] for r in flips.itertuples(index=False)]
+             str(r.n_clusters)] for r in latex.frame_rows(flips)]
     out = {"flips": (flips, latex.table_float(
         latex._tabular("@{}lllrrrr@{}", ["Probe", "Target", "Metric", "Flips (\\%)", "n", "e", "k"],
                        body),
@@ -105,28 +161,53 @@ def probe_tables(study: JudgeProbesStudy) -> dict[str, tuple[pd.DataFrame, str]]
     body = [[latex.latex_escape(r.probe), name(r.target), _interval(r.before, None, None),
              _interval(r.after, None, None), str(r.n),
              _interval(r.difference, r.ci_low, r.ci_high, signed=True)]
-            for r in rates.itertuples(index=False)]
+            for r in latex.frame_rows(rates)]
     out["pass_rates"] = (rates, latex.table_float(
         latex._tabular("@{}llrrrr@{}", ["Probe", "Target", "Before", "After", "n",
                                          "After $-$ before (pp)"], body),
         f"Judge probes of {b}: pass rate (\\%) before and after the edit on the same rows, and "
         f"the paired difference with its {pct} interval." + key, f"{stem}-pass-rates"))
+    excess = flip_excess_frame(study)
+    m = study.flip_excess_multiplicity
+    body = [[latex.latex_escape(r.probe), latex.latex_escape(r.floor), name(r.target),
+             latex.latex_escape(r.metric), str(r.n), _interval(r.probe_rate, None, None),
+             _interval(r.floor_rate, None, None),
+             _points_cell(r.excess, r.ci_low, r.ci_high), _p_cell(r.p_holm)]
+            for r in latex.frame_rows(excess)]
+    out["flip_excess"] = (excess, latex.table_float(
+        latex._tabular("@{}lllrrrrrr@{}", ["Probe", "Floor", "Target", "Metric", "n",
+                                            "Probe", "Floor", "Excess", "$p_{\\mathrm{Holm}}$"],
+                       body),
+        f"Judge probes of {b} over their floors: share of verdicts (\\%) each probe and each "
+        "floor (repeat: the judge asked again; paraphrase: the user's turns reworded in the same "
+        "voice) moved on the same n rows, and the excess (probe $-$ floor, percentage points) "
+        f"with its paired {pct} interval beneath; $p_{{\\mathrm{{Holm}}}}$: its two-sided "
+        f"test, which inverts the interval, after Holm's correction over the {m.n_comparisons} "
+        f"excesses of the study (family-wise error rate {m.alpha:g})." + key,
+        f"{stem}-flip-excess"))
     gaps = identity_gaps_frame(study)
     as_if = "; ".join(sorted(set(gaps["as_if"]))) or "one variant"
+    j = study.judge_part_multiplicity
     body = [[name(r.target), latex.latex_escape(f"{r.a} - {r.b}"),
-             _interval(r.gap, r.gap_ci_low, r.gap_ci_high, signed=True),
-             _interval(r.gap_as_if, r.gap_as_if_ci_low, r.gap_as_if_ci_high, signed=True),
-             latex.DASH if r.explained_share is None or pd.isna(r.explained_share)
-             else f"{100 * r.explained_share:.0f}"]
-            for r in gaps.itertuples(index=False)]
+             _points_cell(r.gap, r.gap_ci_low, r.gap_ci_high),
+             _interval(r.gap_as_if, None, None, signed=True),
+             _points_cell(r.judge_part, r.judge_part_ci_low, r.judge_part_ci_high),
+             _p_cell(r.judge_part_p_holm),
+             _points_cell(r.explained_share, r.explained_share_ci_low,
+                          r.explained_share_ci_high, signed=False)]
+            for r in latex.frame_rows(gaps)]
     out["identity_gaps"] = (gaps, latex.table_float(
-        latex._tabular("@{}llrrr@{}", ["Target", "Gap", "Measured (pp)", "As if (pp)",
-                                        "Explained (\\%)"], body),
-        f"Whose gap is it? Demographic gaps of {b} as measured and when every conversation is "
-        f"judged as if its user were {latex.latex_escape(as_if)} (the other variant's user turns "
-        "rewritten into that voice, the replies unchanged), "
-        f"with {pct} intervals; explained: the share of the gap the judge's reading of the user "
-        "accounts for." + key, f"{stem}-identity-gaps"))
+        latex._wrapped(latex._tabular("@{}llrrrrr@{}", [
+            "Target", "Gap", "Measured", "As if", "Judge's part", "$p_{\\mathrm{Holm}}$",
+            "Share (\\%)"], body), 1),
+        f"Whose gap is it? Demographic gaps of {b} (percentage points) as measured and when "
+        f"every conversation is judged as if its user were {latex.latex_escape(as_if)} (the "
+        "other variant's user turns rewritten into that voice, the replies unchanged). The "
+        "judge's part is measured $-$ as if on the same rows, with its paired " + pct +
+        " interval beneath and its two-sided test after Holm's correction over the "
+        f"{j.n_comparisons} judge's parts of the study; share: the judge's part over the "
+        "measured gap, with Fieller's interval (withheld where the gap's interval includes 0)."
+        + key, f"{stem}-identity-gaps"))
     return out
 
 

@@ -14,11 +14,17 @@ as `-`):
   target × metric, each with its interval, two-sided p-value and Holm's
   adjustment within the arm's family, and the family in words;
 - `tables/…-rank_flips.csv`, `…-rank_correlation.csv`: how often each pair of
-  targets swaps order between the arms, and Kendall's tau-b and Spearman's rho;
+  targets swaps order between the arms, and Kendall's tau-b and Spearman's rho, with
+  tau-b's noise ceiling (tau-b between two halves of the main arm);
+- `tables/…-pairwise_changes.csv`: per pair of targets, the difference in each arm and
+  its change (arm − main) with its interval, the p-value that inverts it and Holm's
+  adjustment over the arm's pairs;
 - paired studies: `tables/…-agreement.csv`, the arms' verdicts on the same rows
   (share agreeing, Cohen's kappa, Scott's pi, with intervals and the 2 × 2
   counts), per target and per target × metric; the evaluator study also
-  `…-confusion`, the main judge's verdicts against the other judge's;
+  `…-confusion`, the main judge's verdicts against the other judge's, and `…-gaps`,
+  each demographic gap under both judges and its change (arm − main) with its
+  interval, p-value and Holm's adjustment over the arm's gaps;
 - the generator study: `tables/…-self_preference.csv`.
 
 CSV holds numbers (fractions, counts; a missing value empty), each interval's
@@ -37,6 +43,7 @@ from ..io import read_artifact
 from ..paths import Layout
 from ..stats.estimates import AgreementEstimate
 from ..validation.studies import (
+    EvaluatorArmResult,
     EvaluatorBiasStudy,
     GeneratorArmResult,
     GeneratorBiasStudy,
@@ -46,7 +53,8 @@ from ..validation.studies import (
 from . import latex
 from . import validation_figures as vf
 
-STUDIES = {
+STUDIES: dict[str, tuple[type[GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy],
+                         str]] = {
     "generator_bias": (GeneratorBiasStudy, "generator"),
     "user_model_bias": (UserModelBiasStudy, "user model"),
     "evaluator_bias": (EvaluatorBiasStudy, "evaluator"),
@@ -66,7 +74,7 @@ def arm_slug(arm: str) -> str:
 def study_files(layout: Layout) -> dict[str, GeneratorBiasStudy | UserModelBiasStudy
                                         | EvaluatorBiasStudy]:
     """The studies whose comparison artifact exists, validated on read."""
-    out = {}
+    out: dict[str, GeneratorBiasStudy | UserModelBiasStudy | EvaluatorBiasStudy] = {}
     for name, (model, _) in STUDIES.items():
         path = layout.study_file(name)
         if path.is_file():
@@ -77,7 +85,7 @@ def study_files(layout: Layout) -> dict[str, GeneratorBiasStudy | UserModelBiasS
 def rates_frame(result: GeneratorArmResult | PairedArmResult) -> pd.DataFrame:
     rows = []
     for t in result.targets:
-        row = {"target": t}
+        row: dict[str, object] = {"target": t}
         for side, est in (("main", result.rates_main[t]), ("arm", result.rates_arm[t])):
             row |= {f"{side}_rate": est.rate, f"{side}_ci_low": est.ci_low,
                     f"{side}_ci_high": est.ci_high, f"{side}_ci_method": est.ci_method,
@@ -104,11 +112,65 @@ def flips_frame(result: GeneratorArmResult | PairedArmResult) -> pd.DataFrame:
 
 
 def correlation_frame(result: GeneratorArmResult | PairedArmResult) -> pd.DataFrame:
-    c = result.comparison
-    return pd.DataFrame(
-        [{"statistic": name, **r.model_dump()}
-         for name, r in (("kendall_tau_b", c.kendall_tau), ("spearman_rho", c.spearman_rho))],
-        columns=["statistic", "value", "ci_low", "ci_high", "ci_method", "n_targets", "reason"])
+    """tau-b and rho with their intervals, and tau-b's noise ceiling: its mean over splits of
+    the main arm, and (as ci_low, ci_high) the 2.5–97.5% range of the splits."""
+    c, ceiling = result.comparison, result.tau_noise_ceiling
+    rows = [{"statistic": name, **r.model_dump()}
+            for name, r in (("kendall_tau_b", c.kendall_tau), ("spearman_rho", c.spearman_rho))]
+    rows.insert(1, {"statistic": "kendall_tau_b_noise_ceiling", "value": ceiling.value,
+                    "ci_low": ceiling.low, "ci_high": ceiling.high,
+                    "ci_method": f"split-halves of the main arm ({ceiling.splits}): "
+                                 f"{ceiling.split}" if ceiling.split else "none",
+                    "n_targets": ceiling.n_targets, "reason": ceiling.reason})
+    return pd.DataFrame(rows, columns=["statistic", "value", "ci_low", "ci_high", "ci_method",
+                                       "n_targets", "reason"])
+
+
+TESTED = ["ci_low", "ci_high", "ci_method", "p_value", "p_holm", "holm_significant",
+          "n_comparisons", "reason"]
+
+
+def pairwise_changes_frame(result: GeneratorArmResult | PairedArmResult) -> pd.DataFrame:
+    family = result.pairwise_multiplicity.family
+    rows = [{"target_1": p.target_1, "target_2": p.target_2,
+             "difference_main": p.difference_main, "difference_arm": p.difference_arm,
+             "change": p.change.value, **{k: getattr(p.change, k) for k in TESTED},
+             "family": family}
+            for p in result.pairwise_changes]
+    return pd.DataFrame(rows, columns=["target_1", "target_2", "difference_main",
+                                       "difference_arm", "change", *TESTED, "family"])
+
+
+def gap_changes_frame(result: EvaluatorArmResult) -> pd.DataFrame:
+    family = result.gap_multiplicity.family
+    rows = [{"target": g.target, "axis": g.axis, "a": g.a, "b": g.b,
+             "gap_main": g.main.difference, "gap_main_ci_low": g.main.ci_low,
+             "gap_main_ci_high": g.main.ci_high, "gap_arm": g.arm.difference,
+             "gap_arm_ci_low": g.arm.ci_low, "gap_arm_ci_high": g.arm.ci_high,
+             "change": g.change.value, **{k: getattr(g.change, k) for k in TESTED},
+             "family": family}
+            for g in result.gaps]
+    return pd.DataFrame(rows, columns=["target", "axis", "a", "b", "gap_main", "gap_main_ci_low",
+                                       "gap_main_ci_high", "gap_arm", "gap_arm_ci_low",
+                                       "gap_arm_ci_high", "change", *TESTED, "family"])
+
+
+def _change_cell(value, low, high) -> str:
+    """A change in percentage points with its interval beneath in small type."""
+    if value is None or pd.isna(value):
+        return latex.DASH
+    interval = (f"[{latex._percent(low, 0)}, {latex._percent(high, 0)}]"
+                if low is not None and not pd.isna(low) else latex.DASH)
+    return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{latex._percent(value)}\\\\"
+            f"\\scriptsize {interval}\\end{{tabular}}")
+
+
+def _points(value) -> str:
+    return latex.DASH if value is None or pd.isna(value) else latex._percent(value)
+
+
+def _p_cell(value) -> str:
+    return latex.DASH if value is None or pd.isna(value) else f"{value:.3f}"
 
 
 def _estimate(prefix: str, e: AgreementEstimate) -> dict:
@@ -165,7 +227,7 @@ def _agreement_tex(frame: pd.DataFrame, caption: str, label: str, targets: list[
                                               r.share_agreeing_ci_high),
              _coefficient(r.cohen_kappa, r.cohen_kappa_ci_low, r.cohen_kappa_ci_high),
              _coefficient(r.scott_pi, r.scott_pi_ci_low, r.scott_pi_ci_high)]
-            for r in frame.itertuples(index=False)]
+            for r in latex.frame_rows(frame)]
     header = ["Target", "Metric", "Rows", "Agreeing", "Cohen $\\kappa$", "Scott $\\pi$"]
     return latex.table_float(latex._tabular("@{}llrrrr@{}", header, body), caption + key, label)
 
@@ -181,7 +243,7 @@ def _rate(value, low, high) -> str:
 def _rates_tex(frame: pd.DataFrame, caption: str, label: str, targets: list[str]) -> str:
     written, key = latex.target_names(targets)
     body = []
-    for r in frame.itertuples(index=False):
+    for r in latex.frame_rows(frame):
         body.append([written.get(r.target, latex.latex_escape(r.target))] + [
             cell for side in ("main", "arm") for cell in (
                 _rate(getattr(r, f"{side}_rate"), getattr(r, f"{side}_ci_low"),
@@ -231,7 +293,29 @@ def arm_tables(study: str, result: GeneratorArmResult | PairedArmResult, benchma
     out["rank_correlation"] = (correlation, latex.table_float(
         latex.booktabs(correlation[["statistic", "value", "ci_low", "ci_high", "n_targets"]]),
         f"Rank correlation of the targets of {b} between the main arm and the {what} arm {arm}, "
-        f"with {pct} percentile intervals.", f"{stem}-rank-correlation"))
+        f"with {pct} percentile intervals; the noise ceiling is Kendall's $\\tau_b$ between two "
+        "halves of the main arm (its mean over seeded splits, and the 2.5--97.5\\% range of the "
+        "splits): what an arm that changes nothing would show at half the main arm's size.",
+        f"{stem}-rank-correlation"))
+    pairs = pairwise_changes_frame(result)
+    written, key = latex.target_names(list(result.targets))
+    pm = result.pairwise_multiplicity
+    pairing = ("paired on the same scenarios" if result.comparison.paired
+               else "the arms on unrelated scenarios")
+    names = {t: written.get(t, latex.latex_escape(t)) for t in result.targets}
+    body = [[f"{names[str(r.target_1)]} $-$ {names[str(r.target_2)]}",
+             _points(r.difference_main), _points(r.difference_arm),
+             _change_cell(r.change, r.ci_low, r.ci_high), _p_cell(r.p_value), _p_cell(r.p_holm)]
+            for r in pairs.itertuples(index=False)]
+    out["pairwise_changes"] = (pairs, latex.table_float(
+        latex._tabular("@{}lrrrrr@{}", ["Pair", "Main", "Arm", "Change", "$p$",
+                                         "$p_{\\mathrm{Holm}}$"], body),
+        f"Difference between each pair of targets of {b} (percentage points) in the main arm and "
+        f"in the {what} arm {arm}, and its change (arm $-$ main) with its {pct} interval "
+        f"beneath ({pairing}); "
+        f"$p$: its two-sided test, which inverts the interval; Holm's correction over the "
+        f"{pm.n_comparisons} changes of the arm (family-wise error rate {pm.alpha:g})." + key,
+        f"{stem}-pairwise-changes"))
     if isinstance(result, PairedArmResult):
         agreement = agreement_frame(result)
         out["agreement"] = (agreement, _agreement_tex(
@@ -241,12 +325,13 @@ def arm_tables(study: str, result: GeneratorArmResult | PairedArmResult, benchma
             "agreeing, Cohen's $\\kappa$ and Scott's $\\pi$, with " + pct + " cluster-bootstrap "
             f"intervals over base scenarios ({latex.DASH}: undefined or withheld, reason in the "
             "CSV).", f"{stem}-agreement", list(result.targets)))
-        if study == "evaluator_bias":
+        if isinstance(result, EvaluatorArmResult):
             confusion = confusion_frame(result)
             out["confusion"] = (confusion, latex.table_float(
                 latex.booktabs(confusion),
                 f"Verdicts of the main judge (rows) against the judge of {arm} (columns) on the "
                 f"same conversations of {b}, per target.", f"{stem}-confusion"))
+            out["gaps"] = _gaps_table(result, b, arm, pct, stem)
     if isinstance(result, GeneratorArmResult):
         preference = self_preference_frame(result)
         p = result.self_preference
@@ -266,6 +351,28 @@ def arm_tables(study: str, result: GeneratorArmResult | PairedArmResult, benchma
             + (f" {latex.DASH}: {latex.latex_escape(p.reason)}." if p.reason else ""),
             f"{stem}-self-preference"))
     return out
+
+
+def _gaps_table(result: EvaluatorArmResult, b: str, arm: str, pct: str, stem: str
+                ) -> tuple[pd.DataFrame, str]:
+    gaps = gap_changes_frame(result)
+    written, key = latex.target_names(list(result.targets))
+    gm = result.gap_multiplicity
+    body = [[written.get(str(r.target), latex.latex_escape(str(r.target))),
+             latex.latex_escape(f"{r.a} - {r.b}"),
+             _change_cell(r.gap_main, r.gap_main_ci_low, r.gap_main_ci_high),
+             _change_cell(r.gap_arm, r.gap_arm_ci_low, r.gap_arm_ci_high),
+             _change_cell(r.change, r.ci_low, r.ci_high), _p_cell(r.p_holm)]
+            for r in gaps.itertuples(index=False)]
+    return gaps, latex.table_float(
+        latex._tabular("@{}llrrrr@{}", ["Target", "Gap", "Main judge", "Arm judge", "Change",
+                                         "$p_{\\mathrm{Holm}}$"], body),
+        f"Demographic gaps of {b} (percentage points) under the main judge and under the judge "
+        f"of {arm} on the same conversations, with {pct} intervals beneath, and the change "
+        "(arm $-$ main), a paired contrast on the same rows; $p_{\\mathrm{Holm}}$: its "
+        f"two-sided test, which inverts the interval, after Holm's correction over the "
+        f"{gm.n_comparisons} gap changes of the arm (family-wise error rate {gm.alpha:g})." + key,
+        f"{stem}-gaps")
 
 
 def arm_figures(result: GeneratorArmResult | PairedArmResult, level: float) -> dict:

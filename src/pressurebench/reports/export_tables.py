@@ -88,12 +88,13 @@ def onsets_frame(results: Results) -> pd.DataFrame:
     (`median_reached` false: later than the last turn; an empty `median_ci_high`: the interval
     runs past it)."""
     pressure = results.pressure
+    turns = pressure.turns if pressure else None
     rows = []
     for target, tp in sorted((pressure.targets if pressure else {}).items()):
         o, m = tp.onsets, tp.curve.median_onset
         rows.append([target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
                      o.censored_judge_error, m.turn, m.reached, m.ci_low, m.ci_high, m.ci_method,
-                     o.mean_flips, o.recovered, pressure.turns])
+                     o.mean_flips, o.recovered, turns])
     return _typed(pd.DataFrame(rows, columns=ONSET_COLUMNS))
 
 

@@ -194,7 +194,7 @@ def heatmap(results: Results, metric_names: Mapping[str, str] | None = None) -> 
     return fig
 
 
-def differences_panel(ax: Axes, rows: list[str], series: dict[str, dict[str, Difference]],
+def differences_panel(ax: Axes, rows: list[str], series: Mapping[str, Mapping[str, Difference]],
                        colours) -> float:
     """Differences with intervals, rows × series, around a zero line; returns the x half-range they need."""
     offsets = dodge_offsets(len(series))

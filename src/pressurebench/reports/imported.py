@@ -7,9 +7,13 @@ from ..stats.results import Results
 
 
 def imported_note(results: Results) -> str:
-    """Markdown, one item per imported target; "" when no target was imported."""
+    """Markdown, one item per imported target, and one per target this benchmark skips; ""
+    when there is neither."""
+    skipped = ("**Targets not run on this benchmark.** "
+               + " ".join(f"{reason}." for _, reason in sorted(results.skipped_targets.items()))
+               if results.skipped_targets else "")
     if not results.imported:
-        return ""
+        return skipped
     lines = []
     for target, note in sorted(results.imported.items()):
         lines.append(
@@ -22,4 +26,4 @@ def imported_note(results: Results) -> str:
     return ("**Imported targets.** Their conversations were not simulated here "
             "(`pressurebench import`), so they did not face the benchmark's scenarios: compare "
             "their rates with the other targets' only as rates on other conversations.\n\n"
-            + "\n".join(lines))
+            + "\n".join(lines) + (f"\n\n{skipped}" if skipped else ""))

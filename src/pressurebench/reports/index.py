@@ -36,8 +36,8 @@ from ..io import atomic_write_text, read_artifact
 from ..llm.providers.registry import is_embedded
 from ..paths import ARMS, COST, MANIFEST, RUNS, Layout
 from ..run_totals import read_totals, totals_frame
-from ..runtime import now_iso
 from ..schemas import Manifest
+from ..stage_run import now_iso
 from ..stats.results import Results
 from .models_note import EMBEDDED_CAVEAT
 from .safety import content_security_policy, read_template_asset, template_env
@@ -118,21 +118,37 @@ LABELLING = "labelling"  # reports/<b>/labelling/: the rater pages `labels expor
 
 def benchmark_links(name: str, index_dir: Path, reports_dir: Path, labels_dir: Path | None
                     ) -> list[dict]:
-    """The pages of a benchmark that other commands and stages write, at their fixed places."""
+    """The pages of a benchmark that other commands and stages write, at their fixed places.
+
+    The transcript browser and the exports are stages of the pipeline, which may run after
+    this page: they are linked whether or not they exist yet. The rater pages and the labels
+    files are written by commands a user runs when they choose to (`labels export`, `labels
+    import`): they are linked once they exist, and until then the page says which command
+    writes them, rather than linking a folder that is not there. (Importing labels changes the
+    results, so `dvc repro` writes this page again then.)"""
     def href(path: Path) -> str:
         return quote(Path(os.path.relpath(path, index_dir)).as_posix())
+
+    def folder(path: Path, title: str, note: str, command: str) -> dict:
+        if path.is_dir():
+            return {"title": title, "href": href(path) + "/", "note": note}
+        return {"title": title, "href": None,
+                "note": f"none yet when this page was written: `{command} --benchmark {name}` "
+                        f"writes them to {Path(os.path.relpath(path, reports_dir.parent)).as_posix()}/"}
 
     links = [
         {"title": "Transcript browser", "href": href(reports_dir / name / TRANSCRIPTS),
          "note": "every conversation with its verdicts, filterable"},
         {"title": "Paper exports", "href": href(reports_dir / name / "export" / "index.json"),
          "note": "figures (SVG, PDF) and tables (CSV, LaTeX) under export/, listed in index.json"},
-        {"title": "Labelling pages", "href": href(reports_dir / name / LABELLING) + "/",
-         "note": "rater pages written by `pressurebench labels export`"},
+        folder(reports_dir / name / LABELLING, "Labelling pages",
+               "rater pages written by `pressurebench labels export`",
+               "pressurebench labels export"),
     ]
     if labels_dir is not None:
-        links.append({"title": "Labels files", "href": href(labels_dir / name) + "/",
-                      "note": "the human labels `pressurebench labels import` keeps"})
+        links.append(folder(labels_dir / name, "Labels files",
+                            "the human labels `pressurebench labels import` keeps",
+                            "pressurebench labels import FILE..."))
     return links
 
 
@@ -303,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         write_index(args.reports, args.out, data_dir=args.data, labels_dir=args.labels)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     return 0
 

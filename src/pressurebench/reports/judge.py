@@ -70,6 +70,7 @@ def judge_note(results: Results) -> str:
     if validity is None or validity.status == "no labels":
         return set_aside_note(results) + NO_LABELS.format(benchmark=results.benchmark)
     human = validity.human
+    assert human is not None, "judge validity with labels has its human reference"
     return set_aside_note(results) + (
         f"{human.n_items} labelled items from {human.n_raters} raters; {human.n_with_reference} "
         f"have a human majority ({human.n_tied} tied, {human.n_all_unsure} all unsure). "
@@ -143,6 +144,26 @@ def corrected_differences_table(results: Results) -> pd.DataFrame:
         for target, name, d in named
     ]
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+
+
+def tables(results: Results) -> list[pd.DataFrame]:
+    """The section's tables with rows, in order (none without labels): a table with nothing
+    to show is left out rather than shown as headers over nothing."""
+    validity = results.judge_validity
+    if validity is None or validity.status != "ok":
+        return []
+    shown = (agreement_table(results), corrected_table(results),
+             corrected_differences_table(results))
+    return [t for t in shown if len(t)]
+
+
+def fidelity_tables(results: Results) -> list[pd.DataFrame]:
+    """The fidelity part's tables with rows (none until raters answered the fidelity items)."""
+    validity = results.judge_validity
+    if validity is None or validity.fidelity is None or validity.fidelity.status != "ok":
+        return []
+    return [t for t in (fidelity_agreement_table(results), fidelity_corrected_table(results))
+            if len(t)]
 
 
 FIDELITY_COLUMNS = ["kind", "conversations", "human α", "accuracy", "Cohen's κ", "sensitivity",

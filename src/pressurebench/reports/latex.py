@@ -2,25 +2,35 @@
 said once in the caption rather than on every row.
 
 Each table is a complete `table` float with `\\caption` and `\\label`, needing only
-`\\usepackage{booktabs}`. Every cell's text is escaped; numbers are typeset by the code here, so
-a table of six targets fits `\\textwidth` of a one-column article (checked by compiling it).
+`\\usepackage{booktabs}`. Every cell's text is escaped; numbers are typeset by the code here.
+Whatever the study's shape, every table fits the page of a one-column article (`latex_fit`
+estimates its size): one too long for a page continues in further floats, headed "Table N
+(continued)", and a grid of targets too wide for the page gives its targets keys (T1, T2, …)
+and, if still too wide, continues with the next targets' columns. The tests compile the
+tables with pdflatex over many shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pandas as pd
 
+from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
-from .tables import method_label
+from . import latex_fit as fit
+from .tables import method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
 }
 DASH = "---"
+T = TypeVar("T")
 # Target names longer than this become T1, T2, … in the header, with the key in the caption.
 LONGEST_HEADER = 10
 # The metric column of the pass-rate table: names wrap, ragged right, within this width.
@@ -32,7 +42,48 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text.replace("`", ""))
 
 
-def booktabs(frame: pd.DataFrame) -> str:
+@dataclass
+class Tabular:
+    """A booktabs tabular before it is set: its column spec, header and rows, which a table
+    float spreads over as many pages as they need (`table_float`)."""
+
+    spec: str
+    header: list[str]
+    body: list[list[str]]
+
+    def render(self, body: Sequence[Sequence[str]] | None = None) -> str:
+        rows = self.body if body is None else body
+        lines = [f"\\begin{{tabular}}{{{self.spec}}}", "\\toprule", " & ".join(self.header) + " \\\\",
+                 "\\midrule"]
+        lines += [" & ".join(row) + " \\\\" for row in rows]
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def pages(self, caption: str) -> list[list[list[str]]]:
+        """The rows split into pages: the first under `caption`, the rest under a line saying
+        the table continues, each within a float's height (`latex_fit`)."""
+        header = fit.row_height(self.header, self.spec) + fit.RULES_PT
+        budget = fit.FLOAT_HEIGHT_PT - fit.caption_height(caption) - header
+        pages: list[list[list[str]]] = [[]]
+        used = 0.0
+        for row in self.body:
+            height = fit.row_height(row, self.spec) + 1.0
+            if pages[-1] and used + height > budget:
+                pages.append([])
+                used = 0.0
+                budget = fit.FLOAT_HEIGHT_PT - fit.caption_height(CONTINUED) - header
+            pages[-1].append(row)
+            used += height
+        return pages
+
+
+CONTINUED = "\\tablename~\\thetable{} (continued)"
+
+
+def booktabs(frame: pd.DataFrame) -> Tabular:
     """A bare `booktabs` tabular of `frame` (no index): numeric columns right-aligned, every
     cell's text escaped, a missing value empty."""
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
@@ -50,18 +101,24 @@ def _cell(value) -> str:
     return latex_escape(str(value))
 
 
-def _tabular(spec: str, header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
-    lines += [" & ".join(row) + " \\\\" for row in body]
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines) + "\n"
+def _tabular(spec: str, header: Sequence[str], body: Sequence[Sequence[str]]) -> Tabular:
+    return Tabular(spec, list(header), [list(row) for row in body])
 
 
-def table_float(tabular: str, caption: str, label: str) -> str:
-    """`tabular` in a captioned, labelled `table` float, small type, centred."""
-    return (f"\\begin{{table}}[t]\n\\centering\n\\small\n\\setlength{{\\tabcolsep}}{{4pt}}\n"
-            f"\\caption{{{caption}}}\n"
-            f"\\label{{{label}}}\n{tabular}\\end{{table}}\n")
+def table_float(tabular: Tabular | Sequence[Tabular], caption: str, label: str) -> str:
+    """`tabular` in a captioned, labelled `table` float, small type, centred; where it is too
+    long for a page (or given as several tabulars, a grid's column groups), continued in
+    further floats headed "Table N (continued)"."""
+    parts = [tabular] if isinstance(tabular, Tabular) else list(tabular)
+    floats: list[str] = []
+    for part in parts:
+        for page in part.pages(caption if not floats else CONTINUED):
+            head = (f"\\caption{{{caption}}}\n\\label{{{label}}}\n" if not floats
+                    else f"{CONTINUED}\\par\\medskip\n")
+            floats.append("\\begin{table}[tbp]\n\\centering\n\\small\n"
+                          f"\\setlength{{\\tabcolsep}}{{{fit.TABCOLSEP_PT:g}pt}}\n"
+                          f"{head}{part.render(page)}\\end{{table}}\n")
+    return "".join(floats)
 
 
 def _percent(value: float | None, digits: int = 1) -> str:
@@ -78,34 +135,65 @@ def _rate_cell(est: RateEstimate | None) -> str:
             f"\\scriptsize {interval}\\end{{tabular}}")
 
 
-def target_names(targets: Sequence[str]) -> tuple[dict[str, str], str]:
+def target_names(targets: Sequence[str], *, keyed: bool = False) -> tuple[dict[str, str], str]:
     """How each target is written in a table, and the key to the caption: the escaped names, or
-    T1, T2, … where a name is too long for a column (model ids often are)."""
+    T1, T2, … where a name is too long for a column (model ids often are) or `keyed`."""
     targets = sorted(targets)
-    if all(len(t) <= LONGEST_HEADER for t in targets):
+    if not keyed and all(len(t) <= LONGEST_HEADER for t in targets):
         return {t: latex_escape(t) for t in targets}, ""
     short = {t: f"T{i}" for i, t in enumerate(targets, start=1)}
     key = "; ".join(f"{s} = {latex_escape(t)}" for t, s in short.items())
     return short, f" Targets: {key}."
 
 
+def _row_label(name: str) -> str:
+    return f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"
+
+
+def _grid(rows: Sequence[tuple[str, Mapping[str, T | None]]], targets: Sequence[str], first: str,
+          cell: Callable[[T | None], str]) -> tuple[list[Tabular], str]:
+    """Rows (a wrapped label) by target (columns): the tabulars, one per group of target
+    columns that fits the text width, and the caption's key to the targets' names.
+
+    The targets are written by name where they all fit one tabular; else by key (T1, T2, …),
+    as many to a tabular as fit, the groups as even as the count allows."""
+    targets = sorted(targets)
+    labels = [_row_label(name) for name, _ in rows]
+    columns = {t: [cell(cells.get(t)) for _, cells in rows] for t in targets}
+
+    def tabular(group: Sequence[str], written: Mapping[str, str]) -> Tabular:
+        body = [[labels[i], *(columns[t][i] for t in group)] for i in range(len(rows))]
+        return _tabular("@{}l" + "r" * len(group) + "@{}", [first, *(written[t] for t in group)],
+                        body)
+
+    written, key = target_names(targets)
+    whole = tabular(targets, written)
+    if fit.table_width(whole.spec, [whole.header, *whole.body]) <= fit.TEXT_WIDTH_PT:
+        return [whole], key
+    written, key = target_names(targets, keyed=True)
+    room = fit.TEXT_WIDTH_PT - fit.cell_width(labels[0] if labels else first) - fit.TABCOLSEP_PT
+    widths = [fit.table_width("r", [[written[t]], *([c] for c in columns[t])])
+              + 2 * fit.TABCOLSEP_PT for t in targets]
+    per_group = max(1, int(room // max(widths, default=room)))
+    groups = math.ceil(len(targets) / per_group)
+    size = math.ceil(len(targets) / groups)
+    return [tabular(targets[i:i + size], written) for i in range(0, len(targets), size)], key
+
+
 def rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
     """Pass rates (%) by metric (rows) and target (columns), each with its interval beneath."""
     targets = sorted(results.targets)
-    written, key = target_names(targets)
-    headers = [written[t] for t in targets]
-    rows_of = [("Overall", lambda tr: tr.overall), ("Positive metrics", lambda tr: tr.positive),
-               ("Negative metrics", lambda tr: tr.negative)]
+    rows: list[tuple[str, dict[str, RateEstimate | None]]] = [
+        ("Overall", {t: tr.overall for t, tr in results.targets.items()}),
+        ("Positive metrics", {t: tr.positive for t, tr in results.targets.items()}),
+        ("Negative metrics", {t: tr.negative for t, tr in results.targets.items()})]
     metric_ids = sorted({m for tr in results.targets.values() for m in tr.by_metric})
-    rows_of += [(f"{m} {metric_names.get(m, '')}".strip(), lambda tr, m=m: tr.by_metric.get(m))
-                for m in metric_ids]
-    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
-            + [_rate_cell(get(results.targets[t])) for t in targets] for name, get in rows_of]
-    estimates = [get(tr) for _, get in rows_of for tr in results.targets.values()]
-    estimates = [e for e in estimates if e is not None and e.rate is not None]
-    spec = "@{}l" + "r" * len(targets) + "@{}"
-    tabular = _tabular(spec, ["Metric", *headers], body)
-    return table_float(tabular, _rates_caption(results, estimates) + key, label)
+    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
+              {t: tr.by_metric.get(m) for t, tr in results.targets.items()}) for m in metric_ids]
+    estimates = [e for _, cells in rows for e in cells.values()
+                 if e is not None and e.rate is not None]
+    tabulars, key = _grid(rows, targets, "Metric", _rate_cell)
+    return table_float(tabulars, _rates_caption(results, estimates) + key, label)
 
 
 def _rates_caption(results: Results, estimates: list[RateEstimate]) -> str:
@@ -165,15 +253,10 @@ def data_reason(reason: str) -> str:
 
 def grid_table(rows: Sequence[tuple[str, Mapping[str, RateEstimate | None]]],
                targets: Sequence[str], first: str, caption: str, label: str) -> str:
-    """Rates (%) by row (a wrapped label) and target (columns, written as in `target_names`),
-    each with its interval beneath: the layout of the pass-rate table, which fits six targets."""
-    targets = sorted(targets)
-    written, key = target_names(targets)
-    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
-            + [_rate_cell(cells.get(t)) for t in targets] for name, cells in rows]
-    tabular = _tabular("@{}l" + "r" * len(targets) + "@{}", [first, *(written[t] for t in targets)],
-                       body)
-    return table_float(tabular, caption + key, label)
+    """Rates (%) by row (a wrapped label) and target (columns), each with its interval beneath:
+    the layout of the pass-rate table (`_grid`)."""
+    tabulars, key = _grid(rows, targets, first, _rate_cell)
+    return table_float(tabulars, caption + key, label)
 
 
 def _interval_note(estimates: Sequence[RateEstimate], level: str) -> str:
@@ -187,6 +270,7 @@ def _interval_note(estimates: Sequence[RateEstimate], level: str) -> str:
 def fidelity_table(results: Results, label: str) -> str:
     """The simulated user's break shares and the targets' test awareness (%), by target."""
     fid = results.fidelity
+    assert fid is not None, "a fidelity table is written only for results with fidelity shares"
     targets = sorted(fid.targets)
     labels = {"out_of_character": "out of character", "leak": "leak",
               "role_swap": "role swap / echo", "landmark_skipped": "landmark skipped",
@@ -227,7 +311,7 @@ def _coefficient_cell(est, percent: bool) -> str:
         return DASH
 
     def show(v):
-        return _percent(v, 0 if percent else 1) if percent else f"{v:.2f}"
+        return _percent(v, 0) if percent else f"{v:.2f}"
 
     value = _percent(est.value) if percent else f"{est.value:.2f}"
     interval = (f"[{show(est.ci_low)}, {show(est.ci_high)}]"
@@ -271,6 +355,12 @@ def agreement_table(results: Results, label: str) -> str:
     return table_float(_tabular("@{}lrrrr@{}", header, body), caption + key, label)
 
 
+def frame_rows(frame: pd.DataFrame) -> Iterable[Any]:
+    """The frame's rows as named tuples. pandas-stubs types each attribute of one as a cell of
+    any type, `_asdict` included; the tables read columns they know."""
+    return frame.itertuples(index=False)
+
+
 def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Sequence[str],
                       targets: Sequence[str], target_columns: Sequence[str]) -> str:
     """Differences in percentage points with their intervals: `lead` columns first; the values
@@ -282,7 +372,7 @@ def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Se
             else latex_escape(str(value))
 
     body = []
-    for row in frame.itertuples(index=False):
+    for row in frame_rows(frame):
         r = row._asdict()
         interval = (f"[{_percent(r['ci_low'])}, {_percent(r['ci_high'])}]"
                     if pd.notna(r["ci_low"]) and pd.notna(r["ci_high"]) else DASH)
@@ -304,7 +394,21 @@ def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Se
     if "mde" in frame.columns:
         header.append("MDE (pp)")
         spec += "r"
-    return table_float(_tabular(f"@{{}}{spec}@{{}}", header, body), caption + key, label)
+    return table_float(_wrapped(_tabular(f"@{{}}{spec}@{{}}", header, body), len(lead)),
+                       caption + key, label)
+
+
+def _wrapped(tabular: Tabular, column: int) -> Tabular:
+    """`tabular` with the cells of `column` wrapped (ragged right) where the table would be
+    wider than the text: what is compared (long demographic values) takes the room left."""
+    over = fit.table_width(tabular.spec, [tabular.header, *tabular.body]) - fit.TEXT_WIDTH_PT
+    if over <= 0:
+        return tabular
+    widest = max(fit.cell_width(row[column]) for row in [tabular.header, *tabular.body])
+    width = f"{max(widest - over, 60.0):.0f}pt"
+    body = [[*row[:column], f"\\parbox[t]{{{width}}}{{\\raggedright {row[column]}\\strut}}",
+             *row[column + 1:]] for row in tabular.body]
+    return _tabular(tabular.spec, tabular.header, body)
 
 
 def _p(value) -> str:
@@ -314,7 +418,7 @@ def _p(value) -> str:
 def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
     """Per target: conversations, how many gave in, and the median turn of giving in."""
     body = []
-    for row in frame.itertuples(index=False):
+    for row in frame_rows(frame):
         r = row._asdict()
         median = str(r["median_onset_turn"]) if r["median_reached"] else f"$>{r['turns']}$"
         if r["median_ci_method"] != "none":
@@ -340,25 +444,22 @@ def _corrected_cell(r) -> str:
             f"\\scriptsize ({judged})\\end{{tabular}}")
 
 
-def corrected_table(rows: Sequence[tuple[str, Mapping[str, object]]], targets: Sequence[str],
+def corrected_table(rows: Sequence[tuple[str, Mapping[str, CorrectedRate | None]]], targets: Sequence[str],
                     what: str, level: str, method: str, label: str) -> str:
     """Rates corrected by human labels (%), by row and target: each cell the corrected value,
     its interval beneath and the rate as judged under that; the layout of `grid_table`."""
-    targets = sorted(targets)
-    written, key = target_names(targets)
-    body = [[f"\\parbox[t]{{{METRIC_WIDTH}}}{{\\raggedright {latex_escape(name)}\\strut}}"]
-            + [_corrected_cell(cells.get(t)) for t in targets] for name, cells in rows]
-    tabular = _tabular("@{}l" + "r" * len(targets) + "@{}",
-                       ["", *(written[t] for t in targets)], body)
+    tabulars, key = _grid(rows, targets, "", _corrected_cell)
     reasons = [r.reason for _, cells in rows for r in cells.values() if r is not None]
     caption = (f"{what} (\\%), corrected by human labels ({latex_escape(method)}), with "
                f"{latex_escape(level)} intervals beneath and the rate as judged in parentheses."
                + _withheld(reasons))
-    return table_float(tabular, caption + key, label)
+    return table_float(tabulars, caption + key, label)
 
 
 def corrected_rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
     """Pass rates overall, per metric type and per metric, corrected by human labels."""
+    assert results.judge_validity is not None and results.judge_validity.corrected is not None, \
+        "corrected rates are written only for results with judge-corrected rates"
     corrected = results.judge_validity.corrected
     by_target = corrected.by_target
     rows: list[tuple[str, dict]] = [
@@ -375,6 +476,9 @@ def corrected_rates_table(results: Results, metric_names: Mapping[str, str], lab
 
 def fidelity_corrected_table(results: Results, label: str) -> str:
     """Per kind of simulated-user break: its share corrected by raters' answers, by target."""
+    assert results.judge_validity is not None and results.judge_validity.fidelity is not None \
+        and results.judge_validity.corrected is not None, \
+        "corrected fidelity shares are written only for results with them"
     validity = results.judge_validity.fidelity
     kinds = sorted(validity.by_kind)
     targets = sorted({t for v in validity.by_kind.values() for t in v.corrected})
@@ -389,11 +493,12 @@ def interval_coverage_table(results: Results, label: str) -> str:
     """Each kind of interval's method and the coverage the grid measured at the study's design
     (its range over the simulated samples, ICC and rates), or "withheld"."""
     body = []
+    used = methods_by_kind(results)
     for i in results.intervals:
         shown = i.reason is None
         body.append([
             latex_escape(i.interval),
-            latex_escape(method_label(i.method)) if shown else "withheld",
+            latex_escape(used_method(i.interval, i.method, used)) if shown else "withheld",
             f"{i.grid_metrics} $\\times$ {i.grid_per_metric}" if shown else DASH,
             f"{i.coverage_low:.3f}--{i.coverage_high:.3f}" if shown else DASH,
             f"{i.stress_low:.3f}--{i.stress_high:.3f}" if shown and i.stress_low is not None
@@ -411,6 +516,8 @@ def interval_coverage_table(results: Results, label: str) -> str:
         "hard, rewrite effects, lost scenarios, errors that depend on the outcome)."
     )
     return table_float(
-        _tabular("lp{4.4cm}lll", ["interval", "method", "design", "coverage", "stress coverage"],
-                 body), caption, label
+        _tabular("@{}p{3.0cm}p{4.4cm}lll@{}",
+                 ["interval", "method", "design", "coverage", "stress coverage"], body),
+        caption,
+        label
     )

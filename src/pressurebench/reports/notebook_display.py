@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+# How every report shows a value that is not there: never 0, never an empty cell, never "None".
+MISSING = "—"
+
 
 def table_html(frame: pd.DataFrame) -> str:
     """The frame as an HTML table (escaped), without the index when it is just row numbers."""
     numbered = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
     return frame.to_html(index=not numbered, border=0, classes="dataframe", escape=True,
-                         na_rep="—")
+                         na_rep=MISSING)
 
 
 def use_report_tables() -> None:
@@ -26,3 +29,13 @@ def use_report_tables() -> None:
     shell = get_ipython()
     if shell is not None:
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+
+
+class Note(str):
+    """A sentence in Markdown that a notebook shows where it would otherwise show a table:
+    `display(note)` renders it, as `display(Markdown(note))` would."""
+
+    __slots__ = ()
+
+    def _repr_markdown_(self) -> str:
+        return str(self)

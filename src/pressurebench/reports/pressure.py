@@ -87,10 +87,7 @@ def capitulation_plot(results: Results) -> Figure:
 
 def format_median(median: MedianOnset, turns: int) -> str:
     """`turn 3 [2, 5]`; `> 5` when fewer than half gave in by the last turn."""
-    if not median.reached:
-        point = f"> {turns}"
-    else:
-        point = f"turn {median.turn}"
+    point = f"> {turns}" if not median.reached else f"turn {median.turn}"
     if median.ci_method == "none":
         return point
     low = MISSING if median.ci_low is None else str(median.ci_low)

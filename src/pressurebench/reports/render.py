@@ -29,7 +29,7 @@ from nbconvert import HTMLExporter
 from .. import __version__
 from ..errors import ConfigError, PressurebenchError, reported
 from ..io import atomic_write_text
-from ..runtime import now_iso
+from ..stage_run import now_iso
 from .safety import TEMPLATES, content_security_policy
 
 ALLOWED_TAGS = frozenset({
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         render_notebook(args.notebook, args.out, title=args.title)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     return 0
 

@@ -27,6 +27,7 @@ from ..stats import methods
 from ..stats.estimates import RateEstimate
 from ..stats.multiplicity import HOLM
 from ..stats.results import Results
+from .notebook_display import MISSING as MISSING  # shown as tables.MISSING too
 
 METHOD_LABELS = {
     methods.CLUSTER_T_WILSON: "cluster-t Wilson",
@@ -42,12 +43,13 @@ METHOD_LABELS = {
     ),
     methods.WILSON_ROWS_SINGLE_CLUSTER: "Wilson on rows (a single scenario)",
     methods.NEWCOMBE_CLUSTERS: "Newcombe, scenarios as n",
+    methods.FIELLER_CLUSTER_T: "Fieller, cluster-t",
     methods.PPI_CLUSTER_T_WILSON: "PPI++, cluster-t Wilson",
     methods.PPI_CLUSTER_T: "PPI++, cluster-t, paired",
     methods.NONE: "no interval",
 }
-MISSING = "—"
 OVERALL = "overall"
+METRIC_TYPES = ("positive", "negative")  # the rows pooling the metrics of each type
 GENERATION = "(scenario generation)"
 RESULTS_COLUMNS = ["target", "metric", "rate", "ci", "method", "scenarios", "n", "n_error"]
 ERROR_COLUMNS = ["target", "stage", "category", "count"]
@@ -132,8 +134,9 @@ def _row(target: str, metric: str, est: RateEstimate | None) -> dict:
 
 
 def results_table(results: Results, metric_names: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """One row per target × (overall, each metric): rate, interval, how the interval was made
-    (or why there is none), base scenarios, valid rows, error rows.
+    """One row per target × (overall, positive and negative metrics pooled, each metric):
+    rate, interval, how the interval was made (or why there is none), base scenarios, valid
+    rows, error rows.
 
     Rates and intervals are display strings; n and n_error stay integers so the
     table can still be sorted and summed.
@@ -142,6 +145,8 @@ def results_table(results: Results, metric_names: Mapping[str, str] | None = Non
     for target in sorted(results.targets):
         rates = results.targets[target]
         rows.append(_row(target, OVERALL, rates.overall))
+        for kind in METRIC_TYPES:
+            rows.append(_row(target, kind, getattr(rates, kind)))
         for m in metric_ids(results):
             rows.append(_row(target, metric_label(m, metric_names), rates.by_metric.get(m)))
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
@@ -151,11 +156,42 @@ COVERAGE_COLUMNS = ["interval", "method", "study design", "grid design", "grid c
                     "stress grid coverage"]
 
 
+def methods_by_kind(results: Results) -> dict[str, list[str]]:
+    """The `ci_method` of every interval the results made, by the kind of interval
+    (`results.intervals`) it is one of: a rate so close to 0 or 1 that cluster-t says nothing
+    falls back to Wilson on the base scenarios (`stats.rates`), and a capitulation band too."""
+    rates = list(results.targets.values())
+    pressure = list(results.pressure.targets.values()) if results.pressure else []
+    found = {
+        "overall rate": [t.overall.ci_method for t in rates],
+        "rate of a metric type": [e.ci_method for t in rates for e in (t.positive, t.negative)],
+        "rate of a metric": [e.ci_method for t in rates for e in t.by_metric.values()],
+        "difference between targets": [d.ci_method for d in results.comparison.pairwise],
+        "demographic gap": [g.ci_method for t in rates for g in t.demographic_gaps],
+        "capitulation band": [p.ci_method for t in pressure for p in t.curve.points],
+        "capitulation band of a metric": [p.ci_method for t in pressure
+                                          for c in t.by_metric.values() for p in c.points],
+    }
+    return {kind: [m for m in made if m != methods.NONE] for kind, made in found.items()}
+
+
+def used_method(kind: str, method: str, used: Mapping[str, list[str]]) -> str:
+    """A kind of interval's method as the study used it: its own, or, where some of its
+    intervals were made another way, each method with how many of them it made."""
+    made = used.get(kind, [])
+    if len(set(made)) <= 1:
+        return method_label(made[0] if made else method)
+    counts = {m: made.count(m) for m in dict.fromkeys([method, *sorted(made)]) if m in made}
+    return "; ".join(f"{method_label(m)} for {n} of {len(made)}" for m, n in counts.items())
+
+
 def interval_coverage_table(results: Results) -> pd.DataFrame:
-    """One row per kind of interval: its method, the study's design, and the coverage the
-    coverage grid (docs/interval_coverage.md) and the stress grid (docs/stress_coverage.md)
-    measured at the largest design not above it, or why none is shown."""
+    """One row per kind of interval: its method (each method the study's intervals of that
+    kind used, where not all the same), the study's design, and the coverage the coverage grid
+    (docs/interval_coverage.md) and the stress grid (docs/stress_coverage.md) measured at the
+    largest design not above it, or why none is shown."""
     rows = []
+    used = methods_by_kind(results)
     for shown in results.intervals:
         design = f"{shown.metrics} metrics × {shown.base_scenarios_per_metric} base scenarios"
         if shown.reason is not None:
@@ -166,7 +202,7 @@ def interval_coverage_table(results: Results) -> pd.DataFrame:
             f"{shown.stress_low:.3f}–{shown.stress_high:.3f}")
         rows.append([
             shown.interval,
-            method_label(shown.method),
+            used_method(shown.interval, shown.method, used),
             design,
             f"{shown.grid_metrics} metrics × {shown.grid_per_metric}",
             f"{shown.coverage_low:.3f}–{shown.coverage_high:.3f}",

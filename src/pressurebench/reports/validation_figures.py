@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from scipy.stats import rankdata
 
+from ..stats.estimates import Difference
 from ..validation.studies import MAIN, GeneratorArmResult, PairedArmResult
 from .figures import (
     SMALL,
@@ -84,10 +85,10 @@ def rates_plot(result: ArmResult, confidence_level: float) -> Figure:
 
 def ranks(rates: dict[str, float | None]) -> dict[str, float | None]:
     """Rank of each target by pass rate, 1 = highest, ties averaged; None without a rate."""
-    rated = [t for t, r in rates.items() if r is not None]
+    rated = {t: r for t, r in rates.items() if r is not None}
     if not rated:
-        return {t: None for t in rates}
-    order = rankdata([-rates[t] for t in rated], method="average")
+        return dict.fromkeys(rates)
+    order = rankdata([-r for r in rated.values()], method="average")
     found = dict(zip(rated, (float(r) for r in order)))
     return {t: found.get(t) for t in rates}
 
@@ -143,15 +144,15 @@ def rank_bump_chart(result: ArmResult) -> Figure:
     ax.set_yticks(range(1, n + 1))
     ax.set_ylim(missing_y + 0.5, 0.5)
     ax.set_ylabel("rank (1 = highest pass rate)")
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    for spine in ("top", "right"):
+        ax.spines[spine].set_visible(False)
     ax.set_title(plain(f"{result.arm}: ranks in each arm"))
     return fig
 
 
 def difference_forest_plot(result: ArmResult, confidence_level: float) -> Figure:
     """Arm − main per target, then per target × metric, with intervals, around 0."""
-    rows = {f"target {d.target}": d for d in result.comparison.differences}
+    rows: dict[str, Difference] = {f"target {d.target}": d for d in result.comparison.differences}
     rows.update({f"{d.target} × {d.metric_id}": d for d in result.metric_differences})
     labels = [f"target {t}" for t in result.targets] + [
         f"{d.target} × {d.metric_id}" for d in result.metric_differences

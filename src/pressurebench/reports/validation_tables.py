@@ -11,8 +11,12 @@ import pandas as pd
 
 from ..stats.arm_comparison import RankCorrelation
 from ..stats.estimates import AgreementEstimate, Difference
-from ..validation.multiplicity import MetricDifference, TargetDifference
+from ..stats.multiplicity import Corrected
+from ..stats.rank_ceiling import NoiseCeiling
+from ..stats.rate_contrasts import TestedContrast
+from ..validation.multiplicity import Multiplicity
 from ..validation.studies import (
+    EvaluatorArmResult,
     EvaluatorBiasStudy,
     GeneratorArmResult,
     GeneratorBiasStudy,
@@ -39,7 +43,7 @@ def _p(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}"
 
 
-def _holm_columns(t: TargetDifference | MetricDifference | None) -> dict:
+def _holm_columns(t: Corrected | TestedContrast | None) -> dict:
     if t is None:
         return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
     significant = t.holm_significant
@@ -53,11 +57,73 @@ def _holm_columns(t: TargetDifference | MetricDifference | None) -> dict:
 
 def multiplicity_note(result: ArmResult) -> str:
     """The family Holm's correction runs over, in a sentence for the report."""
-    m = result.multiplicity
-    return (
-        f"Holm's correction over {m.n_comparisons} difference(s): {m.family}; "
-        f"family-wise error rate ≤ {m.alpha:g}."
-    )
+    return family_note(result.multiplicity, "difference(s)")
+
+
+def family_note(m: Multiplicity, what: str) -> str:
+    """`Holm's correction over N <what>: <family>; family-wise error rate ≤ α.`"""
+    return (f"Holm's correction over {m.n_comparisons} {what}: {m.family}; "
+            f"family-wise error rate ≤ {m.alpha:g}.")
+
+
+def contrast_columns(c: TestedContrast) -> dict:
+    """A contrast in percentage points with its interval, method, tests and reason."""
+    return {
+        "value": format_difference(c.value, c.ci_low, c.ci_high),
+        "ci method": method_label(c.ci_method),
+        **_holm_columns(c),
+        "note": c.reason or "",
+    }
+
+
+def _points(value: float | None) -> str:
+    return format_difference(value, None, None)
+
+
+def pairwise_changes_frame(result: ArmResult) -> pd.DataFrame:
+    """Per pair of targets: t1 − t2 in each arm and the change (arm − main), with its interval
+    and its Holm-corrected test over the arm's pairs."""
+    rows = []
+    for p in result.pairwise_changes:
+        found = contrast_columns(p.change)
+        rows.append({"pair": f"{p.target_1} − {p.target_2}",
+                     "main": _points(p.difference_main), "arm": _points(p.difference_arm),
+                     "change (arm − main)": found.pop("value"), **found})
+    return pd.DataFrame(rows, columns=["pair", "main", "arm", "change (arm − main)", "ci method",
+                                       "p", "p (Holm)", "after Holm", "note"])
+
+
+def pairwise_note(result: ArmResult) -> str:
+    """The pairwise changes' family, or why there is no pair."""
+    if not result.pairwise_changes:
+        return ("No pair to compare: a change of a difference between two targets needs two or "
+                "more targets with results in both arms (validation.targets).")
+    return family_note(result.pairwise_multiplicity, "change(s) of a difference between targets")
+
+
+def gap_changes_frame(result: EvaluatorArmResult) -> pd.DataFrame:
+    """Per target and gap: the gap under the main judge and under the arm's, and the change
+    (arm − main) with its interval and its Holm-corrected test over the arm's gaps."""
+    rows = []
+    for g in result.gaps:
+        found = contrast_columns(g.change)
+        rows.append({
+            "target": g.target, "gap": f"{g.axis}: {g.a} − {g.b}",
+            "main judge": format_difference(g.main.difference, g.main.ci_low, g.main.ci_high),
+            "arm judge": format_difference(g.arm.difference, g.arm.ci_low, g.arm.ci_high),
+            "change (arm − main)": found.pop("value"), **found,
+        })
+    return pd.DataFrame(rows, columns=["target", "gap", "main judge", "arm judge",
+                                       "change (arm − main)", "ci method", "p", "p (Holm)",
+                                       "after Holm", "note"])
+
+
+def gap_note(result: EvaluatorArmResult) -> str:
+    """The gap changes' family, or why there is no gap."""
+    if not result.gaps:
+        return ("No demographic gap: the planned rows have no two demographic values of an axis "
+                "with verdicts from both judges in a common base scenario.")
+    return family_note(result.gap_multiplicity, "change(s) of a gap between judges")
 
 
 def rates_frame(result: ArmResult) -> pd.DataFrame:
@@ -195,12 +261,22 @@ def _correlation_row(name: str, c: RankCorrelation) -> dict:
     }
 
 
+def _ceiling_row(c: NoiseCeiling) -> dict:
+    value = MISSING if c.value is None else f"{c.value:.2f}"
+    spread = MISSING if c.low is None else f"{c.low:.2f}–{c.high:.2f} over {c.splits} splits"
+    return {"statistic": "Kendall tau-b, noise ceiling (two halves of the main arm)",
+            "value": value, "ci": spread, "targets": c.n_targets,
+            "note": "; ".join(n for n in (c.split, c.reason) if n)}
+
+
 def correlation_frame(result: ArmResult) -> pd.DataFrame:
-    """Kendall's tau-b and Spearman's rho between the arms' rankings of the targets."""
+    """Kendall's tau-b and Spearman's rho between the arms' rankings of the targets, and tau-b's
+    noise ceiling: between two halves of the main arm, where nothing changed."""
     c = result.comparison
     return pd.DataFrame(
         [
             _correlation_row("Kendall tau-b", c.kendall_tau),
+            _ceiling_row(result.tau_noise_ceiling),
             _correlation_row("Spearman rho", c.spearman_rho),
         ],
         columns=["statistic", "value", "ci", "targets", "note"],

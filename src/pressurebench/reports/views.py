@@ -20,6 +20,7 @@ from ..schemas import (
     ScenariosFile,
     ScoresFile,
 )
+from .notebook_display import MISSING
 
 
 def _clip(text: str | None, width: int = 160) -> str:
@@ -57,9 +58,12 @@ def scenarios_frame(scenarios: ScenariosFile, width: int = 120) -> pd.DataFrame:
 
 
 def generation_errors_frame(errors: list[GenerationError]) -> pd.DataFrame:
-    """Generation failures (a metric slot, a base scenario or a variant), each with its reason."""
+    """Generation failures (a metric slot, a base scenario or a variant), each with its reason;
+    what a failure has no value for (a base scenario's demographic) is "—", never "None"."""
     return pd.DataFrame(
-        [e.model_dump() for e in errors],
+        [{"stage": e.stage, "metric_id": e.metric_id or MISSING, "base_id": e.base_id or MISSING,
+          "demographic": ", ".join(f"{k}={v}" for k, v in e.demographic.items())
+          if e.demographic else MISSING, "reason": e.reason} for e in errors],
         columns=["stage", "metric_id", "base_id", "demographic", "reason"],
     )
 
@@ -145,6 +149,22 @@ def agreement_frame(results) -> pd.DataFrame:
                  "all agree": "", "kappa": fmt(ja.kappa), "alpha": fmt(ja.krippendorff_alpha),
                  "note": ja.reason or f"{ja.kappa_method} kappa"})
     return pd.DataFrame(rows, columns=["scope", "items", "all agree", "kappa", "alpha", "note"])
+
+
+def fidelity_not_checked(params_path: str, benchmark: str, arm: str | None = None) -> str:
+    """Why a target's scores carry no fidelity checks, said exactly: the arm judges another
+    arm's conversations, the params turn the checks off, or the scores predate turning on."""
+    from ..arms.inputs import resolve
+    from ..params import load_params
+
+    params = load_params(params_path)
+    if not resolve(params_path, params, benchmark, arm or None).simulates:
+        return ("Not checked in this arm: it re-judges the main arm's conversations, whose "
+                "simulated user the main arm's evaluate checks (see its report).")
+    if not params.fidelity.check:
+        return "Not checked: fidelity.check is off in the params."
+    return ("Not checked: these scores were written before fidelity.check was turned on; "
+            "`dvc repro` runs evaluate again, with the checks.")
 
 
 def fidelity_counts(scores: ScoresFile) -> pd.DataFrame:

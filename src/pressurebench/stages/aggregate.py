@@ -29,7 +29,6 @@ from ..interop import imported_notes
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
 from ..params import Params, Statistics, load_params
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
     ERROR_CATEGORIES,
@@ -42,6 +41,7 @@ from ..schemas import (
     ScoresFile,
     error_category,
 )
+from ..stage_run import StageRun
 from ..stats.fidelity import fidelity_results
 from ..stats.fidelity_validity import fidelity_validity
 from ..stats.interval_rules import planned_design
@@ -60,7 +60,7 @@ OTHER_ERRORS = "other"
 
 def error_counts_by_category(scores: Iterable[Score]) -> dict[str, int]:
     """Score error rows per cause, and how many distinct conversations failed before judging."""
-    counts = {category: 0 for category in (*ERROR_CATEGORIES, OTHER_ERRORS)}
+    counts = dict.fromkeys((*ERROR_CATEGORIES, OTHER_ERRORS), 0)
     failed_conversations: set[str] = set()
     for s in scores:
         if s.status != "error":
@@ -206,6 +206,14 @@ def compute_results(read: AggregateInputs, stats: Statistics, benchmark: str,
     return results
 
 
+def skipped_targets(params: Params, inputs: ArmInputs) -> dict[str, str]:
+    """The targets the arm does not run, with the reason their scores file gives."""
+    if not inputs.is_main:
+        return {}
+    return {t: read_artifact(inputs.layout.scores_file(t), ScoresFile).skipped or "skipped"
+            for t in params.targets if t not in inputs.targets}
+
+
 def judge_probe_notes(layout: Layout, inputs: ArmInputs) -> JudgeProbeNotes | None:
     """The judge probes' warnings and family notes for the main arm's headline; None without
     the study (it judges the main arm's conversations only)."""
@@ -255,6 +263,7 @@ def run(
         results = compute_results(read, params.statistics, benchmark,
                                   warn_share=params.fidelity.warn_share)
     results.imported = imported_notes(inputs.layout, read.targets)
+    results.skipped_targets = skipped_targets(params, inputs)
     results.judge_probes = judge_probe_notes(stage.layout, inputs)
     for aside in results.labels_set_aside:
         print(f"pressurebench: warning: {aside.n} labels of {aside.file} set aside: "

@@ -13,7 +13,7 @@ later the evaluator) sees nothing but the conversation itself.
 
 from __future__ import annotations
 
-from ..params import ModelSpec
+from ..llm.types import ModelSettings
 from ..prompts import render
 from ..schemas import Benchmark, Landmark, Message, Metric, Scenario
 
@@ -22,7 +22,7 @@ USER_PROMPTS = ["user_system", "user_start", "user_direction"]
 _MIRROR = {"user": "assistant", "assistant": "user"}
 
 
-def target_system_prompt(scenario: Scenario, benchmark: Benchmark, target: ModelSpec) -> str | None:
+def target_system_prompt(scenario: Scenario, benchmark: Benchmark, target: ModelSettings) -> str | None:
     """The scenario's system prompt, else the benchmark's context, else the target's, or none."""
     for candidate in (
         scenario.system_prompt,

@@ -53,13 +53,12 @@ from pathlib import Path
 
 from ..arms.inputs import ArmInputs, declared_params, resolve
 from ..errors import ConfigError
-from ..interop import is_imported, judged_on_every_metric
+from ..interop import is_imported, judged_on_every_metric, skip_reason
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..llm.prompt_cache import cache_group, cache_marks
 from ..params import Evaluation, Params, load_params
 from ..prompts import render
-from ..runtime import StageRun
 from ..schemas import (
     CONVERSATION_FAILED,
     ERROR_CATEGORIES,
@@ -83,6 +82,7 @@ from ..schemas import (
     TurnVerdict,
     error_category,
 )
+from ..stage_run import StageRun
 from .fidelity import FIDELITY_PROMPTS, check_conversations
 
 STAGE = "evaluate"
@@ -148,7 +148,7 @@ def panel_decision(verdicts: list[JudgeVerdict]) -> PanelDecision:
     if not valid:
         reasons = "; ".join(_judge_error(v) for v in failed)
         return PanelDecision(None, error=f"{NO_VERDICT}: {reasons}")
-    yes = sum(v.present for v in valid)
+    yes = sum(v.present is True for v in valid)
     no = len(valid) - yes
     if yes == no:
         note = f" ({len(failed)} of {len(verdicts)} judges failed)" if failed else ""
@@ -474,7 +474,11 @@ def judge_all(
             len(read.metrics) if evaluation.evaluate_all_metrics or judged_on_every_metric(c) else 1
             for c in rows_in
         )
-        progress = stage.progress(judged + len(rows_in) * bool(fidelity_judges))
+        # Score rows and fidelity rows both count: say so, or 2N rows would read as N
+        # conversations counted twice.
+        counted = f"{len(rows_in)} conversations: {judged} score rows" + (
+            f" + {len(rows_in)} fidelity rows" if fidelity_judges else "")
+        progress = stage.progress(judged + len(rows_in) * bool(fidelity_judges), counted)
         try:
             async with client:
                 scoring = score_conversations(
@@ -529,7 +533,7 @@ def count_rows(
     }
     for category in ERROR_CATEGORIES:
         counts[f"scores_error_{category.replace(' ', '_')}"] = sum(
-            r.status == "error" and error_category(r.error) == category for r in rows
+            r.status == "error" and error_category(r.error or "") == category for r in rows
         )
     if per_turn:
         turn_rows = [t for r in rows for t in r.turn_verdicts]
@@ -545,6 +549,21 @@ def count_rows(
         counts["conversations_broken"] = sum(f.broken is True for f in fidelity)
         counts["conversations_test_aware"] = sum(f.test_aware is True for f in fidelity)
     return counts
+
+
+def _skip(params_path: str | Path, params: Params, inputs: ArmInputs, benchmark: str,
+          target: str) -> Manifest:
+    """A benchmark an imported target was not imported for judges nothing of it: its scores
+    file holds no row and says why, as its conversations file does."""
+    stage = StageRun(STAGE, params_path, benchmark, models_used=[], target=target, params=params)
+    reason = skip_reason(params, benchmark, target)
+    stage.replacing_outputs()
+    write_artifact(inputs.layout.scores_file(target), ScoresFile(
+        benchmark=benchmark, target=target, per_turn=params.evaluation.per_turn, rows=[],
+        skipped=reason))
+    return stage.finish(None, counts={"scores": 0}, prompts=[],
+                        declared=declared_params(STAGE, inputs, target),
+                        provenance={"skipped": reason})
 
 
 def run(
@@ -565,6 +584,8 @@ def run(
     """
     params = load_params(params_path)
     inputs = resolve(params_path, params, benchmark, arm)
+    if inputs.is_main and params.imported_elsewhere(target, benchmark):
+        return _skip(params_path, params, inputs, benchmark, target)
     inputs.require_target(params_path, params, target)
     evaluators = list(inputs.evaluators)
     # The main, generator and user arms check the fidelity of the conversations they own.

@@ -26,7 +26,7 @@ behaviour judge: a measuring instrument should read the same text the same way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -48,7 +48,8 @@ from ..schemas import (
 from .fidelity_detectors import Finding, awareness_finding, user_turn_findings
 
 FIDELITY_PROMPTS = [
-    "fidelity_system", "fidelity_person", "fidelity_user_turn", "fidelity_pressure", "awareness_system", "awareness_user",
+    "fidelity_system", "fidelity_person", "fidelity_user_turn", "fidelity_pressure",
+    "awareness_system", "awareness_user",
 ]
 FIDELITY_SAMPLE = 0
 CONVERSATION_NOT_CHECKED = "conversation failed"
@@ -160,7 +161,7 @@ async def ask(
                 model_id=model_id, status="error", error=result.error or "call failed",
                 model_version=result.model_version,
             )
-            return {kind: error for kind in kinds}
+            return dict.fromkeys(kinds, error)
         answer = result.parsed
         out = {}
         for kind in kinds:
@@ -257,7 +258,9 @@ async def check_conversation(
             for turn, (message, reply) in enumerate(exchanges(conv), start=1)
         ))
         return fidelity_row(conv, list(replies), error=USER_NOT_CHECKED)
-    turn_jobs, reply_jobs, user_messages = [], [], []
+    turn_jobs: list[Awaitable[list[FidelityCheck]]] = []
+    reply_jobs: list[Awaitable[FidelityCheck]] = []
+    user_messages: list[str] = []
     previous_reply: str | None = None
     last_message: str | None = None
     for m in conv.transcript:

@@ -33,17 +33,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..arms.inputs import declared_params, resolve
+from ..arms.inputs import declared_params
 from ..benchmark_checks import check_definitions, name_warning
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
 from ..llm.client import ModelClient, ProviderFactory, run_sync
-from ..params import load_params
 from ..paths import benchmark_source
 from ..prompts import render
-from ..runtime import Progress, StageRun
 from ..schemas import Benchmark, GenerationError, Manifest, Metric, Row
-from .generation import generate
+from ..stage_run import Progress, StageRun
+from .generation import generate, generating_arm
 from .similarity import near_duplicate_of
 
 STAGE = "gen_metrics"
@@ -211,10 +210,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
     """Write the arm's benchmark with its metrics, by the arm's generator (`arms.inputs`)."""
-    params = load_params(params_path)
-    inputs = resolve(params_path, params, benchmark, arm)
-    if not inputs.generates:
-        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's metrics; it writes none")
+    params, inputs = generating_arm(params_path, benchmark, arm, "metrics")
     source_path = benchmark_source(benchmark)
     source = read_source(source_path, benchmark)
     handwritten = bool(source.metrics)

@@ -32,17 +32,15 @@ import itertools
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, create_model, model_validator
 
-from ..arms.inputs import declared_params, resolve
+from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
-from ..params import load_params
 from ..prompts import render
-from ..runtime import Progress, StageRun
 from ..schemas import (
     Benchmark,
     GenerationError,
@@ -54,8 +52,9 @@ from ..schemas import (
     ScenariosFile,
     scenario_id,
 )
+from ..stage_run import Progress, StageRun
 from .curated import CuratedScenarios, curated_source, load_curated
-from .generation import generate
+from .generation import generate, generating_arm
 from .similarity import near_duplicate_of, normalise
 
 STAGE = "gen_scenarios"
@@ -95,6 +94,9 @@ class _ScenarioDraftBase(Row):
     persona: Persona
     user_goal: Goal
     latent_adversarial_goal: Goal
+    if TYPE_CHECKING:
+        # Each schema of `scenario_draft_schema` adds its own (its turns an enum of 1..turns).
+        landmarks: list[Any]
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -120,7 +122,8 @@ def scenario_draft_schema(turns: int) -> type[_ScenarioDraftBase]:
     landmark = create_model(
         "LandmarkDraft",
         __base__=Row,
-        turn=(Literal[tuple(range(1, turns + 1))], ...),
+        # A Literal of values known at run time, which no static type can spell.
+        turn=(Literal[tuple(range(1, turns + 1))], ...),  # type: ignore[arg-type]
         instruction=(Instruction, ...),
     )
     return create_model(
@@ -147,8 +150,8 @@ def scenario_text(draft) -> str:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Everything one run generates from, fixed before the first call."""
+class ScenarioJob:
+    """What one run of the stage generates, and from what: fixed before the first call."""
 
     benchmark: Benchmark
     generator: str
@@ -200,15 +203,15 @@ class _Reporter:
 
 
 async def generate_scenarios(
-    client: ModelClient, plan: Plan, progress: Progress | None = None
+    client: ModelClient, job: ScenarioJob, progress: Progress | None = None
 ) -> Outcome:
     """All metrics concurrently; rows sorted by id, errors by metric, base scenario and profile."""
     report = _Reporter(progress)
     parts = await asyncio.gather(
-        *(_metric(client, plan, m, report) for m in plan.benchmark.metrics)
+        *(_metric(client, job, m, report) for m in job.benchmark.metrics)
     )
     rows = sorted((r for p in parts for r in p.rows), key=lambda r: r.id)
-    order = {tuple(p.items()): i for i, p in enumerate(plan.profiles)}
+    order = {tuple(p.items()): i for i, p in enumerate(job.profiles)}
     errors = sorted(
         (e for p in parts for e in p.errors),
         key=lambda e: (
@@ -220,11 +223,11 @@ async def generate_scenarios(
     return Outcome(rows, errors, sum(p.near_duplicates for p in parts))
 
 
-async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Reporter) -> Outcome:
+async def _metric(client: ModelClient, job: ScenarioJob, metric: Metric, report: _Reporter) -> Outcome:
     out = Outcome([], [])
-    schema = scenario_draft_schema(plan.turns)
+    schema = scenario_draft_schema(job.turns)
     curated = sorted(
-        (r for r in (plan.curated.rows if plan.curated else []) if r.metric_id == metric.id),
+        (r for r in (job.curated.rows if job.curated else []) if r.metric_id == metric.id),
         key=lambda r: r.id,
     )
     # New scenarios must differ from the curated ones as from each other (a variant stands
@@ -233,19 +236,19 @@ async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Repo
     for row in curated:
         accepted.setdefault(row.base_id, row)
     expansions = []
-    for number in range(1, plan.scenarios_per_metric + 1):
+    for number in range(1, job.scenarios_per_metric + 1):
         base_id = f"{metric.id}_s{number:03d}"
-        if plan.kept(base_id):
+        if job.kept(base_id):
             continue
 
         def messages(rejected, number=number) -> list[dict]:
             prompt = render(
                 BASE_PROMPT,
-                benchmark=plan.benchmark,
+                benchmark=job.benchmark,
                 metric=metric,
-                turns=plan.turns,
+                turns=job.turns,
                 number=number,
-                total=plan.scenarios_per_metric,
+                total=job.scenarios_per_metric,
                 previous=list(accepted.values()) + rejected,
             )
             return [{"role": "user", "content": prompt}]
@@ -258,30 +261,23 @@ async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Repo
 
         result = await generate(
             client,
-            plan.generator,
+            job.generator,
             messages=messages,
             schema=schema,
             accept=accept,
-            attempts=plan.attempts,
+            attempts=job.attempts,
         )
         out.near_duplicates += sum(r.startswith("near-duplicate") for r in result.rejections)
         if result.value is None:
-            out.errors.append(
-                GenerationError(
-                    stage=STAGE,
-                    metric_id=metric.id,
-                    base_id=base_id,
-                    reason=result.reason("base scenario"),
-                )
-            )
-            report.rows(False, len(plan.profiles))
+            out.errors.append(_error(metric, base_id, result.reason("base scenario")))
+            report.rows(False, len(job.profiles))
             continue
         accepted[base_id] = result.value
         expansions.append(
-            asyncio.create_task(_variants(client, plan, metric, number, result.value, report))
+            asyncio.create_task(_variants(client, job, metric, number, result.value, report))
         )
     for base_id in sorted({r.base_id for r in curated}):
-        part = _curated_rows(plan, metric, base_id)
+        part = _curated_rows(job, metric, base_id)
         out.rows += part.rows
         out.errors += part.errors
         report.rows(True, len(part.rows))
@@ -294,14 +290,14 @@ async def _metric(client: ModelClient, plan: Plan, metric: Metric, report: _Repo
 
 async def _variants(
     client: ModelClient,
-    plan: Plan,
+    job: ScenarioJob,
     metric: Metric,
     number: int,
     base: _ScenarioDraftBase,
     report: _Reporter,
 ) -> Outcome:
     base_id = f"{metric.id}_s{number:03d}"
-    if not plan.rewrites:
+    if not job.rewrites:
         report.rows(True)
         return Outcome(
             [
@@ -317,20 +313,13 @@ async def _variants(
             ],
             [],
         )
-    results = await asyncio.gather(*(_rewrite(client, plan, base, p) for p in plan.profiles))
+    results = await asyncio.gather(*(_rewrite(client, job, base, p) for p in job.profiles))
     out = Outcome([], [])
-    for variant, (profile, result) in enumerate(zip(plan.profiles, results), start=1):
+    for variant, (profile, result) in enumerate(zip(job.profiles, results), start=1):
         report.rows(result.value is not None)
         if result.value is None:
-            out.errors.append(
-                GenerationError(
-                    stage=STAGE,
-                    metric_id=metric.id,
-                    base_id=base_id,
-                    demographic=profile,
-                    reason=f"rewrite for {describe(profile)}: {result.reason('rewrite')}",
-                )
-            )
+            reason = f"rewrite for {describe(profile)}: {result.reason('rewrite')}"
+            out.errors.append(_error(metric, base_id, reason, profile))
         else:
             out.rows.append(
                 _row(
@@ -346,7 +335,7 @@ async def _variants(
     return out
 
 
-async def _rewrite(client: ModelClient, plan: Plan, base: _ScenarioDraftBase, profile: Profile):
+async def _rewrite(client: ModelClient, job: ScenarioJob, base: _ScenarioDraftBase, profile: Profile):
     n = len(base.landmarks)
     prompt = render(REWRITE_PROMPT, base=base, profile=describe(profile), n=n)
 
@@ -357,11 +346,11 @@ async def _rewrite(client: ModelClient, plan: Plan, base: _ScenarioDraftBase, pr
 
     return await generate(
         client,
-        plan.generator,
+        job.generator,
         messages=lambda rejected: [{"role": "user", "content": prompt}],
         schema=rewrite_draft_schema(n),
         accept=accept,
-        attempts=plan.attempts,
+        attempts=job.attempts,
     )
 
 
@@ -390,18 +379,24 @@ def _row(
     )
 
 
-def _curated_rows(plan: Plan, metric: Metric, base_id: str) -> Outcome:
+def _curated_rows(job: ScenarioJob, metric: Metric, base_id: str) -> Outcome:
     """A curated base scenario's rows as written, and an error per profile it has no row for."""
-    rows = [r for r in plan.curated.rows if r.base_id == base_id]
+    assert job.curated is not None, "a curated base scenario comes from the curated file"
+    rows = [r for r in job.curated.rows if r.base_id == base_id]
     have = {tuple(sorted(r.demographic.items())) for r in rows}
     errors = [
-        GenerationError(stage=STAGE, metric_id=metric.id, base_id=base_id, demographic=profile,
-                        reason="curated base scenario has no row for this profile: add one to "
-                               "the curated file, or drop the base scenario")
-        for profile in plan.profiles
-        if plan.rewrites and tuple(sorted(profile.items())) not in have
+        _error(metric, base_id, "curated base scenario has no row for this profile: add one to "
+               "the curated file, or drop the base scenario", profile)
+        for profile in job.profiles
+        if job.rewrites and tuple(sorted(profile.items())) not in have
     ]
     return Outcome(rows, errors)
+
+
+def _error(metric: Metric, base_id: str, reason: str, profile: Profile | None = None) -> GenerationError:
+    """A base scenario that failed (no profile: none of its rows exists), or one of its rows."""
+    return GenerationError(stage=STAGE, metric_id=metric.id, base_id=base_id, demographic=profile,
+                           reason=reason)
 
 
 def read_metrics(path: Path) -> Benchmark:
@@ -424,10 +419,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
 ) -> Manifest:
     """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arms.inputs`)."""
-    params = load_params(params_path)
-    inputs = resolve(params_path, params, benchmark, arm)
-    if not inputs.generates:
-        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's scenarios; it writes none")
+    params, inputs = generating_arm(params_path, benchmark, arm, "scenarios")
     gen_id = inputs.generator
     stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=inputs.name, params=params)
     metrics_path = inputs.metrics_file
@@ -438,7 +430,7 @@ def run(
         load_curated(curated_path, metrics, profiles(g.demographics))
         if inputs.keeps_curated_scenarios else None
     )
-    plan = Plan(
+    job = ScenarioJob(
         benchmark=metrics,
         generator=gen_id,
         scenarios_per_metric=g.scenarios_per_metric,
@@ -451,9 +443,9 @@ def run(
 
     async def core() -> Outcome:
         async with client:
-            progress = stage.progress(plan.rows_expected)
+            progress = stage.progress(job.rows_expected)
             try:
-                return await generate_scenarios(client, plan, progress)
+                return await generate_scenarios(client, job, progress)
             finally:
                 progress.close()
 
@@ -463,38 +455,38 @@ def run(
         stage.layout.scenarios_file,
         ScenariosFile(
             benchmark=benchmark, rows=outcome.rows, errors=outcome.errors,
-            curated=sorted(r.id for r in outcome.rows if plan.kept(r.base_id)),
+            curated=sorted(r.id for r in outcome.rows if job.kept(r.base_id)),
         ),
     )
     base_errors = sum(e.demographic is None for e in outcome.errors)
     manifest = stage.finish(
         client,
         counts={
-            "metrics": len(plan.benchmark.metrics),
-            "metric_errors_upstream": len(plan.benchmark.errors),
-            "base_scenarios_requested": len(plan.benchmark.metrics) * plan.scenarios_per_metric,
+            "metrics": len(job.benchmark.metrics),
+            "metric_errors_upstream": len(job.benchmark.errors),
+            "base_scenarios_requested": len(job.benchmark.metrics) * job.scenarios_per_metric,
             "base_scenarios_failed": base_errors,
-            "profiles": len(plan.profiles),
-            "rows_expected": plan.rows_expected,
+            "profiles": len(job.profiles),
+            "rows_expected": job.rows_expected,
             "rows_written": len(outcome.rows),
             "rewrites_failed": len(outcome.errors) - base_errors,
             "near_duplicates_dropped": outcome.near_duplicates,
-            "curated_rows": sum(plan.kept(r.base_id) for r in outcome.rows),
+            "curated_rows": sum(job.kept(r.base_id) for r in outcome.rows),
             "curated_dropped": len(curated.dropped) if curated else 0,
         },
-        prompts=[BASE_PROMPT, REWRITE_PROMPT] if plan.rewrites else [BASE_PROMPT],
+        prompts=[BASE_PROMPT, REWRITE_PROMPT] if job.rewrites else [BASE_PROMPT],
         declared=declared_params(STAGE, inputs),
         provenance={
             "generator": gen_id,
             "metrics_from": str(metrics_path),
-            "metric_ids": [m.id for m in plan.benchmark.metrics],
+            "metric_ids": [m.id for m in job.benchmark.metrics],
             "curated_from": str(curated_path) if curated else None,
         },
         seeds={"generator": params.models[gen_id].seed},
     )
     first = outcome.errors[0] if outcome.errors else None
     stage.check_error_rate(
-        plan.rows_expected - len(outcome.rows), plan.rows_expected, "scenario rows",
+        job.rows_expected - len(outcome.rows), job.rows_expected, "scenario rows",
         stage.layout.scenarios_file,
         (first.base_id or first.metric_id or "—", first.reason) if first else None,
     )

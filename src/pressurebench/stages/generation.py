@@ -1,6 +1,7 @@
-"""Ask the generator for one structured item, regenerating a bounded number of times.
+"""What the two generation stages share: the arm they write for, and asking the generator for
+one structured item, regenerating a bounded number of times.
 
-The client already repairs malformed structured output; this layer handles
+The client already repairs malformed structured output; `generate` handles
 answers that are well-formed but unacceptable in context (a near-duplicate, a
 rewrite identical to its base). Every attempt uses a distinct `sample` index,
 so a regeneration is a new draw rather than a replay of the cached failure.
@@ -10,15 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ..arms.inputs import ArmInputs, resolve
+from ..errors import ConfigError
 from ..llm.client import ModelClient
+from ..params import Params, load_params
 
 T = TypeVar("T", bound=BaseModel)
 
 MAX_REASON_CHARS = 600
+
+
+def generating_arm(
+    params_path: str | Path, benchmark: str, arm: str | None, what: str
+) -> tuple[Params, ArmInputs]:
+    """The params and the inputs of `arm`, which must write its own `what` (metrics,
+    scenarios): an arm that plays the main arm's is refused."""
+    params = load_params(params_path)
+    inputs = resolve(params_path, params, benchmark, arm)
+    if not inputs.generates:
+        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's {what}; it writes none")
+    return params, inputs
 
 
 @dataclass

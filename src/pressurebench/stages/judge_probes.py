@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TypeGuard
 
 from ..arms.inputs import declared_params, resolve
-from ..arms.plan import rows_of, select_base_scenarios
+from ..arms.study_plan import rows_of, select_base_scenarios
 from ..errors import ConfigError
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import ModelClient, ProviderFactory, run_sync
 from ..params import Params, load_params
 from ..paths import Layout, probes_layout
-from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
     Conversation,
+    EditProbe,
     Manifest,
     ProbeEdit,
     ProbeEditsFile,
@@ -39,6 +40,7 @@ from ..schemas import (
     ScenariosFile,
     Score,
 )
+from ..stage_run import StageRun
 from ..validation.judge_probes import family_check
 from .evaluate import (
     JUDGE_PROMPTS,
@@ -53,7 +55,7 @@ from .probe_edits import NO_OTHER_VARIANT, PROMPTS, edit_conversations, edited_c
 
 EDIT_STAGE = "probes_edit"
 EVALUATE_STAGE = "probes_evaluate"
-EDIT_PROBES = ("identity", "verbosity")
+EDIT_PROBES: tuple[EditProbe, ...] = ("identity", "paraphrase", "verbosity")
 FAMILY = "family"
 REPEAT = "repeat"
 # The repeat probe's sample index: the main judge's request asked once more (evaluate asks with 0).
@@ -67,8 +69,12 @@ def subset_rows(params: Params, scenarios: ScenariosFile) -> list[str]:
     return rows_of(scenarios.rows, select_base_scenarios(scenarios.rows, v.fraction, v.seed))
 
 
-def edit_probes(params: Params) -> list[str]:
-    return [p for p in params.validation.judge_probes if p in EDIT_PROBES]
+def _edits(probe: str) -> TypeGuard[EditProbe]:
+    return probe in EDIT_PROBES
+
+
+def edit_probes(params: Params) -> list[EditProbe]:
+    return [p for p in params.validation.judge_probes if _edits(p)]
 
 
 def require_probe_target(params_path: str | Path, params: Params, target: str) -> None:
@@ -125,7 +131,7 @@ def edit_run(params_path: str | Path, benchmark: str, target: str, *,
         seeds={"subset": params.validation.seed, editor: params.models[editor].seed},
     )
     # A base scenario with one variant has no other voice to rewrite into: not a failure.
-    failed = [e for e in edits if e.status == "error" and not e.error.startswith(NO_OTHER_VARIANT)]
+    failed = [e for e in edits if e.status == "error" and not (e.error or "").startswith(NO_OTHER_VARIANT)]
     stage.check_error_rate(len(failed), len(edits), "edits", out,
                            (failed[0].conv_id, failed[0].error) if failed else None)
     return manifest
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     run = edit_run if args.step == "edit" else evaluate_run
     try:
         run(args.params, args.benchmark, args.target)
-    except PressurebenchError as exc:
+    except (PressurebenchError, KeyboardInterrupt) as exc:
         return reported(exc)
     return 0
 

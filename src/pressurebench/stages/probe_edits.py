@@ -8,6 +8,11 @@ the verdict moves. An edit must change only the feature it probes, so each is na
   scenario; the target's replies stay byte-identical, so the judge reads the same replies to
   a different person. The other variant of the first variant of a base scenario is its second;
   of every other variant, the first.
+- paraphrase: each user turn rewritten by the generator in other words in the *same* voice
+  (the same person typing it again), the target's replies byte-identical: the identity edit
+  without the identity. How often it moves the verdict is the edit's own floor: a rewritten
+  transcript can read oddly beside replies to the original, and a judge may react to that,
+  not to who the user is.
 - verbosity: each target reply followed by a restatement of itself, written by the generator
   and told to add nothing; the user's turns stay byte-identical.
 
@@ -33,8 +38,10 @@ from ..schemas import (
 )
 
 IDENTITY_PROMPT = "probe_identity"
+PARAPHRASE_PROMPT = "probe_paraphrase"
 VERBOSITY_PROMPT = "probe_verbosity"
-PROMPTS = {"identity": IDENTITY_PROMPT, "verbosity": VERBOSITY_PROMPT}
+PROMPTS = {"identity": IDENTITY_PROMPT, "paraphrase": PARAPHRASE_PROMPT,
+           "verbosity": VERBOSITY_PROMPT}
 EDIT_SAMPLE = 0
 NO_OTHER_VARIANT = "no other variant"
 
@@ -103,6 +110,27 @@ async def identity_edit(client: ModelClient, editor: str, conv: Conversation,
                      status="ok", edits=edits, transcript=transcript, **target)
 
 
+async def paraphrase_edit(client: ModelClient, editor: str, conv: Conversation) -> ProbeEdit:
+    """The conversation with its user turns in other words, in the same person's voice."""
+    source = describe(conv.demographic)
+    user_turns = [i for i, m in enumerate(conv.transcript) if m.role == "user"]
+    replies = await asyncio.gather(*(
+        _edit_text(client, editor, render(PARAPHRASE_PROMPT, source=source,
+                                          message=conv.transcript[i].content))
+        for i in user_turns
+    ))
+    transcript = list(conv.transcript)
+    edits = []
+    for i, (text, truncated, error) in zip(user_turns, replies):
+        if text is None:
+            return _error("paraphrase", conv, f"paraphrase of message {i}: {error}")
+        transcript[i] = transcript[i].model_copy(update={"content": text})
+        edits.append(MessageEdit(index=i, role="user", chars_before=len(conv.transcript[i].content),
+                                 chars_after=len(text), truncated=truncated))
+    return ProbeEdit(probe="paraphrase", conv_id=conv.conv_id, scenario_id=conv.scenario_id,
+                     status="ok", edits=edits, transcript=transcript)
+
+
 async def verbosity_edit(client: ModelClient, editor: str, conv: Conversation) -> ProbeEdit:
     """The conversation with every target reply followed by a restatement of itself."""
     replies_at = [i for i, m in enumerate(conv.transcript) if m.role == "assistant"]
@@ -139,6 +167,8 @@ async def edit_conversations(
             return _error(probe, conv, f"the conversation failed: {conv.error}")
         if probe == "identity":
             return await identity_edit(client, editor, conv, others.get(conv.scenario_id))
+        if probe == "paraphrase":
+            return await paraphrase_edit(client, editor, conv)
         return await verbosity_edit(client, editor, conv)
 
     return list(await asyncio.gather(*(one(p, c) for p in probes for c in conversations)))

@@ -71,19 +71,19 @@ from ..interop import (
     import_provenance,
     imported_conversations,
     is_imported,
+    skip_reason,
 )
 from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import (
     CallResult,
     ModelClient,
     ProviderFactory,
-    add_cost,
+    count_call,
     run_sync,
 )
 from ..llm.prompt_cache import cache_group, cache_marks
 from ..llm.types import ProviderStop
 from ..params import Params, load_params
-from ..runtime import StageRun
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -96,6 +96,7 @@ from ..schemas import (
     UserTurn,
     conv_id,
 )
+from ..stage_run import StageRun
 from .conversation import (
     USER_PROMPTS,
     landmarks_due,
@@ -149,15 +150,8 @@ class _Calls:
     redraws: int = 0
 
     def add(self, role: str, result: CallResult) -> None:
-        u = self.usage.setdefault(result.model_id, ModelUsage(cached_calls=None, latency_s=None))
-        u.calls += 1
-        u.failed_calls += int(not result.ok)
-        u.input_tokens += result.input_tokens
-        u.output_tokens += result.output_tokens
-        u.reasoning_tokens += result.reasoning_tokens
-        u.cached_input_tokens += result.cached_input_tokens
-        u.cache_write_tokens += result.cache_write_tokens
-        u.cost_usd = add_cost(u.cost_usd, result.recorded_cost_usd)
+        usage = self.usage.setdefault(result.model_id, ModelUsage(cached_calls=None, latency_s=None))
+        count_call(usage, result, result.recorded_cost_usd)
         if result.model_version:
             self.versions[role] = result.model_version
 
@@ -403,16 +397,25 @@ def _run_imported(
     params_path: str | Path, params: Params, inputs: ArmInputs, benchmark: str, target: str
 ) -> Manifest:
     """An imported target's conversations are the ones imported (`interop`), not simulated:
-    the normalized copy becomes conversations.json, with no call made."""
+    the normalized copy becomes conversations.json, with no call made. A benchmark it was not
+    imported for skips it: its file holds no row and says why."""
     if not inputs.is_main:
         raise ConfigError(
             params_path, f"'{target}' is an imported target: a validation arm has no simulated "
             "conversations of it to vary; leave it out of `validation.targets`",
             "validation.targets",
         )
-    inputs.require_target(params_path, params, target)
     stage = StageRun(STAGE, params_path, benchmark, models_used=[], target=target,
                      params=params)
+    if params.imported_elsewhere(target, benchmark):
+        reason = skip_reason(params, benchmark, target)
+        stage.replacing_outputs()
+        write_artifact(stage.layout.conversations_file(target), ConversationsFile(
+            benchmark=benchmark, target=target, rows=[], skipped=reason))
+        return stage.finish(None, counts={"conversations": 0}, prompts=[],
+                            declared=declared_params(STAGE, inputs, target),
+                            provenance={"skipped": reason})
+    inputs.require_target(params_path, params, target)
     bench_path = inputs.metrics_file
     rows = imported_conversations(
         params, params_path, benchmark, target, read_yaml_model(bench_path, Benchmark)

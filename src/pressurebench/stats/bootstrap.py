@@ -87,8 +87,8 @@ class ClusterBootstrap:
         self.strata_codes, names = pd.factorize(np.asarray(strata, dtype=object), sort=True)
         self.strata_names = [str(name) for name in names]
 
-        strata = collapse_singleton_strata(np.asarray(strata, dtype=object))
-        stratum_codes, _ = pd.factorize(strata, sort=True)
+        collapsed = collapse_singleton_strata(np.asarray(strata, dtype=object))
+        stratum_codes, _ = pd.factorize(collapsed, sort=True)
         sizes = np.bincount(stratum_codes)
         order = np.argsort(stratum_codes, kind="stable")
         starts = np.cumsum(sizes) - sizes

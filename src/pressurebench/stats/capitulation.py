@@ -378,6 +378,9 @@ def curve_differences(
             if reason is not None:
                 shown |= {"ci_low": None, "ci_high": None, "ci_method": methods.NONE}
             elif not np.isfinite(high[n, u]) or se.reshape(len(pairs), -1)[n, u] <= 0:
+                assert pa.ci_low is not None and pa.ci_high is not None \
+                    and pb.ci_low is not None and pb.ci_high is not None, \
+                    "a curve without a reason has a band at every turn it holds a share"
                 lo, hi = newcombe_interval(pa.holding, pa.ci_low, pa.ci_high,
                                            pb.holding, pb.ci_low, pb.ci_high)
                 shown |= {"ci_low": lo, "ci_high": hi, "ci_method": methods.NEWCOMBE_CLUSTERS}

@@ -92,6 +92,7 @@ def stratified_variance(
         raise TypeError("give the statistic's rule (stats.interval_rules) or min_df, not both")
     if min_df is not None:
         rule = IntervalRule("variance component", 0, 0, "cluster-t", min_df=min_df)
+    assert rule is not None, "given, or made from min_df above"
     z = np.asarray(z, dtype=float)
     flat = z.ndim == 1
     if flat:
@@ -112,6 +113,7 @@ def stratified_variance(
     reason: list[str | None] = []
     for g in range(z.shape[1]):
         m, c = int(metrics[g]), int(clusters[g])
+        why: str | None
         if lone[g]:
             why = "a metric has a single base scenario: its variance cannot be estimated"
         else:

@@ -211,7 +211,8 @@ def corrected_rates(
     axes = demographic_axes(scores)
     groupings: list[Sequence[str]] = [
         ["target"], ["target", "metric_type"], ["target", "metric_id"],
-    ] + [["target", DEMOGRAPHIC_PREFIX + axis] for axis in axes]
+        *(["target", DEMOGRAPHIC_PREFIX + axis] for axis in axes),
+    ]
     raw_all = grouped_rates(scores, bootstrap, groupings, confidence_level=confidence_level)
 
     def correct(columns: Sequence[str]):
@@ -233,16 +234,18 @@ def corrected_rates(
     for target, overall_rate in overall.items():
         by = [None] + [_of_target(rates, target) for _, _, rates in per_grouping[1:]]
         types = by[1]
+        assert types is not None, "by[1:] are the target's rates per grouping"
         gaps = {}
         for a, axis in enumerate(axes):
             keys, tables, rates = per_grouping[3 + a]
             mine = [g for g, k in enumerate(keys) if str(k[0]) == target]
             pairs = list(combinations(mine, 2))
-            out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
-                   if pairs else None)
+            compared = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
+                        if pairs else None)
             gaps[axis] = [
-                _difference(str(keys[i][1]), str(keys[j][1]), rates[keys[i]], rates[keys[j]], out, p)
-                for p, (i, j) in enumerate(pairs)
+                _difference(str(keys[i][1]), str(keys[j][1]), rates[keys[i]], rates[keys[j]],
+                            compared, p)
+                for p, (i, j) in enumerate(pairs) if compared is not None
             ]
         by_target[target] = TargetCorrection(
             overall=overall_rate,
@@ -255,11 +258,11 @@ def corrected_rates(
 
     keys, tables, rates = per_grouping[0]
     pairs = list(combinations(range(len(keys)), 2))
-    out = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
-           if pairs else None)
+    compared = (ppi_differences(tables, strata, pairs, confidence_level, metric_names=names)
+                if pairs else None)
     differences = [
-        _difference(str(keys[i][0]), str(keys[j][0]), rates[keys[i]], rates[keys[j]], out, p)
-        for p, (i, j) in enumerate(pairs)
+        _difference(str(keys[i][0]), str(keys[j][0]), rates[keys[i]], rates[keys[j]], compared, p)
+        for p, (i, j) in enumerate(pairs) if compared is not None
     ]
     return CorrectedRates(by_target=by_target, differences=differences)
 

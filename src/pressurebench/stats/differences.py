@@ -105,6 +105,7 @@ def mover_interval(
     cluster strongly (an ICC of 0.9), the difference rests on the few scenarios where they
     part, the estimated correlation is near 1 and the uncorrected MOVER interval collapses:
     it covered 0.89-0.91 on one metric at 20-30 base scenarios in the stress grid."""
+    assert design.sides is not None, "the designs of differences carry their sides"
     var_a, var_b, covariance = design.sides
     if rows is not None:
         k = np.maximum(np.minimum(k_a, k_b), 1)

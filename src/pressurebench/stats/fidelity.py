@@ -145,7 +145,8 @@ def fidelity_frames(rows: Iterable[ConversationFidelity]) -> dict[str, pd.DataFr
             records["aware_turn"].append({**base, "turn": str(c.turn), "status": status, "passed": passed})
     columns = list(_base_columns())
     return {
-        name: pd.DataFrame.from_records(recs, columns=columns + (["turn"] if "turn" in name else []) + ["status", "passed"])
+        name: pd.DataFrame.from_records(
+            recs, columns=columns + (["turn"] if "turn" in name else []) + ["status", "passed"])
         for name, recs in records.items()
     }
 

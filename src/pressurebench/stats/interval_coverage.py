@@ -131,18 +131,20 @@ def interval_coverages(strata: np.ndarray, kinds: tuple[Kind, ...] = KINDS) -> l
         elif None in found or None in stressed:
             reason = "below the smallest design the coverage grids simulate"
         shown = reason is None
+        known = [f for f in found if f is not None]  # all of them when shown
+        stress_known = [f for f in stressed if f is not None]
         out.append(IntervalCoverage(
             interval=kind.interval,
             method=kind.method if shown else methods.NONE,
             metrics=metrics,
             base_scenarios_per_metric=per_metric,
-            grid_metrics=found[0].metrics if shown else None,
-            grid_per_metric=found[0].per_metric if shown else None,
-            coverage_low=min(f.low for f in found) if shown else None,
-            coverage_high=max(f.high for f in found) if shown else None,
-            stress_per_metric=stressed[0].per_metric if shown else None,
-            stress_low=min(f.low for f in stressed) if shown else None,
-            stress_high=max(f.high for f in stressed) if shown else None,
+            grid_metrics=known[0].metrics if shown else None,
+            grid_per_metric=known[0].per_metric if shown else None,
+            coverage_low=min(f.low for f in known) if shown else None,
+            coverage_high=max(f.high for f in known) if shown else None,
+            stress_per_metric=stress_known[0].per_metric if shown else None,
+            stress_low=min(f.low for f in stress_known) if shown else None,
+            stress_high=max(f.high for f in stress_known) if shown else None,
             reason=reason,
         ))
     return out

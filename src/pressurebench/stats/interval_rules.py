@@ -45,7 +45,7 @@ from importlib import resources
 # Below this many base scenarios per metric the design's variance is measured
 # with so few degrees of freedom that no statistic here is reported.
 FEWEST_PER_METRIC = 2
-# Share of planned base scenarios `pressurebench plan` adds for generation losses (a scenario
+# Share of planned base scenarios `pressurebench size` adds for generation losses (a scenario
 # that fails to generate, is rejected as a near-duplicate, or has no valid row), at least one.
 GENERATION_MARGIN = 0.15
 
@@ -145,17 +145,42 @@ CORRECTED_RATE = IntervalRule(
 CORRECTED_DIFFERENCE = IntervalRule("corrected difference", pooled=12, single=12,
                                     method="ppi++-cluster-t")
 
+# The validation studies' contrasts, measured by their own sweep (`make validation-coverage`,
+# docs/validation_coverage.md, "Contrasts"): a gap read twice on the same rows (the judge's part
+# of a gap, a gap's change between judges), the share of a gap its judge's part is (Fieller), a
+# probe's flip rate over a floor's on the same rows, and the change of a difference between two
+# targets across arms (same scenarios, or unrelated ones). Pooled over 4 or 20 metrics every one
+# covers from 2 base scenarios per metric (kept at 3, the floor of every pooled rule) but the
+# share, which falls to 0.90 at 3 and covers from 5. On one metric (reported only for the flip
+# excess; otherwise a benchmark of one metric) the differences cover from 2 (kept at 3, as a
+# paired difference's); a gap contrast falls to 0.91 at 8-20 and covers at 30; the share falls
+# to 0.78-0.90 at every design up to 30, so it is withheld there at every design.
+GAP_CONTRAST = IntervalRule("gap contrast", pooled=3, single=30, method="cluster-t")
+EXPLAINED_SHARE = IntervalRule(
+    "explained share", pooled=5, single=31, method="fieller-cluster-t",
+    single_unsupported="on one metric's base scenarios the validation sweep found it covering "
+    "0.78-0.90 at every design up to 30 base scenarios (docs/validation_coverage.md)",
+)
+FLIP_EXCESS = IntervalRule("flip excess", pooled=3, single=3, method="cluster-t")
+DIFFERENCE_CHANGE = IntervalRule("difference change", pooled=3, single=3, method="cluster-t")
+INDEPENDENT_DIFFERENCE_CHANGE = IntervalRule("independent difference change", pooled=3,
+                                             single=3, method="cluster-t-welch")
+VALIDATION_RULES = (GAP_CONTRAST, EXPLAINED_SHARE, FLIP_EXCESS, DIFFERENCE_CHANGE,
+                    INDEPENDENT_DIFFERENCE_CHANGE)
+
 RULES = {rule.statistic: rule for rule in (RATE, DIFFERENCE, INDEPENDENT_DIFFERENCE, GAP, CONTRAST,
                                            CAPITULATION, CURVE_DIFFERENCE, SENSITIVITY,
-                                           CORRECTED_RATE, CORRECTED_DIFFERENCE)}
+                                           CORRECTED_RATE, CORRECTED_DIFFERENCE,
+                                           *VALIDATION_RULES)}
 
 
 def scenarios_for_intervals(metrics: int, rules: tuple[IntervalRule, ...] | None = None) -> int:
     """Fewest base scenarios per metric at which every rule in `rules` reports its pooled
     interval over `metrics` metrics; by default every measured rule but the curve difference's,
-    which only a study comparing targets turn by turn needs, and the judge-corrected ones,
-    whose intervals need human labels a study may never collect (`plan` lists them all)."""
-    optional = (CURVE_DIFFERENCE, CORRECTED_RATE, CORRECTED_DIFFERENCE)
+    which only a study comparing targets turn by turn needs, the judge-corrected ones,
+    whose intervals need human labels a study may never collect, and the validation studies'
+    contrasts, which only a study with those arms or probes needs (`plan` lists them all)."""
+    optional = (CURVE_DIFFERENCE, CORRECTED_RATE, CORRECTED_DIFFERENCE, *VALIDATION_RULES)
     chosen = tuple(r for r in RULES.values() if r not in optional) if rules is None else rules
     return max(rule.per_metric(metrics) for rule in chosen)
 
@@ -212,7 +237,7 @@ def remedy(metrics: int, rule: IntervalRule, clusters: int) -> str:
                 f"for them or plan {with_margin(needed)} per metric to absorb such losses")
     return (f"an interval needs at least {needed} base scenarios per metric with valid rows "
             f"(set generation.scenarios_per_metric: {with_margin(needed)}, which leaves a "
-            "margin for generation losses; the command pressurebench plan sizes a study)")
+            "margin for generation losses; the command pressurebench size sizes a study)")
 
 
 # The coverage grid's summary (per interval type, number of metrics and base scenarios per

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.stats import t as student_t
 
 # The bisection's bracket on the confidence level and its number of halvings: p-values are
 # found to about 1e-12, far below any a report prints.
@@ -64,3 +65,20 @@ def inverted_p_values(
     holds_shown = (shown_low <= null) & (null <= shown_high)
     p = np.where(holds_shown, np.maximum(p, alpha), np.minimum(p, np.nextafter(alpha, 0)))
     return np.where(drawn, np.clip(p, 0.0, 1.0), np.nan)
+
+
+def inverted_p_value(interval_at: Callable[[float], tuple[float, float]], shown_level: float
+                     ) -> float:
+    """`inverted_p_values` of one interval, drawn by `interval_at(level)` -> (low, high)."""
+
+    def bounds(levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        low, high = interval_at(float(levels[0]))
+        return np.array([low]), np.array([high])
+
+    return float(inverted_p_values(bounds, 1, shown_level)[0])
+
+
+def symmetric_t_p_value(value: float, variance: float, df: float) -> float:
+    """The p-value the interval value ± t_df · √variance inverts to, in closed form:
+    2 · P(T_df > |value| / √variance)."""
+    return float(2 * student_t.sf(abs(value) / np.sqrt(variance), max(df, 1.0)))

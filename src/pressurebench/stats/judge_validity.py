@@ -296,6 +296,7 @@ def share(
     )
     if estimate.reason != NO_VARIATION:
         return estimate
+    assert estimate.value is not None, "a share that does not vary has a value"
     low, high = wilson_interval(
         estimate.value * estimate.n_clusters, estimate.n_clusters, confidence_level
     )
@@ -530,7 +531,7 @@ def judge_validity(
     human = items["reference"].to_numpy()
     usable = ~np.isnan(human) & ~np.isnan(panel)
     item_metric = np.where(
-        usable, pd.Index(metrics).get_indexer(items["metric_id"].astype(str)), -1
+        usable, pd.Index(metrics).get_indexer(pd.Index(items["metric_id"].astype(str))), -1
     )
     cells = [(human == 1) & (panel == 1), human == 1, (human == 0) & (panel == 0), human == 0]
     weight = items["weight"].to_numpy()

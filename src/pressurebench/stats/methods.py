@@ -38,4 +38,7 @@ WILSON_ROWS_SINGLE_CLUSTER = "wilson-rows-single-cluster"
 PPI_CLUSTER_T_WILSON = "ppi++-cluster-t-wilson"
 PPI_CLUSTER_T = "ppi++-cluster-t"
 NEWCOMBE_CLUSTERS = "newcombe-wilson-effective-n-clusters"
+# A ratio of two contrasts on the same rows (the share of a gap the judge's reading explains):
+# Fieller's interval from their cluster-t variances and covariance (`stats.gap_contrasts`).
+FIELLER_CLUSTER_T = "fieller-cluster-t"
 NONE = "none"

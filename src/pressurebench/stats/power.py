@@ -8,7 +8,7 @@ Error Bars to Evals", §4; Bloom 1995). With the design's degrees of freedom,
 
     MDE = (t_{1 − α/2, df} + t_{power, df}) · se,
 
-the same t quantiles and the same variance as the interval beside it. `pressurebench plan`
+the same t quantiles and the same variance as the interval beside it. `pressurebench size`
 sizes a study from the same formula (`commands.sample_size`).
 """
 

@@ -15,6 +15,9 @@ turn. All use the bootstrap the pass rates use, so they are paired with them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 import numpy as np
 import pandas as pd
 from pydantic import Field
@@ -40,6 +43,8 @@ from .frame import (
     demographic_axes,
 )
 from .rates import grouped_rates
+
+E = TypeVar("E")
 
 
 class OnsetSummary(Row):
@@ -141,7 +146,7 @@ def pressure_results(
         turns[turns[LANDMARK].notna()].groupby(["target", LANDMARK])[TURN].unique()
     )
 
-    def of(target: str, estimates: dict[tuple, object]) -> dict[str, object]:
+    def of(target: str, estimates: Mapping[tuple, E]) -> dict[str, E]:
         return {_label(key[1]): est for key, est in estimates.items() if key[0] == target}
 
     targets = {}

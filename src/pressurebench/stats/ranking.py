@@ -97,7 +97,7 @@ def rank_probabilities(replicates: np.ndarray) -> np.ndarray:
 def _per_scenario(scores: pd.DataFrame, bootstrap: ClusterBootstrap):
     """Passes and valid rows per (target, variant), and each variant's cluster."""
     targets = sorted(str(t) for t in pd.unique(scores["target"]))
-    t_code = pd.Index(targets).get_indexer(scores["target"].astype(str))
+    t_code = pd.Index(targets).get_indexer(pd.Index(scores["target"].astype(str)))
     s_code, scenarios = pd.factorize(scores["scenario_id"])
     n_t, n_s = len(targets), len(scenarios)
     flat = t_code * n_s + s_code

@@ -95,7 +95,7 @@ def _turns_test(turns: dict[str, list[int]]) -> ReceivedTest:
         return ReceivedTest(what=what, test="none", p_value=None, differs=False,
                             note="the same for every target" if len(groups) >= 2 else "one target")
     if len(groups) == 2:
-        p = float(stats.mannwhitneyu(*groups).pvalue)
+        p = float(stats.mannwhitneyu(groups[0], groups[1]).pvalue)
         test = "Mann–Whitney U test"
     else:
         p = float(stats.kruskal(*groups).pvalue)

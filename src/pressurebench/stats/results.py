@@ -12,7 +12,7 @@ replicate. Missing data is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +38,7 @@ from .rates import TargetRates, no_data, target_rates
 from .received import ReceivedResults
 from .variance_components import VarianceComponents, variance_components
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION: Final = 1
 RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
     "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "
@@ -109,9 +109,15 @@ class JudgeProbeNotes(Row):
     """What the judge probes (`validation.judge_probes`) put on the results report's headline."""
 
     warn: float = Field(description="validation.judge_probes_warn")
-    warnings: list[str] = Field(description="probes whose verdict flip rate exceeds it")
+    warnings: list[str] = Field(
+        description="probes whose flip rate exceeds every floor's by more than it, "
+        "significantly after Holm's correction; a repeat flip rate above it"
+    )
     family: list[str] = Field(
         description="judges sharing a model family with a target or the generator"
+    )
+    multiplicity: str | None = Field(
+        default=None, description="the family Holm's correction of the excesses runs over"
     )
 
 
@@ -145,6 +151,11 @@ class Results(BaseModel):
         default_factory=dict,
         description="targets whose conversations were imported: their sources, clustering and "
         "the checks skipped",
+    )
+    skipped_targets: dict[str, str] = Field(
+        default_factory=dict,
+        description="targets this benchmark does not run, with why (an imported target imported "
+        "for other benchmarks only)",
     )
     intervals: list[IntervalCoverage] = Field(
         default_factory=list,

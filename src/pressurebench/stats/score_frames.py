@@ -105,13 +105,15 @@ def onsets_frame(scores: Iterable[Score]) -> pd.DataFrame:
     records = []
     for s in rows:
         base, scenario = _units(s)
+        onset = s.onset
+        assert onset is not None, "the rows kept are those with an onset"
         records.append({
             "target": s.target, "metric_id": s.metric_id, "metric_type": s.metric_type,
             "base_id": base, "scenario_id": scenario, "sample": s.sample,
             **{DEMOGRAPHIC_PREFIX + a: s.demographic.get(a) for a in axes},
             "conv_id": s.conv_id, CLUSTER_COLUMN: s.base_id, STRATUM_COLUMN: s.scenario_metric_id,
-            ONSET_TIME: s.onset.observed_turns, GAVE_IN: s.onset.turn is not None,
-            ONSET_CENSORED: s.onset.censored, FLIPS: s.onset.flips, RECOVERED: s.onset.recovered,
+            ONSET_TIME: onset.observed_turns, GAVE_IN: onset.turn is not None,
+            ONSET_CENSORED: onset.censored, FLIPS: onset.flips, RECOVERED: onset.recovered,
         })
     return pd.DataFrame.from_records(records, columns=[
         "target", "metric_id", "metric_type", "base_id", "scenario_id", "sample",

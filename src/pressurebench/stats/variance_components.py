@@ -7,7 +7,7 @@ a scenario easier or harder, and a demographic effect shows here too), the sampl
 conversation drawn at a temperature above 0), and, where a judge panel read each conversation,
 the judge. Their sizes say what a study should buy more of: more base scenarios help against
 the first, more samples only against the third (Miller 2024, "Adding Error Bars to Evals";
-`pressurebench plan` sizes a study from them).
+`pressurebench size` sizes a study from them).
 
 The components are moment estimators of the nested random-effects model (ANOVA, unbalanced),
 on the valid rows of one target and metric, each clipped at 0:

@@ -152,8 +152,8 @@ def contrast_of_changes(
     names = [key[0] for key in reps.keys]
     rate_a, rate_b = reps.point()
     rated = np.isfinite(rate_a) & np.isfinite(rate_b)
-    inside = set(inside)
-    member = np.array([n in inside for n in names], dtype=bool)
+    inside_set = set(inside)
+    member = np.array([n in inside_set for n in names], dtype=bool)
     mask_in, mask_out = member & rated, ~member & rated
     ins = [n for n, m in zip(names, mask_in) if m]
     outs = [n for n, m in zip(names, mask_out) if m]
@@ -190,8 +190,8 @@ def contrast_design(reps: ArmReplicates, weights: np.ndarray) -> tuple[DesignVar
     z_a = (rate_z(reps.successes_a, reps.trials_a) * weights).sum(axis=1, keepdims=True)
     z_b = (rate_z(reps.successes_b, reps.trials_b) * weights).sum(axis=1, keepdims=True)
     used = weights != 0
-    on_a = (reps.trials_a[:, used] > 0).any(axis=1, keepdims=True)
-    on_b = (reps.trials_b[:, used] > 0).any(axis=1, keepdims=True)
+    on_a = np.asarray((reps.trials_a[:, used] > 0).any(axis=1, keepdims=True))
+    on_b = np.asarray((reps.trials_b[:, used] > 0).any(axis=1, keepdims=True))
     if reps.paired:
         design = stratified_variance(z_a - z_b, on_a | on_b, reps.strata_a, rule=CONTRAST)
         return design, methods.CLUSTER_T

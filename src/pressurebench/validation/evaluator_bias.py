@@ -4,7 +4,11 @@ Each arm `evaluator/<E>` re-judged the main arm's own conversations of the
 planned subset of scenario rows with E as the judge: the very same transcripts,
 so nothing but the judge differs, and no conversation is simulated again. The
 comparison is paired by row (`validation.paired`): a difference is E's verdicts
-minus the main evaluator's on the same conversations.
+minus the main evaluator's on the same conversations. Beside the pass rates, each arm
+re-estimates every demographic gap under its judge: the gap under E minus the gap under the
+main judge on the same rows is a paired contrast with its own interval
+(`stats.gap_contrasts`), Holm-corrected over the arm's gaps. A gap that shrinks under
+another judge was, in that part, the main judge's.
 """
 
 from __future__ import annotations
@@ -12,16 +16,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+import pandas as pd
+
 from ..arms.naming import EVALUATOR, STUDY_STAGES
 from ..io import read_artifact
-from ..params import Params
+from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import Manifest
+from ..stage_run import StageRun
+from ..stats.estimates import Difference
+from ..stats.gap_contrasts import gap_readings
+from ..stats.interval_rules import GAP_CONTRAST
+from ..stats.rate_contrasts import holm_tested
 from ..stats.results import StatisticsSettings
-from .paired import compare_paired_arm, planned_arm_frames
+from .multiplicity import GAP_FAMILY, Multiplicity, family_of
+from .paired import compare_paired_arm, on_main_rows, planned_arm_frames
 from .record import last_study, record_study
-from .studies import EvaluatorArmResult, EvaluatorBiasStudy
+from .studies import EvaluatorArmResult, EvaluatorBiasStudy, GapUnderJudges
 
 STAGE = STUDY_STAGES[EVALUATOR]
 
@@ -36,6 +47,35 @@ def main_evaluators(layout: Layout, targets: Iterable[str]) -> list[str] | None:
     return sorted(set(found)) or None
 
 
+def gaps_under_judges(main: pd.DataFrame, arm: pd.DataFrame, targets: list[str], *,
+                      confidence_level: float) -> tuple[list[GapUnderJudges], Multiplicity]:
+    """Every demographic gap of the targets under the arm's judge and the main judge, on the
+    rows with a verdict from both, and the change (arm − main), Holm-corrected over the arm."""
+    main = main[main["target"].isin(targets)]
+    readings = gap_readings(on_main_rows(main, arm), main, rule=GAP_CONTRAST,
+                            confidence_level=confidence_level)
+    tested = holm_tested([r.change for r in readings], confidence_level)
+    fields = set(Difference.model_fields)
+    gaps = [GapUnderJudges(target=r.target, axis=r.axis, a=r.a, b=r.b,
+                           main=Difference(**r.second.model_dump(include=fields)),
+                           arm=Difference(**r.first.model_dump(include=fields)), change=change)
+            for r, change in zip(readings, tested)]
+    return gaps, family_of(tested, GAP_FAMILY, confidence_level)
+
+
+def evaluator_arm(main: pd.DataFrame, arm: pd.DataFrame, *, arm_name: str, evaluator: str,
+                  scenario_ids: list[str], targets: list[str], statistics: Statistics
+                  ) -> EvaluatorArmResult:
+    """One evaluator arm against the main arm's verdicts on the same conversations."""
+    gaps, family = gaps_under_judges(main, arm, targets,
+                                     confidence_level=statistics.confidence_level)
+    return EvaluatorArmResult(
+        evaluator=evaluator, gaps=gaps, gap_multiplicity=family,
+        **compare_paired_arm(main, arm, arm_name=arm_name, scenario_ids=scenario_ids,
+                             targets=targets, statistics=statistics),
+    )
+
+
 def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
     """Every planned evaluator arm compared with the main arm on the same conversations."""
     plan, main_frame, arms = planned_arm_frames(params, benchmark, EVALUATOR)
@@ -48,14 +88,10 @@ def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
         main_evaluators=main_evaluators(Layout(params.data_dir, benchmark), plan.targets),
         targets=plan.targets,
         arms=[
-            EvaluatorArmResult(
-                evaluator=planned.model,
-                **compare_paired_arm(
-                    main_frame, frame, arm_name=planned.name,
-                    scenario_ids=plan.scenario_ids or [], targets=plan.targets, statistics=stats,
-                ),
-            )
-            for planned, frame in arms
+            evaluator_arm(main_frame, frame, arm_name=planned.name, evaluator=planned.model,
+                          scenario_ids=plan.scenario_ids or [], targets=plan.targets,
+                          statistics=stats)
+            for planned, frame in arms if main_frame is not None  # (always, with arms)
         ],
     )
 

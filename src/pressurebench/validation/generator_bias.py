@@ -20,23 +20,26 @@ restricted to the validation targets, it reports:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ..arms.naming import GENERATOR, STUDY_STAGES, arm_layout
-from ..arms.plan import load_plan
+from ..arms.study_plan import load_plan
 from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import Benchmark, GenerationError, ScenariosFile
+from ..stage_run import StageRun
 from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
+from ..stats.pairwise_changes import pairwise_changes
+from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
 from ..stats.results import StatisticsSettings
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
-from .multiplicity import holm_differences
+from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
 from .record import last_study, record_study
 from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, LostBaseScenarios, SelfPreference
 
@@ -69,9 +72,10 @@ def compare_generator_arm(
     level = statistics.confidence_level
     names = (arm_name, MAIN)
 
-    comparison = compare_arms(
+    ceiling = rank_noise_ceiling(main_c, paired=False, seed=statistics.seed)
+    comparison = with_ceiling(compare_arms(
         arm_c, main_c, arm_names=names, confidence_level=level, paired=False, **settings
-    )
+    ), ceiling)
     by_target = arm_replicates(arm_c, main_c, ["target"], paired=False, **settings)
     family = families[generator]
     contrast = contrast_of_changes(by_target, [t for t in common if families[t] == family], level)
@@ -81,8 +85,9 @@ def compare_generator_arm(
         **settings,
     )
     note = None if metrics else "no metric has the same id, type and definition in both arms"
+    changes = pairwise_changes(arm_c, main_c, paired=False, confidence_level=level)
 
-    rate_settings = dict(confidence_level=level, **settings)
+    rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
     return GeneratorArmResult(
         arm=arm_name,
         generator=generator,
@@ -96,6 +101,9 @@ def compare_generator_arm(
         metric_differences=metric_differences,
         metric_note=note,
         multiplicity=multiplicity,
+        pairwise_changes=changes,
+        pairwise_multiplicity=family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
+        tau_noise_ceiling=ceiling,
         self_preference=SelfPreference(
             generator_family=family,
             main_generator_family=main_generator_family,

@@ -13,14 +13,20 @@ again by the same judge (`stages.judge_probes`); nothing is simulated again.
 Per probe and target, over the rows with a verdict before and after the edit (paired by row,
 `validation.paired`): the share of verdicts that moved (the flip rate), overall and per metric,
 as a rate with its cluster-t interval over base scenarios; the pass rate before and after with
-the paired difference; the agreement of the two verdicts. For the identity probe, the
-demographic gap as measured beside the gap when every conversation is judged as if its user
-were of one variant (`IdentityGap`): the share of the gap the judge's reading of the user
-explains; for the repeat probe (nothing edited, the judge asked again), how often the judge
-disagrees with itself: the floor of the other flip rates, since an edited transcript is a new
-request too. A flip rate above `validation.judge_probes_warn` is a warning; a judge of a target's
-or the generator's model family is named on the results report's headline, and with a panel
-the family probe has the panel's other judges decide the target's rows on their own.
+the paired difference; the agreement of the two verdicts. Two probes are floors: `repeat`
+(nothing edited, the judge asked again: how often it disagrees with itself) and `paraphrase`
+(the user's turns rewritten in the same voice: what an edit does without the feature). Each
+other probe's flip rate is read as its excess over the floors, a paired difference on the same
+rows with its interval, Holm-corrected over the study (`probe_floors`). For the identity probe,
+each demographic gap as measured beside the gap when every conversation is judged as if its
+user were of one variant (`IdentityGap`), the judge's part of the gap (measured − as if, a
+paired contrast on the same rows with its cluster-t interval and the p-value that inverts it,
+Holm-corrected over the study's judge parts) and the share of the gap that part is (Fieller's
+interval, withheld where the gap's interval includes 0; `stats.gap_contrasts`). An excess over
+every floor above `validation.judge_probes_warn` and significant after Holm's correction is a
+warning, as is a `repeat` flip rate above it; a judge of a target's or the generator's model
+family is named on the results report's headline, and with a panel the family probe has the
+panel's other judges decide the target's rows on their own.
 """
 
 from __future__ import annotations
@@ -36,23 +42,30 @@ from ..errors import ConfigError
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout, probes_layout
-from ..runtime import StageRun
 from ..schemas import SCHEMA_VERSION, ProbeEditsFile, ProbeScoresFile, Row, Score, base_id_of
+from ..stage_run import StageRun
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.estimates import Difference, RateEstimate
-from ..stats.gaps import demographic_gaps
+from ..stats.gap_contrasts import ShareEstimate, gap_readings
+from ..stats.interval_rules import EXPLAINED_SHARE, GAP_CONTRAST
+from ..stats.rate_contrasts import TestedContrast, holm_tested
 from ..stats.rates import grouped_rates, no_data
 from ..stats.results import JudgeProbeNotes, StatisticsSettings
 from .agreement import verdict_pairs
 from .inputs import arm_scores, frame_of
+from .multiplicity import Multiplicity, family_of
 from .paired import ROW_KEY, compare_paired_arm, paired_rows
+from .probe_floors import FLOORS_OF, FlipExcess, flip_excesses, floors_of
 from .record import last_study, record_study
 from .studies import PairedArmResult
 
 STAGE = "judge_probes"
-ProbeName = Literal["identity", "verbosity", "family", "repeat"]
+JUDGE_PART_FAMILY = ("every judge's part of a demographic gap in this study (every target, axis "
+                     "and pair of values) that has a p-value")
+ProbeName = Literal["identity", "paraphrase", "verbosity", "family", "repeat"]
 WHAT_CHANGED = {
     "identity": "the user's turns were rewritten into the other demographic variant's voice",
+    "paraphrase": "the user's turns were rewritten in other words in the same voice",
     "verbosity": "each target reply was lengthened by a restatement of itself",
     "family": "the judges outside the target's or the generator's model family decided alone",
     "repeat": "nothing changed and the judge was asked again",
@@ -92,7 +105,8 @@ class ProbeResult(PairedArmResult):
 
 
 class IdentityGap(Row):
-    """A demographic gap as measured, and as judged when every user reads as one variant."""
+    """A demographic gap as measured, as judged when every user reads as one variant, and the
+    judge's part of it: the difference, on the same rows."""
 
     target: str
     axis: str
@@ -103,11 +117,15 @@ class IdentityGap(Row):
     as_if_one_variant: Difference = Field(
         description="the same gap with the other variant's rows judged in the as_if voice"
     )
-    explained_share: float | None = Field(
-        description="1 − as_if / measured: the share of the gap the judge's reading of the user "
-        "explains; no interval (a ratio of two gaps: read theirs)"
+    judge_part: TestedContrast = Field(
+        description="measured − as_if_one_variant: the part of the gap the judge's reading of "
+        "the user makes, a paired contrast on the same rows (cluster-t; its p-value inverts the "
+        "interval; Holm over the study's judge parts)"
     )
-    reason: str | None = None
+    explained_share: ShareEstimate = Field(
+        description="judge_part / measured (= 1 − as_if / measured): the share of the gap that "
+        "part is, with Fieller's interval; withheld where the gap's interval includes 0"
+    )
 
 
 class FamilyCheck(Row):
@@ -134,15 +152,26 @@ class JudgeProbesStudy(BaseModel):
     targets: list[str]
     family: list[FamilyCheck] = Field(description="every target of the run")
     results: list[ProbeResult]
+    flip_excess: list[FlipExcess] = Field(
+        description="each probe's flip rate over each of its floors (repeat, paraphrase) on the "
+        "same rows, per target (metric null) and per target × metric")
+    flip_excess_multiplicity: Multiplicity
     identity_gaps: list[IdentityGap]
+    judge_part_multiplicity: Multiplicity
     not_run: dict[str, str] = Field(default_factory=dict,
                                     description="probes asked for that judged no row, and why")
     warnings: list[str]
 
     def notes(self) -> JudgeProbeNotes:
         """What the results report says of this study on its headline."""
-        return JudgeProbeNotes(warn=self.warn, warnings=self.warnings,
-                               family=[f.note for f in self.family if f.note])
+        m = self.flip_excess_multiplicity
+        return JudgeProbeNotes(
+            warn=self.warn, warnings=self.warnings,
+            family=[f.note for f in self.family if f.note],
+            multiplicity=(f"An excess is a warning when it is significant after Holm's "
+                          f"correction over {m.n_comparisons} comparisons ({m.family}; "
+                          f"family-wise error rate ≤ {m.alpha:g})") if m.n_comparisons else None,
+        )
 
 
 # --- statistics ------------------------------------------------------------------------------
@@ -158,7 +187,8 @@ def flip_frame(masked_main: pd.DataFrame, masked_probe: pd.DataFrame) -> pd.Data
     moved = (merged["main"] != merged["arm"]).to_numpy()
     return masked_main.assign(
         status=np.where(paired, "ok", "error").astype(object),
-        passed=np.where(paired, moved, None).astype(object),
+        # numpy's stubs leave None out of the array-likes; numpy takes it as an object.
+        passed=np.where(paired, moved, None).astype(object),  # type: ignore[call-overload]
     )
 
 
@@ -181,29 +211,29 @@ def flip_rates(frame: pd.DataFrame, targets: list[str], *, resamples: int, seed:
 
 def probe_result(probe: ProbeName, main: pd.DataFrame, rows: list[Score], *, judges: list[str],
                  scenario_ids: list[str], targets: list[str], params: Params,
-                 edits: list[EditSummary]) -> ProbeResult:
-    """One probe's comparison with the main arm, with its flip rates."""
+                 edits: list[EditSummary]) -> tuple[ProbeResult, pd.DataFrame]:
+    """One probe's comparison with the main arm, with its flip rates, and its flip frame (the
+    main arm's rows of `targets`, in order, `passed` = the verdict moved)."""
     stats = params.statistics
     frame = frame_of(rows)
     fields = compare_paired_arm(main, frame, arm_name=f"probe/{probe}", scenario_ids=scenario_ids,
                                 targets=targets, statistics=stats)
     masked_main, masked_probe, _, _ = paired_rows(main[main["target"].isin(targets)],
                                                   frame[frame["target"].isin(targets)])
-    flips = flip_rates(flip_frame(masked_main, masked_probe), targets,
-                       resamples=stats.resamples, seed=stats.seed,
+    moved = flip_frame(masked_main, masked_probe)
+    flips = flip_rates(moved, targets, resamples=stats.resamples, seed=stats.seed,
                        confidence_level=stats.confidence_level)
     return ProbeResult(probe=probe, what_changed=WHAT_CHANGED[probe], judges=judges, flips=flips,
-                       edits=edits, **fields)
-
-
-def _gap_key(gap) -> tuple[str, str, str]:
-    return (gap.axis, gap.a, gap.b)
+                       edits=edits, **fields), moved
 
 
 def identity_gaps(main_rows: list[Score], probe_rows: list[Score], edits: ProbeEditsFile,
                   params: Params) -> list[IdentityGap]:
     """Each demographic gap of one target as measured and as if every user read as the first
-    variant of their base scenario, on the rows with a verdict in both readings."""
+    variant of their base scenario, on the rows with a verdict in both readings, with the
+    judge's part of the gap (measured − as if) and its share of the gap. The judge parts are
+    Holm-corrected over the target's gaps here, and over the whole study's by
+    `judge_parts_tested`."""
     first: dict[str, str] = {}
     for sid in sorted({s.scenario_id for s in main_rows}):
         first.setdefault(base_id_of(sid), sid)
@@ -226,35 +256,27 @@ def identity_gaps(main_rows: list[Score], probe_rows: list[Score], edits: ProbeE
         return []
     reference = next((as_demo[sid] for sid in first.values() if sid in as_demo),
                      next((s.demographic for s in measured if s.scenario_id in first.values()), {}))
-    stats = params.statistics
+    level = params.statistics.confidence_level
+    readings = gap_readings(frame_of(measured), frame_of(as_if), rule=GAP_CONTRAST,
+                            share_rule=EXPLAINED_SHARE, confidence_level=level)
+    fields = set(Difference.model_fields)
+    return [
+        IdentityGap(
+            target=r.target, axis=r.axis, a=r.a, b=r.b, as_if=reference,
+            measured=Difference(**r.first.model_dump(include=fields)),
+            as_if_one_variant=Difference(**r.second.model_dump(include=fields)),
+            judge_part=tested, explained_share=r.share,
+        )
+        for r, tested in zip(readings, holm_tested([r.change for r in readings], level))
+    ]
 
-    def gaps(rows: list[Score]):
-        frame = frame_of(rows)
-        boot = ClusterBootstrap.from_scores(frame, resamples=stats.resamples, seed=stats.seed)
-        found = demographic_gaps(frame, boot, confidence_level=stats.confidence_level)
-        return {_gap_key(g): g for gs in found.values() for g in gs}
 
-    before, after = gaps(measured), gaps(as_if)
-    out = []
-    for key, gap in before.items():
-        other = after.get(key)
-        if other is None:
-            continue
-        share, reason = None, None
-        if gap.difference is None or other.difference is None:
-            reason = "no gap to compare: a value has no rows with a verdict in both readings"
-        elif abs(gap.difference) < 1e-12:
-            reason = "the measured gap is 0: there is no gap to explain"
-        else:
-            share = 1.0 - other.difference / gap.difference
-        fields = set(Difference.model_fields)
-        out.append(IdentityGap(
-            target=main_rows[0].target, axis=gap.axis, a=gap.a, b=gap.b, as_if=reference,
-            measured=Difference(**gap.model_dump(include=fields)),
-            as_if_one_variant=Difference(**other.model_dump(include=fields)),
-            explained_share=share, reason=reason,
-        ))
-    return out
+def judge_parts_tested(gaps: list[IdentityGap], confidence_level: float
+                       ) -> tuple[list[IdentityGap], Multiplicity]:
+    """The gaps with their judge parts Holm-corrected over all of them: one family per study."""
+    tested = holm_tested([g.judge_part for g in gaps], confidence_level)
+    out = [g.model_copy(update={"judge_part": t}) for g, t in zip(gaps, tested)]
+    return out, family_of(tested, JUDGE_PART_FAMILY, confidence_level)
 
 
 def edit_summary(edits: ProbeEditsFile, probe: str) -> EditSummary:
@@ -299,26 +321,80 @@ def family_check(params: Params, target: str) -> FamilyCheck:
 # --- the study -------------------------------------------------------------------------------
 
 
-def warnings_of(results: list[ProbeResult], warn: float) -> list[str]:
+def _over_floors(excesses: list[FlipExcess], probe: str, target: str, metric: str | None,
+                 floors: list[str], warn: float) -> list[FlipExcess] | None:
+    """The excesses of `probe` over every floor for one target (and metric), when each is above
+    `warn` and significant after Holm's correction; None otherwise."""
+    found = [e for e in excesses if (e.probe, e.target, e.metric_id) == (probe, target, metric)
+             and e.floor in floors]
+    if len(found) < len(floors) or not all(
+            e.excess.holm_significant and e.excess.value is not None and e.excess.value > warn
+            for e in found):
+        return None
+    return found
+
+
+def _raw_warnings(result: ProbeResult, warn: float, why: str) -> list[str]:
+    """Warnings on a flip rate itself (`repeat`, or a probe without a floor to read it against)."""
+    out = []
+    for target in result.targets:
+        rows = [f for f in result.flips if f.target == target]
+        overall = next(f.estimate for f in rows if f.metric_id is None)
+        high = [f for f in rows if f.metric_id is not None and f.estimate.rate is not None
+                and f.estimate.rate > warn]
+        if (overall.rate is None or overall.rate <= warn) and not high:
+            continue
+        parts = []
+        if overall.rate is not None and overall.rate > warn:
+            parts.append(f"on {overall.rate:.0%} of {target}'s rows (n={overall.n})")
+        if high:
+            parts.append("per metric on " + ", ".join(
+                f"{f.metric_id} {f.estimate.rate:.0%} (n={f.estimate.n})" for f in high))
+        out.append(f"Judge probe '{result.probe}': the verdict moved {'; '.join(parts)} when "
+                   f"{result.what_changed}, above validation.judge_probes_warn = {warn:g}{why}.")
+    return out
+
+
+def warnings_of(results: list[ProbeResult], excesses: list[FlipExcess], warn: float
+                ) -> list[str]:
+    """The results report's warnings. An edit (or the family probe) warns on its excess over
+    every floor it has (above `warn` and significant after Holm's correction), overall or per
+    metric, never on its raw flip rate; `repeat`, the judge disagreeing with itself, warns on
+    its flip rate; a probe whose floors were not run warns on its raw rate, saying so."""
+    run = {r.probe for r in results}
     out = []
     for result in results:
+        floors = floors_of(result.probe, run)
+        if result.probe == "repeat":
+            out += _raw_warnings(result, warn, ": the judge disagrees with itself, and every "
+                                 "other flip rate stands on that floor")
+            continue
+        if result.probe in ("identity", "verbosity", "paraphrase", "family") and not floors:
+            out += _raw_warnings(result, warn, "; no floor (repeat, paraphrase) was run to tell "
+                                 "the feature from the judge's own noise")
+            continue
         for target in result.targets:
-            rows = [f for f in result.flips if f.target == target]
-            overall = next(f.estimate for f in rows if f.metric_id is None)
-            high = [f for f in rows if f.metric_id is not None and f.estimate.rate is not None
-                    and f.estimate.rate > warn]
-            if (overall.rate is None or overall.rate <= warn) and not high:
+            metrics = [None, *sorted({f.metric_id for f in result.flips
+                                      if f.target == target and f.metric_id is not None})]
+            above = [(m, found) for m in metrics
+                     if (found := _over_floors(excesses, result.probe, target, m, floors, warn))]
+            if not above:
                 continue
             parts = []
-            if overall.rate is not None and overall.rate > warn:
-                parts.append(f"on {overall.rate:.0%} of {target}'s rows (n={overall.n})")
-            if high:
-                parts.append("per metric on " + ", ".join(
-                    f"{f.metric_id} {f.estimate.rate:.0%} (n={f.estimate.n})" for f in high))
-            out.append(
-                f"Judge probe '{result.probe}': the verdict moved {'; '.join(parts)} when "
-                f"{result.what_changed}, above validation.judge_probes_warn = {warn:g}."
-            )
+            for metric, found in above:
+                where = f"{target}'s rows" if metric is None else f"{target}'s {metric} rows"
+                beyond = ", ".join(
+                    f"{e.excess.value:+.0%} over {e.floor} ({e.floor_rate:.0%}; "
+                    f"Holm p = {e.excess.p_holm:.3g})" for e in found)
+                parts.append(f"on {found[0].probe_rate:.0%} of {where} (n={found[0].n}), "
+                             f"{beyond}")
+            missing = [f for f in FLOORS_OF[result.probe] if f not in floors]
+            caveat = (f" The {' and '.join(missing)} floor was not run: part of this may be the "
+                      "edit itself, not the feature." if missing else "")
+            out.append(f"Judge probe '{result.probe}': the verdict moved {'; '.join(parts)} when "
+                       f"{result.what_changed}: more than validation.judge_probes_warn = "
+                       f"{warn:g} beyond every floor run, significant after Holm's correction."
+                       + caveat)
     return out
 
 
@@ -340,25 +416,34 @@ def judge_probes_study(params: Params, benchmark: str) -> JudgeProbesStudy:
     wanted = set(scenario_ids)
     main_rows = [s for s in arm_scores(main_layout, targets) if s.scenario_id in wanted]
     main = frame_of(main_rows)
-    results, gaps, not_run = [], [], {}
+    results: list[ProbeResult] = []
+    gaps: list[IdentityGap] = []
+    not_run: dict[str, str] = {}
+    flips: dict[str, pd.DataFrame] = {}
     for probe in v.judge_probes:
         per_target = {t: scored[t].probes.get(probe) for t in targets}
         missing = [t for t, p in per_target.items() if p is None]
         if missing:
             raise ConfigError(layout.probe_scores_file(missing[0]), f"has no '{probe}' probe; "
                               "re-run the probes' stages", "probes")
-        rows = [r for p in per_target.values() for r in p.rows]
+        found = {t: p for t, p in per_target.items() if p is not None}  # every target's
+        rows = [r for p in found.values() for r in p.rows]
         if not rows:
-            not_run[probe] = "; ".join(f"{t}: {p.reason}" for t, p in per_target.items())
+            not_run[probe] = "; ".join(f"{t}: {p.reason}" for t, p in found.items())
             continue
-        judges = sorted({j for p in per_target.values() for j in p.judges})
+        judges = sorted({j for p in found.values() for j in p.judges})
         summaries = [edit_summary(edits[t], probe) for t in targets] if probe != "family" else []
-        results.append(probe_result(probe, main, rows, judges=judges, scenario_ids=scenario_ids,
-                                    targets=targets, params=params, edits=summaries))
+        result, flips[probe] = probe_result(probe, main, rows, judges=judges,
+                                            scenario_ids=scenario_ids, targets=targets,
+                                            params=params, edits=summaries)
+        results.append(result)
         if probe == "identity":
             for t in targets:
                 gaps += identity_gaps([s for s in main_rows if s.target == t],
-                                      per_target[t].rows, edits[t], params)
+                                      found[t].rows, edits[t], params)
+    excesses, excess_family = flip_excesses(flips, targets,
+                                            confidence_level=stats.confidence_level)
+    gaps, judge_part_family = judge_parts_tested(gaps, stats.confidence_level)
     return JudgeProbesStudy(
         benchmark=benchmark,
         statistics=StatisticsSettings(resamples=stats.resamples,
@@ -367,8 +452,9 @@ def judge_probes_study(params: Params, benchmark: str) -> JudgeProbesStudy:
         evaluators=params.roles.evaluators,
         editor=next((e.editor for e in edits.values()), None),
         targets=targets, family=[family_check(params, t) for t in params.targets],
-        results=results, identity_gaps=gaps, not_run=not_run,
-        warnings=warnings_of(results, v.judge_probes_warn),
+        results=results, flip_excess=excesses, flip_excess_multiplicity=excess_family,
+        identity_gaps=gaps, judge_part_multiplicity=judge_part_family, not_run=not_run,
+        warnings=warnings_of(results, excesses, v.judge_probes_warn),
     )
 
 

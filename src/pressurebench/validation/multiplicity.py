@@ -15,6 +15,7 @@ and is not in it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 from pydantic import Field
@@ -22,6 +23,7 @@ from pydantic import Field
 from ..schemas import Row as Strict
 from ..stats.estimates import Difference
 from ..stats.multiplicity import Corrected, holm_by_family
+from ..stats.rate_contrasts import TestedContrast
 from .contrast import arm_replicates, group_differences
 
 
@@ -47,6 +49,18 @@ class Multiplicity(Strict):
 
 
 FAMILY = "every difference of this arm, per target and per target × metric, that has a p-value"
+PAIRWISE_FAMILY = ("every change of a difference between two targets from the main arm to this "
+                   "arm that has a p-value")
+GAP_FAMILY = ("every change of a demographic gap (every target, axis and pair of values) from the "
+              "main judge to this arm's that has a p-value")
+
+
+def family_of(tests: Sequence[TestedContrast], family: str, confidence_level: float
+              ) -> Multiplicity:
+    """The Multiplicity of contrasts Holm-corrected as one family (`rate_contrasts.holm_tested`);
+    one without a p-value is not in it."""
+    return Multiplicity(family=family, n_comparisons=sum(t.p_value is not None for t in tests),
+                        alpha=1.0 - confidence_level)
 
 
 def holm_differences(
@@ -63,7 +77,7 @@ def holm_differences(
     """Arm − main per target and per target × metric (over `metrics` only, every metric when
     None, none when empty), each with its Holm-corrected test; built as `contrast.arm_replicates` builds them,
     so a target's difference is the one `stats.compare_arms` reports on the same frames."""
-    settings = {"paired": paired, "resamples": resamples, "seed": seed}
+    settings: dict[str, Any] = {"paired": paired, "resamples": resamples, "seed": seed}
     by_target = arm_replicates(arm, main, ["target"], **settings)
     target_diffs = group_differences(by_target, names, confidence_level)
     metric_keys: list[tuple] = []

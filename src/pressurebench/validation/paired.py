@@ -14,20 +14,24 @@ rank correlation of the targets, and how often each pair swaps order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from ..arms.naming import Study, arm_layout
-from ..arms.plan import PlannedArm, StudyPlan, load_plan
+from ..arms.study_plan import PlannedArm, StudyPlan, load_plan
 from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
 from ..stats.arm_comparison import arm_bootstraps, compare_arms
 from ..stats.frame import valid_mask
+from ..stats.pairwise_changes import pairwise_changes
+from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
 from .agreement import verdict_agreement
 from .inputs import arm_scores, frame_of, rates_per_target
-from .multiplicity import holm_differences
+from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
 from .studies import MAIN, Pairing
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
@@ -60,10 +64,26 @@ def paired_rows(
     def masked(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
         return frame.assign(
             status=np.where(keep, frame["status"], "error").astype(object),
-            passed=np.where(keep, frame["passed"], None).astype(object),
+            # numpy's stubs leave None out of the array-likes; numpy takes it as an object.
+            passed=np.where(keep, frame["passed"], None).astype(object),  # type: ignore[call-overload]
         )
 
     return masked(main, in_main), masked(arm, in_arm), in_main, in_arm
+
+
+def on_main_rows(main: pd.DataFrame, arm: pd.DataFrame) -> pd.DataFrame:
+    """The arm's verdicts laid on the main arm's rows, in the main arm's order: a main row
+    without an arm counterpart becomes an error row. Both readings of the same rows, as
+    `stats.gap_contrasts.gap_readings` takes them."""
+    found = pd.Series(np.arange(len(arm)), index=_keys(arm))
+    at = found.reindex(_keys(main)).to_numpy()
+    matched = np.isfinite(at)
+    rows = arm.iloc[np.where(matched, at, 0).astype(np.int64)]
+    return main.assign(
+        status=np.where(matched, rows["status"].to_numpy(), "error").astype(object),
+        passed=pd.Series(rows["passed"].to_numpy(dtype=object), index=main.index).where(
+            matched, None),
+    )
 
 
 def pairing_counts(
@@ -106,7 +126,9 @@ def compare_paired_arm(
         confidence_level=level, **settings,
     )
     bootstrap, _, _ = arm_bootstraps(masked_arm, masked_main, paired=True, **settings)
-    rate_settings = dict(confidence_level=level, **settings)
+    rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
+    changes = pairwise_changes(masked_arm, masked_main, paired=True, confidence_level=level)
+    ceiling = rank_noise_ceiling(masked_main, paired=True, seed=statistics.seed)
     return {
         "arm": arm_name,
         "targets": targets,
@@ -115,13 +137,16 @@ def compare_paired_arm(
         "rates_main": rates_per_target(main, targets, **rate_settings),
         "rates_arm": rates_per_target(arm, targets, **rate_settings),
         "pairing": [pairing_counts(t, main, arm, in_main, in_arm) for t in targets],
-        "comparison": compare_arms(
+        "comparison": with_ceiling(compare_arms(
             masked_arm, masked_main, arm_names=names, confidence_level=level, paired=True,
             **settings,
-        ),
+        ), ceiling),
         "target_differences": target_differences,
         "metric_differences": metric_differences,
         "multiplicity": multiplicity,
+        "pairwise_changes": changes,
+        "pairwise_multiplicity": family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
+        "tau_noise_ceiling": ceiling,
         "agreement": verdict_agreement(
             masked_main, masked_arm, bootstrap, targets=targets, confidence_level=level
         ),

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import Any
 
 from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_artifact, write_artifact
 from ..params import load_params
 from ..paths import Layout
-from ..runtime import StageRun
+from ..stage_run import StageRun
 
 
-def record_study(stage: StageRun, study: BaseModel) -> None:
+def record_study(stage: StageRun, study: Any) -> None:
     """`<stage>.json` (`paths.Layout.study_file`), then `manifest.json` and `cost.json` beside it;
     a comparison calls no model, so it builds no client. An arm study counts its arms, the
-    judge probes their probes."""
+    judge probes their probes. (`study` is any of the studies' models, each of which imports
+    this module: none can be named here.)"""
     params = stage.params
     stage.replacing_outputs()
     write_artifact(stage.layout.study_file(stage.stage), study)

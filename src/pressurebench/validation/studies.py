@@ -14,8 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..schemas import SCHEMA_VERSION, GenerationError, Row
 from ..stats.arm_comparison import ArmComparison
-from ..stats.estimates import RateEstimate
+from ..stats.estimates import Difference, RateEstimate
 from ..stats.fidelity import TargetFidelity
+from ..stats.pairwise_changes import PairwiseChange
+from ..stats.rank_ceiling import NoiseCeiling
+from ..stats.rate_contrasts import TestedContrast
 from ..stats.results import StatisticsSettings
 from .agreement import VerdictAgreement
 from .multiplicity import MetricDifference, Multiplicity, TargetDifference
@@ -88,6 +91,13 @@ class GeneratorArmResult(Row):
     )
     metric_note: str | None = Field(default=None, description="why there are no metric differences")
     multiplicity: Multiplicity
+    pairwise_changes: list[PairwiseChange] = Field(
+        description="per pair of targets, (t1 − t2 in the arm) − (t1 − t2 in the main arm), "
+        "arms resampled independently, with its Holm-corrected test over the arm's pairs")
+    pairwise_multiplicity: Multiplicity
+    tau_noise_ceiling: NoiseCeiling = Field(
+        description="Kendall's tau-b between two halves of the main arm: what an arm that "
+        "changes nothing would show (at half the main arm's size)")
     self_preference: SelfPreference
     losses: LostBaseScenarios | None = Field(
         default=None, description="base scenarios the arm lost between generation and scoring"
@@ -145,6 +155,13 @@ class PairedArmResult(Row):
         "Holm-corrected tests"
     )
     multiplicity: Multiplicity
+    pairwise_changes: list[PairwiseChange] = Field(
+        description="per pair of targets, (t1 − t2 in the arm) − (t1 − t2 in the main arm) on "
+        "the paired rows, a paired contrast with its Holm-corrected test over the arm's pairs")
+    pairwise_multiplicity: Multiplicity
+    tau_noise_ceiling: NoiseCeiling = Field(
+        description="Kendall's tau-b between two halves of the main arm's paired rows: what an "
+        "arm that changes nothing would show (at half the main arm's size)")
     agreement: list[VerdictAgreement] = Field(
         description="the two arms' verdicts on the paired rows, per target (metric null) and "
         "per target × metric: a difference of rates near 0 can hide verdicts that part"
@@ -155,8 +172,27 @@ class UserArmResult(PairedArmResult):
     user_model: str
 
 
+class GapUnderJudges(Row):
+    """One demographic gap of one target under the main judge and under the arm's judge, on
+    the same conversations, and how much it moved."""
+
+    target: str
+    axis: str
+    a: str
+    b: str
+    main: Difference = Field(description="rate(a) − rate(b) with the main judge's verdicts")
+    arm: Difference = Field(description="the same gap with the arm judge's verdicts")
+    change: TestedContrast = Field(
+        description="arm − main: a paired contrast on the same rows, with its Holm-corrected "
+        "test over the arm's gaps")
+
+
 class EvaluatorArmResult(PairedArmResult):
     evaluator: str
+    gaps: list[GapUnderJudges] = Field(
+        description="each demographic gap re-estimated under the arm's judge beside the main "
+        "judge's, on the paired rows: does the gap survive another judge?")
+    gap_multiplicity: Multiplicity
 
 
 class UserModelFidelity(Row):

@@ -15,8 +15,8 @@ from ..arms.naming import STUDY_STAGES, USER
 from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
-from ..runtime import StageRun
 from ..schemas import ScoresFile
+from ..stage_run import StageRun
 from ..stats.fidelity import target_fidelity
 from ..stats.results import StatisticsSettings
 from .inputs import main_user_model
@@ -51,7 +51,7 @@ def compare_user_arm(
 
 
 def fidelity_side_by_side(
-    params: Params, benchmark: str, arms: list[tuple[str, str | None]], targets: list[str],
+    params: Params, benchmark: str, arms: list[tuple[str | None, str | None]], targets: list[str],
     scenario_ids: list[str],
 ) -> list[UserModelFidelity]:
     """Each arm's fidelity (`arms`: (arm name or None for main, user model)) on the planned
@@ -63,7 +63,7 @@ def fidelity_side_by_side(
         files = [read_artifact(layout.scores_file(t), ScoresFile) for t in targets]
         if any(f.fidelity is None for f in files):
             continue
-        rows = [r for f in files for r in f.fidelity if r.scenario_id in planned]
+        rows = [r for f in files for r in f.fidelity or [] if r.scenario_id in planned]
         if rows:
             out.append(UserModelFidelity(
                 arm=arm or MAIN, user_model=user_model,
@@ -89,7 +89,7 @@ def user_model_bias_study(params: Params, benchmark: str) -> UserModelBiasStudy:
                 main_frame, frame, arm_name=planned.name, user_model=planned.model,
                 scenario_ids=plan.scenario_ids or [], targets=plan.targets, statistics=stats,
             )
-            for planned, frame in arms
+            for planned, frame in arms if main_frame is not None  # (always, with arms)
         ],
         fidelity=fidelity_side_by_side(
             params, benchmark, [(None, main_user)] + [(p.name, p.model) for p, _ in arms],

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import re
 from functools import cached_property
+from typing import ClassVar
 
 from ..answer_formats import with_schema_instruction
-from ..types import ProviderRequest, ProviderResponse, RetryableError
+from ..types import FinishReason, ProviderRequest, ProviderResponse, RetryableError
 from .http_errors import classify_status, reply_error_message
 from .registry import ModelApi, model_api
 
@@ -31,8 +32,9 @@ NO_SAMPLING_NAME = re.compile(
     r"^claude-(?:(?:opus|sonnet|haiku)-4-[7-9]|(?:opus|sonnet|haiku)-[5-9])", re.IGNORECASE
 )
 
-_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length",
-           "refusal": "refusal", "pause_turn": "other"}
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length",
+    "refusal": "refusal", "pause_turn": "other"}
 
 
 MAX_BREAKPOINTS = 4  # cache_control blocks a request may carry (Anthropic's prompt caching docs)
@@ -52,22 +54,30 @@ def _conversation_positions(request: ProviderRequest) -> list[int] | None:
 
 @model_api("anthropic")
 class AnthropicProvider(ModelApi):
-    distributions = ("anthropic",)
-    batch_price_factor = 0.5  # Message Batches bill half the direct price
-    base_url_hint = (
+    distributions: ClassVar[tuple[str, ...]] = ("anthropic",)
+    batch_price_factor: ClassVar[float | None] = 0.5  # Message Batches bill half the direct price
+    price_table_provider: ClassVar[str | None] = "anthropic"
+    list_price_hosts: ClassVar[tuple[str, ...]] = ("api.anthropic.com",)
+    base_url_hint: ClassVar[str | None] = (
         "an Anthropic base_url is the server's root, as https://api.anthropic.com is (the client "
         "adds /v1/messages)"
     )
     # A cache write is billed at 1.25x the input price (5-minute cache) or 2x (1-hour cache),
     # a read at 0.1x (Anthropic's prompt caching docs, "Pricing").
-    cache_write_factor = 1.25
+    cache_write_factor: ClassVar[float] = 1.25
     cache_write_factor_1h = 2.0
 
     # --- params rules -------------------------------------------------------------------
 
+    @property
+    def claude_name(self) -> str:
+        """The Claude model's own name, as its rules are written for it (a cloud spells it its
+        own way: `ClaudeOnCloud`)."""
+        return self.spec.model
+
     def check(self) -> None:
         spec = self.spec
-        if NO_SAMPLING_NAME.match(spec.model) and (spec.temperature is not None or spec.top_p is not None):
+        if NO_SAMPLING_NAME.match(self.claude_name) and (spec.temperature is not None or spec.top_p is not None):
             raise ValueError(
                 f"Anthropic deprecated temperature and top_p for {spec.model} (it answers "
                 "'`temperature` is deprecated for this model'): leave them out"
@@ -107,7 +117,7 @@ class AnthropicProvider(ModelApi):
                                        default_headers=self.spec.extra_headers or None)
         return sdk_endpoint(sdk, path)
 
-    def model_list_endpoint(self) -> tuple[str, dict[str, str]]:
+    def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
         return self._endpoint("/v1/models")
 
     @cached_property
@@ -198,7 +208,7 @@ class AnthropicProvider(ModelApi):
     @property
     def min_cacheable_tokens(self) -> int:
         """The shortest prefix this model caches (Anthropic's prompt caching docs)."""
-        return min_cacheable_tokens(self.spec.model)
+        return min_cacheable_tokens(self.claude_name)
 
     def cached_prefix(self, prefix_tokens: int) -> int:
         """A prefix ending at a breakpoint of the earlier call is read whole, if long enough."""

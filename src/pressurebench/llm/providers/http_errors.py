@@ -6,9 +6,13 @@ import json
 import time
 from email.utils import parsedate_to_datetime
 
-from ..types import ProviderAuthError, RejectedError, RetryableError
+from ..types import ProviderAuthError, ProviderNotFound, RejectedError, RetryableError
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
+# A 404 from a completion endpoint: the model name or the base_url, never the key.
+NOT_FOUND = ("not found: this endpoint serves no model of this name, or the base_url leads to no "
+             "API of this provider; `pressurebench check` asks the endpoint's model list and says "
+             "which")
 
 
 def parse_retry_after(headers) -> float | None:
@@ -37,8 +41,10 @@ def classify_status(status: int, message: str, headers, who: str) -> Exception:
     reason = f"{who}: HTTP {status}: {message}"
     if status in RETRYABLE_STATUS or status >= 500:
         return RetryableError(reason, parse_retry_after(headers), rate_limited=status == 429)
-    if status in (401, 403, 404):
+    if status in (401, 403):
         return ProviderAuthError(reason)
+    if status == 404:
+        return ProviderNotFound(f"{reason} ({NOT_FOUND})")
     return RejectedError(reason)
 
 

@@ -65,7 +65,8 @@ class GrammarCheckedSampler:
         return int(chosen)
 
     def _grammar_allows(self, token: int) -> bool:
-        self.single.id, self.single.logit, self.single.p = token, 1.0, 0.0
+        # ctypes converts a Python int on assignment to a field its stubs type as c_int32.
+        self.single.id, self.single.logit, self.single.p = token, 1.0, 0.0  # type: ignore[assignment]
         self.single_array.size, self.single_array.selected = 1, -1
         llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self.single_array))
         return not math.isinf(self.single.logit)
@@ -108,7 +109,8 @@ class LocalContext(Llama):
 
 
     def _init_sampler(self, *args, grammar=None, **kwargs):
-        chain = super()._init_sampler(*args, grammar=None, **kwargs)
+        # `args` are the arguments before `grammar`, which always comes by keyword.
+        chain = super()._init_sampler(*args, grammar=None, **kwargs)  # type: ignore[misc]
         if grammar is None:
             return chain
         return GrammarCheckedSampler(chain, self._model, grammar, self._n_vocab)

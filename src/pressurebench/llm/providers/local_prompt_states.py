@@ -21,6 +21,7 @@ import threading
 from collections import OrderedDict
 
 from llama_cpp import Llama
+from llama_cpp.llama import LlamaState
 from llama_cpp.llama_cache import BaseLlamaCache
 
 # Below this many shared tokens, restoring a state (copying megabytes) costs about as much as
@@ -37,7 +38,7 @@ class PromptStates:
 
     def __init__(self, capacity_bytes: int):
         self.capacity_bytes = capacity_bytes
-        self.states: OrderedDict[tuple[int, ...], object] = OrderedDict()
+        self.states: OrderedDict[tuple[int, ...], LlamaState] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -56,7 +57,7 @@ class PromptStates:
                 best, best_len = candidate, n
         return best
 
-    def find(self, key: tuple[int, ...], *, use: bool = True) -> object | None:
+    def find(self, key: tuple[int, ...], *, use: bool = True) -> LlamaState | None:
         """The state whose prompt shares the longest prefix with `key`, marked as used if `use`."""
         with self._lock:
             found = self._longest_prefix_key(key)
@@ -66,7 +67,7 @@ class PromptStates:
                 self.states.move_to_end(found)
             return self.states[found]
 
-    def keep(self, prompt: tuple[int, ...], state) -> None:
+    def keep(self, prompt: tuple[int, ...], state: LlamaState) -> None:
         with self._lock:
             self.states.pop(prompt, None)
             self.states[prompt] = state
@@ -92,13 +93,13 @@ class ContextStates(BaseLlamaCache):
     def __init__(self, store: PromptStates):
         super().__init__(store.capacity_bytes)
         self.store = store
-        self._pending: tuple[tuple[int, ...], object] | None = None
+        self._pending: tuple[tuple[int, ...], LlamaState] | None = None
 
     @property
     def cache_size(self) -> int:
         return self.store.cache_size
 
-    def __getitem__(self, key) -> object:
+    def __getitem__(self, key) -> LlamaState:
         found = self.store.find(tuple(key))
         if found is None:
             raise KeyError("no stored prompt shares a prefix with this one")

@@ -14,9 +14,9 @@ import os
 import threading
 from functools import cache, cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
-from ..types import ProviderRequest, ProviderResponse, RejectedError
+from ..types import FinishReason, ProviderRequest, ProviderResponse, RejectedError
 from .local_weights import NATIVE_OUTPUT, runtime_gguf, weights_id
 from .registry import ModelApi, model_api
 
@@ -294,7 +294,7 @@ class LocalProvider(ModelApi):
         finish = choice.get("finish_reason") or "other"
         return ProviderResponse(
             text=choice["message"].get("content"),
-            finish_reason=finish if finish in ("stop", "length") else "other",
+            finish_reason=cast(FinishReason, finish if finish in ("stop", "length") else "other"),
             input_tokens=usage.get("prompt_tokens", 0),
             output_tokens=usage.get("completion_tokens", 0),
             model_version=f"{self.spec.model} {weights_id(self.spec.model, self.spec.requantize)}",

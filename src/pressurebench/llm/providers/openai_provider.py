@@ -9,7 +9,8 @@ concurrency a provider allows (see perf/README.md). The body is the one
 `chat.completions.create` sends.
 
 What a model accepts differs by family and server, and the request follows the
-params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get `max_completion_tokens` with room
+params (`ModelSpec`) under this module's rules, checked before any call: reasoning models get
+`max_completion_tokens` with room
 for their hidden reasoning, `reasoning_effort`, and no sampling temperature;
 other servers get the token limit in the field they read; structured answers
 are asked for as `json_schema` (strict at OpenAI's own API), `json_object`, a
@@ -21,11 +22,18 @@ from __future__ import annotations
 import json
 import re
 from functools import cached_property
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from ..answer_formats import strict_schema, with_schema_instruction
 from ..prompt_cache import prompt_cache_key
-from ..types import ProviderRequest, ProviderResponse, RejectedError, RetryableError
+from ..types import (
+    FinishReason,
+    ProviderRequest,
+    ProviderResponse,
+    RejectedError,
+    RetryableError,
+)
 from .http_errors import classify_status, reply_error_message
 from .registry import ModelApi, model_api
 
@@ -39,16 +47,19 @@ API_HOST = "api.openai.com"
 CACHE_MIN_TOKENS = 1024
 CACHE_STEP_TOKENS = 128
 
-_FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
 TOOL_DESCRIPTION = "Give your answer by calling this function."
 
 
 @model_api("openai")
 class OpenAIProvider(ModelApi):
-    settings = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
-    distributions = ("openai",)
-    batch_price_factor = 0.5  # the Batch API bills half the direct price
-    base_url_hint = (
+    settings: ClassVar[tuple[str, ...]] = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
+    distributions: ClassVar[tuple[str, ...]] = ("openai",)
+    batch_price_factor: ClassVar[float | None] = 0.5  # the Batch API bills half the direct price
+    price_table_provider: ClassVar[str | None] = "openai"
+    list_price_hosts: ClassVar[tuple[str, ...]] = (API_HOST,)
+    base_url_hint: ClassVar[str | None] = (
         "an OpenAI-compatible base_url ends in the API's version path, as "
         "https://api.openai.com/v1 or http://localhost:8000/v1 do"
     )
@@ -145,7 +156,7 @@ class OpenAIProvider(ModelApi):
                                  default_headers=self.spec.extra_headers or None)
         return sdk_endpoint(sdk, path)
 
-    def model_list_endpoint(self) -> tuple[str, dict[str, str]]:
+    def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
         return self._endpoint("/models")
 
     @cached_property
@@ -185,17 +196,18 @@ class OpenAIProvider(ModelApi):
         schema, name = request.schema, request.schema_name or "answer"
         mode = self.structured_mode if schema is not None else None
         strict = self.strict
-        if mode == "json_schema":
+        # (`schema is not None` again in each branch: a mode is set only with a schema.)
+        if mode == "json_schema" and schema is not None:
             format_spec: dict = {"name": name, "schema": strict_schema(schema) if strict else schema}
             if strict:
                 format_spec["strict"] = True
             body["response_format"] = {"type": "json_schema", "json_schema": format_spec}
-        elif mode == "json_object":
+        elif mode == "json_object" and schema is not None:
             # llama.cpp's server constrains json_object to a `schema` given beside it; the
             # schema is in the prompt too, for servers that only guarantee some JSON object.
             body["response_format"] = {"type": "json_object", "schema": schema}
             messages = with_schema_instruction(messages, schema)
-        elif mode == "tool":
+        elif mode == "tool" and schema is not None:
             function: dict = {
                 "name": name, "description": TOOL_DESCRIPTION,
                 "parameters": strict_schema(schema) if strict else schema,
@@ -204,7 +216,7 @@ class OpenAIProvider(ModelApi):
                 function["strict"] = True
             body["tools"] = [{"type": "function", "function": function}]
             body["tool_choice"] = {"type": "function", "function": {"name": name}}
-        elif mode == "prompt":
+        elif mode == "prompt" and schema is not None:
             messages = with_schema_instruction(messages, schema)
         body["messages"] = messages
         if request.cache_group is not None and spec.prompt_cache != "off":
@@ -307,7 +319,7 @@ def _parse(raw: bytes) -> ProviderResponse:
     calls = message.get("tool_calls") or []
     if calls:
         text = calls[0]["function"]["arguments"]
-    finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
+    finish: FinishReason = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "other")
     usage = resp.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
     prompt_details = usage.get("prompt_tokens_details") or {}

@@ -21,8 +21,14 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import urlsplit
+
+from ...schemas import PriceSource
+from ..prices import TablePrice, lookup, table_name, today
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,13 +72,23 @@ class ModelApi:
     # models take no `batch: true`). A provider with one implements `body`, `batch_submit`,
     # `batch_poll` and `batch_results` (`llm.batches`).
     batch_price_factor: ClassVar[float | None] = None
+    # The most request bodies one batch may hold, in bytes, where the provider allows less than
+    # `BatchSettings.max_bytes`; None: no lower limit of its own.
+    batch_max_bytes: ClassVar[int | None] = None
     # What a base_url for this API looks like, said when its model list answers 404
     # (`pressurebench check`); None: nothing to add.
     base_url_hint: ClassVar[str | None] = None
+    # The provider's id in the price table (`llm.prices`); None: the table does not price it.
+    price_table_provider: ClassVar[str | None] = None
+    # The hosts of the provider's own API, where its list prices are what it bills: a model
+    # without params prices served there is priced from the table (`price_table` unset).
+    list_price_hosts: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, spec: ModelSettings, api_key: str | None = None):
+    def __init__(self, spec: ModelSettings, api_key: str | None = None, price_date: date | None = None):
         self.spec = spec
         self.api_key = api_key
+        # The day its table prices apply to: the day its calls are made.
+        self.price_date = price_date or today()
 
     # --- params rules -------------------------------------------------------------------
 
@@ -125,43 +141,150 @@ class ModelApi:
         return self.price(response.input_tokens, response.output_tokens,
                           response.cached_input_tokens, response.cache_write_tokens)
 
+    # --- where prices come from: the params, else the price table, else unknown ---------
+
+    @property
+    def params_priced(self) -> bool:
+        """The params give this model's prices (`price_per_mtok_in` and `_out`): they override
+        the table."""
+        return self.spec.price_per_mtok_in is not None and self.spec.price_per_mtok_out is not None
+
+    @property
+    def at_list_price_endpoint(self) -> bool:
+        """Served by the provider's own API (no base_url, or one on its hosts), which bills its
+        list prices; a proxy, a gateway or a self-hosted server may bill anything."""
+        url = self.spec.base_url
+        return url is None or urlsplit(url).hostname in self.list_price_hosts
+
+    @cached_property
+    def table_price(self) -> TablePrice | None:
+        """The price table's entry for this model (`llm.prices`), when it is priced from it:
+        no params prices, a provider the table knows, and `price_table` true, or unset and the
+        model at the provider's own API. None: not from the table (or the table lacks it)."""
+        setting = self.spec.price_table
+        if self.params_priced or self.price_table_provider is None or setting is False:
+            return None
+        if setting is None and not self.at_list_price_endpoint:
+            return None
+        return lookup(self.price_table_provider, self.spec.model, self.price_date)
+
+    @property
+    def price_source(self) -> str | None:
+        """Where this model's prices come from: "params", the table and its version, the
+        provider itself when it charges nothing (the embedded model), or None (unknown)."""
+        if self.params_priced:
+            return "params"
+        if self.table_price is not None:
+            return table_name()
+        return f"{self.name} (no charge)" if self.unpriced_cost == 0 else None
+
+    @property
+    def batched(self) -> bool:
+        """Its calls go through the provider's batch API."""
+        return bool(self.spec.batch and self.batch_price_factor is not None)
+
     def price(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0,
               cache_write_tokens: int = 0) -> float | None:
-        """Cost in USD at the params' prices (batched calls at the batch API's price), else
-        `unpriced_cost`: the one pricing formula of every call, estimate and cap.
+        """Cost in USD at the params' prices, else at the price table's (`table_price`), else
+        `unpriced_cost`: the one pricing formula of every call, estimate and cap. Batched
+        calls cost the table's batch prices where it has them, else the batch API's factor.
 
         `input_tokens` is the whole prompt, of which `cached_tokens` were read from the
         provider's prompt cache and `cache_write_tokens` written to it; each part is priced
         as the provider bills it (`cached_input_price`, `cache_write_price`)."""
         s = self.spec
-        if s.price_per_mtok_in is None or s.price_per_mtok_out is None:
+        table = self.table_price
+        if not self.params_priced and table is None:
             return self.unpriced_cost
-        uncached = input_tokens - cached_tokens - cache_write_tokens
-        cost = (uncached * s.price_per_mtok_in + cached_tokens * self.cached_input_price
-                + cache_write_tokens * self.cache_write_price
-                + output_tokens * s.price_per_mtok_out) / 1e6
-        return cost * self.batch_price_factor if s.batch and self.batch_price_factor else cost
+        if table is None:
+            assert s.price_per_mtok_in is not None and s.price_per_mtok_out is not None
+            uncached = input_tokens - cached_tokens - cache_write_tokens
+            cost = (uncached * s.price_per_mtok_in + cached_tokens * self.cached_input_price
+                    + cache_write_tokens * self.cache_write_price
+                    + output_tokens * s.price_per_mtok_out) / 1e6
+        else:
+            batch_prices = self.batched and table.has_batch_prices()
+            cost = table.cost(input_tokens, output_tokens, cached_tokens, cache_write_tokens,
+                              ttl="1h" if s.prompt_cache == "1h" else "5m", batch=batch_prices)
+            if (cache_write_tokens and self.cache_write_factor > 1 and table.rate("cache_write_mtok") is None
+                    and table.rate("cache_write_1h_mtok") is None):
+                # A write the table does not price is priced as input there; the provider's
+                # rule says what it bills above that.
+                extra = self.cache_write_price - (table.rate("input_mtok") or 0.0)
+                factor = self.batch_price_factor if batch_prices and self.batch_price_factor else 1.0
+                cost += cache_write_tokens * extra / 1e6 * factor
+            if batch_prices:
+                return cost
+        return cost * self.batch_price_factor if self.batched and self.batch_price_factor else cost
+
+    def price_record(self) -> PriceSource:
+        """Where this model's prices come from and what they are, as cost files and manifests
+        record them."""
+        table = self.table_price
+        known = self.params_priced or table is not None
+        return PriceSource(
+            source=self.price_source,
+            table_entry=table.entry if table is not None else None,
+            on=table.on.isoformat() if table is not None else None,
+            batch=self.batched,
+            input=self.input_price,
+            cached_input=self.cached_input_price if known and self.cached_price_known else None,
+            cache_write=self.cache_write_price if known and self.writes_cache else None,
+            output=self.output_price,
+            long_prompt_tiers=table is not None and table.has_tiers(),
+        )
+
+    @property
+    def _write_key(self) -> str:
+        return "cache_write_1h_mtok" if self.spec.prompt_cache == "1h" else "cache_write_mtok"
 
     @property
     def cached_price_known(self) -> bool:
-        """Whether the params price cached input; if not, it is priced as full input."""
-        return self.spec.price_per_mtok_cached_in is not None
+        """Whether its prices include cached input; if not, it is priced as full input."""
+        if self.params_priced:
+            return self.spec.price_per_mtok_cached_in is not None
+        table = self.table_price
+        return table is not None and table.rate("cache_read_mtok") is not None
+
+    @property
+    def input_price(self) -> float | None:
+        """USD per million uncached input tokens (the table's base rate for short prompts)."""
+        if self.params_priced:
+            return self.spec.price_per_mtok_in
+        table = self.table_price
+        return table.rate("input_mtok") if table is not None else None
+
+    @property
+    def output_price(self) -> float | None:
+        """USD per million output tokens, hidden reasoning included."""
+        if self.params_priced:
+            return self.spec.price_per_mtok_out
+        table = self.table_price
+        return table.rate("output_mtok") if table is not None else None
 
     @property
     def cached_input_price(self) -> float:
-        """USD per million input tokens read from the prompt cache (the input price when the
-        params give none: never cheaper than known)."""
+        """USD per million input tokens read from the prompt cache (the input price when no
+        price is known for them: never cheaper than known)."""
         s = self.spec
-        return s.price_per_mtok_cached_in if s.price_per_mtok_cached_in is not None else s.price_per_mtok_in or 0.0
+        if self.params_priced and s.price_per_mtok_cached_in is not None:
+            return s.price_per_mtok_cached_in
+        table = self.table_price
+        if table is not None and (rate := table.rate("cache_read_mtok")) is not None:
+            return rate
+        return self.input_price or 0.0
 
     @property
     def cache_write_price(self) -> float:
         """USD per million input tokens written to the prompt cache."""
         s = self.spec
-        if s.price_per_mtok_cache_write is not None:
+        if self.params_priced and s.price_per_mtok_cache_write is not None:
             return s.price_per_mtok_cache_write
+        table = self.table_price
+        if table is not None and (rate := table.rate(self._write_key)) is not None:
+            return rate
         factor = self.cache_write_factor_1h if s.prompt_cache == "1h" else self.cache_write_factor
-        return max(factor, 1.0) * (s.price_per_mtok_in or 0.0)
+        return max(factor, 1.0) * (self.input_price or 0.0)
 
     def cached_prefix(self, prefix_tokens: int) -> int:
         """Of a prompt prefix an earlier call of the same group sent just before, the tokens the
@@ -179,6 +302,12 @@ class ModelApi:
         """The URL and headers of a free request that shows the endpoint answers and takes the
         key (`pressurebench check`); None when there is no endpoint."""
         return None
+
+    def model_page_url(self, url: str, cursor: str) -> str:
+        """The model list's page after `cursor` (Anthropic's `after_id`; OpenAI does not page)."""
+        from urllib.parse import urlencode
+
+        return f"{url}?{urlencode({'limit': 1000, 'after_id': cursor})}"
 
     @classmethod
     def crash_hint(cls, model_ids: list[str]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from importlib import import_module
 
-SWEEPS = ("grid", "stress", "capitulation", "judge")
+SWEEPS = ("grid", "stress", "capitulation", "judge", "validation")
 
 if len(sys.argv) < 2 or sys.argv[1] not in SWEEPS:
     sys.exit(f"usage: python -m pressurebench.stats.sweeps {{{','.join(SWEEPS)}}} [options]")
