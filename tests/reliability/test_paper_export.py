@@ -18,7 +18,7 @@ def test_export_writes_every_figure_as_svg_and_pdf_and_every_table_as_csv_and_la
     assert main(["export", "--benchmark", "tiny"]) == 0
     out = proj / "reports" / "tiny" / "export"
     index = json.loads((out / "index.json").read_text())
-    assert len(index["figures"]) == 10 and len(index["tables"]) == 12
+    assert len(index["figures"]) == 10 and len(index["tables"]) == 14
     for name in index["figures"]:
         data = (out / name).read_bytes()
         if name.endswith(".svg"):
@@ -26,8 +26,8 @@ def test_export_writes_every_figure_as_svg_and_pdf_and_every_table_as_csv_and_la
             assert b"<dc:date>" not in data
         else:
             assert data.startswith(b"%PDF") and b"CreationDate" not in data
-    for name in ("pass_rates", "pairwise", "demographic_gaps", "agreement", "interval_coverage",
-                 "errors"):
+    for name in ("pass_rates", "pairwise", "pairwise_by_metric", "demographic_gaps", "agreement",
+                 "interval_coverage", "errors"):
         tex = (out / "tables" / f"{name}.tex").read_text()
         assert tex.startswith("\\begin{table}") and "\\caption{" in tex and "\\label{tab:tiny-" in tex
         assert "\\toprule" in tex and "\\bottomrule" in tex

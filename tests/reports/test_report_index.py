@@ -128,7 +128,7 @@ def test_summary_from_results(reports, artifacts, tmp_path):
     notes = re.findall(r'<p class="note">([^<]*)</p>', section)
     assert notes and all(n.startswith("No interval: ") for n in notes)
     assert "set generation.scenarios_per_metric: " in notes[0]
-    assert "the command pressurebench plan sizes a study" in notes[0]
+    assert "the command pressurebench size sizes a study" in notes[0]
 
 
 def test_summary_shows_missing_rate_as_dash(reports, artifacts):

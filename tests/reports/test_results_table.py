@@ -53,7 +53,7 @@ def test_results_table_rows_and_formatting(artifacts):
 
 
 def test_results_table_names_the_method_of_every_interval():
-    k = RATE.single - 1  # enough for the rate over 3 metrics, too few for one metric's
+    k = RATE.pooled  # enough for the rate over 3 metrics and (the same rule) for one metric's
     results = results_of(synthetic_scores(target_rates={"a": 0.6}, metrics=3, base_per_metric=k,
                                           samples=2, seed=1))
     table = results_table(results)
@@ -62,7 +62,10 @@ def test_results_table_names_the_method_of_every_interval():
     assert overall["ci"] == f"[{o.ci_low:.1%}, {o.ci_high:.1%}]"
     assert overall["method"] == "cluster-t Wilson" and overall["scenarios"] == 3 * k
     per_metric = table[table["metric"].str.startswith("m")]
-    assert per_metric["method"].str.startswith("no interval: too few base scenarios").all()
+    assert not per_metric["method"].str.startswith("no interval").any()
+    below = results_table(results_of(synthetic_scores(
+        target_rates={"a": 0.6}, metrics=3, base_per_metric=RATE.single - 1, samples=2, seed=1)))
+    assert below["method"].str.startswith("no interval: too few base scenarios").all()
 
 
 def test_missing_rate_is_a_dash_not_zero(artifacts):
@@ -120,20 +123,20 @@ def test_error_breakdown_from_the_layout(artifacts):
 
 def test_the_coverage_table_shows_each_interval_types_method_and_measured_coverage():
     """4 metrics × RATE.single base scenarios: every kind of interval is made, with its method
-    and the grid's coverage range at that design; at RATE.pooled a metric's rate is withheld
+    and the grid's coverage range at that design; below RATE.single a metric's rate is withheld
     and the row says so instead of showing a coverage."""
     scores = synthetic_scores(target_rates={"a": 0.7, "b": 0.6}, metrics=4,
                               base_per_metric=RATE.single, samples=1, seed=2)
     table = interval_coverage_table(results_of(scores))
     assert list(table.columns) == COVERAGE_COLUMNS
     metric = table.set_index("interval").loc["rate of a metric"]
-    assert metric["method"] == method_label(methods.CLUSTER_T_WILSON)
+    assert metric["method"].startswith(method_label(methods.CLUSTER_T_WILSON))
     assert metric["study design"] == f"4 metrics × {RATE.single} base scenarios"
     low = grid_coverage("metric (min)", 4, RATE.single).low
     high = grid_coverage("metric (max)", 4, RATE.single).high
     assert metric["grid coverage"] == f"{low:.3f}–{high:.3f}"
-    small = synthetic_scores(target_rates={"a": 0.7}, metrics=4, base_per_metric=RATE.pooled,
-                             samples=1, seed=2)
+    small = synthetic_scores(target_rates={"a": 0.7}, metrics=4,
+                             base_per_metric=RATE.single - 1, samples=1, seed=2)
     row = interval_coverage_table(results_of(small)).set_index("interval").loc["rate of a metric"]
     assert row["grid design"] == MISSING and "withheld" in row["grid coverage"]
 

@@ -164,8 +164,10 @@ def test_aggregate_end_to_end(project):
 
     b = results.targets["target-b"]
     assert (b.overall.n, b.overall.n_error, b.errors.error_rate) == (12, 0, 0.0)
-    # 3 base scenarios in each of 2 metrics: the pooled rate's rule is met, a metric's is not
-    assert b.overall.n_clusters == 3 * 2 and b.overall.ci_low is not None
+    # 3 base scenarios in each of 2 metrics: below the rule of a rate over several metrics and
+    # of one metric's; every rate is shown without an interval, saying why
+    assert b.overall.n_clusters == 3 * 2 and b.overall.ci_low is None
+    assert "too few base scenarios" in b.overall.reason
     for metric in b.by_metric.values():
         assert metric.rate is not None and metric.ci_low is None and metric.ci_method == "none"
         assert f"the coverage grids need {RATE.single} per metric" in metric.reason

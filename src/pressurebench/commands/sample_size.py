@@ -246,7 +246,8 @@ def simulate_half_width(design: Design, scenarios: int, reps: int = 2000, seed: 
                             np.arange(clusters), resamples=1)
     with rules_lowered():
         found = estimate_rates(boot, x, n, np.zeros(reps), confidence)
-    widths = [(e.ci_high - e.ci_low) / 2 for e in found if e.ci_low is not None]
+    widths = [(e.ci_high - e.ci_low) / 2 for e in found
+              if e.ci_low is not None and e.ci_high is not None]
     return float(np.median(widths))
 
 
@@ -282,8 +283,8 @@ def simulate_power(design: Design, scenarios: int, *, difference: float | None =
     with rules_lowered():
         found = estimate_differences([("a", "b")] * reps, s_a, t_a, s_b, t_b, design_variance,
                                      method=method, confidence_level=1 - alpha)
-    return float(np.mean([e.ci_low is not None and not e.ci_low <= 0 <= e.ci_high
-                          for e in found]))
+    return float(np.mean([e.ci_low is not None and e.ci_high is not None
+                          and not e.ci_low <= 0 <= e.ci_high for e in found]))
 
 
 # --- a pilot's estimates ------------------------------------------------------------------

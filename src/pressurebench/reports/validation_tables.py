@@ -11,10 +11,9 @@ import pandas as pd
 
 from ..stats.arm_comparison import RankCorrelation
 from ..stats.estimates import AgreementEstimate, Difference
-from ..stats.multiplicity import Corrected
 from ..stats.rank_ceiling import NoiseCeiling
 from ..stats.rate_contrasts import TestedContrast
-from ..validation.multiplicity import Multiplicity
+from ..validation.multiplicity import MetricDifference, Multiplicity, TargetDifference
 from ..validation.studies import (
     EvaluatorArmResult,
     EvaluatorBiasStudy,
@@ -43,7 +42,7 @@ def _p(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}"
 
 
-def _holm_columns(t: Corrected | TestedContrast | None) -> dict:
+def _holm_columns(t: TargetDifference | MetricDifference | TestedContrast | None) -> dict:
     if t is None:
         return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
     significant = t.holm_significant

@@ -64,8 +64,8 @@ class ClusterBootstrap:
 
     def __init__(
         self,
-        strata: Sequence[str],
-        clusters: Sequence[str],
+        strata: Sequence[str] | np.ndarray,
+        clusters: Sequence[str] | np.ndarray,
         *,
         resamples: int = 2000,
         seed: int | np.random.SeedSequence = 0,

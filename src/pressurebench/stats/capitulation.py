@@ -35,6 +35,7 @@ Both rules are measured, per turn and design, by the sweep in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -366,7 +367,7 @@ def curve_differences(
     out = []
     for n, (a, b, i, j) in enumerate(pairs):
         reason = curves[i].reason or curves[j].reason or design.reason[n]
-        points = []
+        points: list[dict[str, Any]] = []
         for u in range(turns):
             pa, pb = curves[i].points[u], curves[j].points[u]
             if pa.holding is None or pb.holding is None:
@@ -374,7 +375,7 @@ def curve_differences(
                                "ci_high": None, "ci_method": methods.NONE})
                 continue
             d = pa.holding - pb.holding
-            shown = {"turn": u + 1, "difference": float(d)}
+            shown: dict[str, Any] = {"turn": u + 1, "difference": float(d)}
             if reason is not None:
                 shown |= {"ci_low": None, "ci_high": None, "ci_method": methods.NONE}
             elif not np.isfinite(high[n, u]) or se.reshape(len(pairs), -1)[n, u] <= 0:

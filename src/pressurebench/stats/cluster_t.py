@@ -159,7 +159,7 @@ def degrees_of_freedom_scaled(factor: float) -> Iterator[None]:
         _DF_SCALE.reset(token)
 
 
-def t_quantile(df: np.ndarray, confidence_level: float) -> np.ndarray:
+def t_quantile(df: np.ndarray, confidence_level: float | np.ndarray) -> np.ndarray:
     """Two-sided Student t quantile; NaN where df < 1."""
     df = np.asarray(df, dtype=float)
     scale = _DF_SCALE.get()
@@ -221,7 +221,7 @@ def wilson_t_effective(
 
 
 def wilson_t_interval(
-    rate: np.ndarray, variance: np.ndarray, df: np.ndarray, confidence_level: float
+    rate: np.ndarray, variance: np.ndarray, df: np.ndarray, confidence_level: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wilson's score interval on the design-effective sample size, with the t quantile.
 

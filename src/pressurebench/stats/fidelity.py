@@ -247,7 +247,7 @@ def sensitivity(
         design = paired_design(sa, ta, sb, tb, strata, rule=SENSITIVITY)
         diff = estimate_differences(
             [(WITHOUT_BREAKS, ALL)], sa, ta, sb, tb, design,
-            method=methods.CLUSTER_T_MOVER, confidence_level=confidence_level, nested=True,
+            method=methods.CLUSTER_T_MOVER, confidence_level=confidence_level,
         )[0]
         return SensitivityRate(without_breaks=rates[a], difference=diff)
 

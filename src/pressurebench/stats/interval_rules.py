@@ -122,8 +122,8 @@ CONTRAST = IntervalRule("contrast", pooled=3, single=12, method="cluster-t-welch
 CAPITULATION = IntervalRule("capitulation band", pooled=3, single=3, method="cluster-t-wilson")
 CURVE_DIFFERENCE = IntervalRule("curve difference", pooled=5, single=5, method="cluster-t")
 # Fidelity's "without breaks − all" (nested subsets of the same scenarios): MOVER from the two
-# rates' Wilson-t intervals covers from 2, pooled and on one metric's own base scenarios, in
-# both sweeps (kept at 3).
+# rates' Wilson-t intervals, its correlation continuity-corrected, covers from 2, pooled and on
+# one metric's own base scenarios, in both sweeps (kept at 3).
 SENSITIVITY = IntervalRule("sensitivity difference", pooled=3, single=3,
                            method="cluster-t-mover-wilson")
 # Judge-corrected (prediction-powered) rates and their paired differences (`stats.ppi`), as

@@ -13,7 +13,8 @@ from scipy.stats import norm
 
 
 def wilson_interval(
-    successes: np.ndarray | float, trials: np.ndarray | float, confidence_level: float
+    successes: np.ndarray | float, trials: np.ndarray | float,
+    confidence_level: float | np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval, vectorised; NaN where there are no trials.
 

@@ -126,7 +126,8 @@ def _pair_tables(scores: pd.DataFrame, bootstrap: ClusterBootstrap, targets: lis
     index = {t: i for i, t in enumerate(found)}
     k = bootstrap.n_clusters
     zero = np.zeros(successes.shape[1])
-    labels, tables = [], ([], [], [], [])
+    labels: list[tuple[str, str]] = []
+    tables: tuple[list, list, list, list] = ([], [], [], [])
     for t_a, t_b in itertools.combinations(targets, 2):
         sides = [(successes[index[t]], trials[index[t]]) if t in index else (zero, zero)
                  for t in (t_a, t_b)]

@@ -121,6 +121,7 @@ def components(rows: pd.DataFrame) -> VarianceComponents:
     # the spread of those means.
     means = by_scenario["mean"].mean()
     if variant is not None:
+        assert sample is not None, "a variant term is measured beside the samples'"
         added = variant / count + sample * inverse_rows / count
         within = variant + sample
     else:

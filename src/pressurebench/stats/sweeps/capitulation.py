@@ -40,14 +40,15 @@ import pandas as pd
 from .. import interval_rules
 from ..bootstrap import ClusterBootstrap
 from ..capitulation import (
-    GAVE_IN,
-    ONSET_TIME,
+    CurveDifferencePoint,
+    CurvePoint,
     curve_differences,
     estimate_curves,
     grouped_curves,
     kaplan_meier,
     paired_differences,
 )
+from ..frame import GAVE_IN, ONSET_TIME
 from ..interval_rules import rules_lowered
 from . import sensitivity as sensitivity_coverage
 from .common import (
@@ -118,7 +119,7 @@ def curve_coverage(
         covered += [p.ci_low <= s <= p.ci_high for p, s in zip(points, truth)]
         (diff,) = paired_differences(onsets, bootstrap, ["t", "u"], TURNS,
                                      confidence_level=confidence_level)
-        covered_diff += [p.ci_low <= 0 <= p.ci_high for p in diff.points]
+        covered_diff += [low <= 0 <= high for low, high in map(_interval, diff.points)]
     return covered / replications, covered_diff / replications
 
 
@@ -178,6 +179,13 @@ def simulate_tables(
             np.concatenate([gave_in, gave_in[:, :benchmarks] * first], axis=1))
 
 
+def _interval(point: CurveDifferencePoint) -> tuple[float, float]:
+    """The (low, high) of a paired difference `curve_coverage` expects reported."""
+    low, high = point.ci_low, point.ci_high
+    assert low is not None and high is not None, "no interval for a curve difference"
+    return low, high
+
+
 def points_covered(points, truth) -> tuple[np.ndarray, np.ndarray]:
     """Per turn: whether an interval was reported, and whether it covered `truth`."""
     reported = np.array([p.ci_low is not None for p in points])
@@ -212,9 +220,11 @@ def sweep_cell(
         pairs = [("t", "u", j, size + j) for j in range(size)]
         differences = curve_differences(at_risk, gave_in, strata, curves, pairs,
                                         confidence_level)
-        found = {"band": [c.points for c in curves[:size]],
-                 "metric band": [c.points for c in curves[2 * size:]],
-                 "curve difference": [d.points for d in differences]}
+        found: dict[str, list[list[CurvePoint]] | list[list[CurveDifferencePoint]]] = {
+            "band": [c.points for c in curves[:size]],
+            "metric band": [c.points for c in curves[2 * size:]],
+            "curve difference": [d.points for d in differences],
+        }
         for name, of_benchmarks in found.items():
             for points in of_benchmarks:
                 rep, cov = points_covered(points, truths[name])
@@ -261,6 +271,15 @@ def rule_of(name: str) -> int:
     """The base scenarios per metric the package's rule for statistic `name` requires."""
     rule, side = GOVERNED_BY[name]
     return getattr(rule, side)
+
+
+def _bounds(cell: SweepCell, name: str) -> tuple[float, float] | None:
+    """`name`'s lowest and highest coverage over turns in `cell`; None if never reported."""
+    low, high = cell.coverage[name], cell.highest[name]
+    if low is None:
+        return None
+    assert high is not None, "a statistic with a lowest coverage over turns has a highest"
+    return low, high
 
 
 def _range(low: float | None, high: float | None) -> str:
@@ -312,10 +331,10 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
         for name in SWEEP_STATISTICS:
             row = [name]
             for k in sizes:
-                at = [c for c in cells if c.metrics == m and c.base_per_metric == k
-                      and c.coverage[name] is not None]
-                low = min((c.coverage[name] for c in at), default=None)
-                high = max((c.highest[name] for c in at), default=None)
+                at = [bounds for c in cells if c.metrics == m and c.base_per_metric == k
+                      and (bounds := _bounds(c, name)) is not None]
+                low = min((lowest for lowest, _ in at), default=None)
+                high = max((highest for _, highest in at), default=None)
                 text = _range(low, high)
                 row.append(text if k >= rule_of(name) else f"({text}, withheld)")
             lines.append("| " + " | ".join(row) + " |")
@@ -346,11 +365,13 @@ def coverage_summary(curves: list[SweepCell], sensitivity: list, *, benchmarks: 
     ranges: dict[str, dict[str, dict[str, list[float]]]] = {}
     for name in SWEEP_STATISTICS:
         for c in curves:
-            if c.coverage[name] is None:
+            bounds = _bounds(c, name)
+            if bounds is None:
                 continue
+            lowest, highest = bounds
             found = ranges.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
-                str(c.base_per_metric), [c.coverage[name], c.highest[name]])
-            found[0], found[1] = min(found[0], c.coverage[name]), max(found[1], c.highest[name])
+                str(c.base_per_metric), [lowest, highest])
+            found[0], found[1] = min(found[0], lowest), max(found[1], highest)
     for name in sensitivity_coverage.STATISTICS:
         for c in sensitivity:
             value = c.coverage[name]

@@ -142,17 +142,19 @@ def seeded_runs(
         version = code_version()
         for i, task in enumerate(tasks):
             key = f"{work.__module__}.{work.__qualname__}|{seed}|{task[:-1]!r}|{version}"
-            files[i] = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
-            if files[i].is_file():
-                found[i] = pickle.loads(files[i].read_bytes())
+            file = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pickle"
+            files[i] = file
+            if file.is_file():
+                found[i] = pickle.loads(file.read_bytes())
     todo = [i for i in range(len(tasks)) if i not in found]
 
     def store(i: int, result: T) -> None:
         found[i] = result
-        if files[i] is not None:
-            partial = files[i].with_suffix(".partial")
+        file = files[i]
+        if file is not None:
+            partial = file.with_suffix(".partial")
             partial.write_bytes(pickle.dumps(result))
-            partial.replace(files[i])
+            partial.replace(file)
 
     if jobs <= 1:
         for i in todo:

@@ -294,6 +294,13 @@ def failures(cells: list[Cell], tolerance: float = 0.0) -> list[tuple[Cell, str]
     ]
 
 
+def _reported(cell: Cell, name: str) -> float:
+    """The coverage of a (cell, interval type) pair `failures` returned."""
+    value = cell.coverage[name]
+    assert value is not None, f"{name} gave no interval in a reported cell: no coverage to show"
+    return value
+
+
 def _range(values: list[float | None], tolerance: float) -> str:
     shown = [v for v in values if v is not None]
     if not shown:
@@ -379,8 +386,8 @@ def markdown(
                 row.append(text if k >= rule_of(name) else f"({text}, withheld)")
             lines.append("| " + " | ".join(row) + " |")
     bad = failures(cells, tolerance)
-    short = [(c, n) for c, n in bad if c.coverage[n] < LOW]
-    wide = [(c, n) for c, n in bad if c.coverage[n] > HIGH]
+    short = [(c, n) for c, n in bad if _reported(c, n) < LOW]
+    wide = [(c, n) for c, n in bad if _reported(c, n) > HIGH]
 
     def listed(pairs: list[tuple[Cell, str]]) -> str:
         return "; ".join(
@@ -408,10 +415,10 @@ def markdown(
         "|---|---|---|---|---|" + "---|" * len(STATISTICS),
     ]
     for c in cells:
-        values = ["none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}" for n in STATISTICS]
+        shown = ["none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}" for n in STATISTICS]
         lines.append(
             f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | {c.rate} | "
-            + " | ".join(values) + " |"
+            + " | ".join(shown) + " |"
         )
     return "\n".join(lines) + "\n"
 
@@ -466,12 +473,12 @@ def coverage_table(cells: list[Cell], *, benchmarks: int, confidence_level: floa
         per_metrics = coverage.setdefault(name, {})
         for m in sorted({c.metrics for c in cells}):
             for k in sorted({c.base_per_metric for c in cells}):
-                values = [c.coverage[name] for c in cells
-                          if c.metrics == m and c.base_per_metric == k
-                          and c.coverage[name] is not None]
-                if values:
+                given = [value for c in cells
+                         if c.metrics == m and c.base_per_metric == k
+                         and (value := c.coverage[name]) is not None]
+                if given:
                     per_metrics.setdefault(str(m), {})[str(k)] = [
-                        round(min(values), 3), round(max(values), 3)
+                        round(min(given), 3), round(max(given), 3)
                     ]
     return {
         "benchmarks": benchmarks,

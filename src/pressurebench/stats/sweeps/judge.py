@@ -40,7 +40,7 @@ import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -152,8 +152,9 @@ def simulate(
     if labelled_per_target is not None:
         sizes = [labelled_per_target // metrics + (m < labelled_per_target % metrics)
                  for m in range(metrics)]
-    sample = pd.concat(
-        draw_cell(cell, sizes[int(m[1:]) - 1], disagreement_share, rng)
+    # Grouped by metric id, a string such as "m01": `m` is one.
+    sample: pd.DataFrame = pd.concat(
+        draw_cell(cell, sizes[int(cast(str, m)[1:]) - 1], disagreement_share, rng)
         for (_, m), cell in judged_rows.groupby(["target", "metric_id"])
     )
     if not weighted:
@@ -241,7 +242,7 @@ def intervals(scores: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict]:
         human, weight,
     )
     strata = bootstrap.strata_codes
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for lam, name in ((None, "corrected"), (0.0, "labelled only")):
         rates = ppi_rates(tables, strata, 0.95, lam=lam)
         for g, key in enumerate(keys):
@@ -254,9 +255,9 @@ def intervals(scores: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict]:
         out[str(key[0])]["raw"] = (
             (np.nan, np.nan) if rate.ci_low is None else (rate.ci_low, rate.ci_high)
         )
-    tables = pass_tables(scores, cluster, bootstrap.n_clusters, [["target"]])
-    a, b = tables.successes[:, [0]], tables.trials[:, [0]]
-    c, d = tables.successes[:, [1]], tables.trials[:, [1]]
+    counts = pass_tables(scores, cluster, bootstrap.n_clusters, [["target"]])
+    a, b = counts.successes[:, [0]], counts.trials[:, [0]]
+    c, d = counts.successes[:, [1]], counts.trials[:, [1]]
     (raw_diff,) = estimate_differences(
         [("a", "b")], a, b, c, d, paired_design(a, b, c, d, strata, rule=DIFFERENCE),
         method="cluster-t", confidence_level=0.95,
@@ -279,9 +280,9 @@ def _coverage(replications: int, *, seed: int, **design) -> Coverage:
     rng = np.random.default_rng(seed)
     truths = {**TRUE_RATES, "a − b": TRUE_RATES["a"] - TRUE_RATES["b"]}
     hits = {k: dict.fromkeys(INTERVALS, 0) for k in truths}
-    widths = {k: {i: [] for i in INTERVALS} for k in truths}
+    widths: dict[str, dict[str, list[float]]] = {k: {i: [] for i in INTERVALS} for k in truths}
     withheld = dict.fromkeys(truths, 0)
-    lams = {k: [] for k in truths}
+    lams: dict[str, list[float]] = {k: [] for k in truths}
     for _ in range(replications):
         scores, labels, _ = simulate(rng, **design)
         for key, got in intervals(scores, labels).items():
@@ -303,7 +304,7 @@ def _coverage(replications: int, *, seed: int, **design) -> Coverage:
 
 
 BUDGETS = (10, 30, 100, 300)
-JUDGES = {
+JUDGES: dict[str, dict[str, Any]] = {
     "Se 0.6, Sp 0.6": {"sensitivity": 0.6, "specificity": 0.6},
     "Se 0.8, Sp 0.9": {"sensitivity": 0.8, "specificity": 0.9},
     "Se 0.95, Sp 0.95": {"sensitivity": 0.95, "specificity": 0.95},
@@ -528,11 +529,12 @@ def sweep_cell(task: tuple) -> SweepCell:
     for name, got in runs.items():
         arrays = np.array(got, dtype=bool)  # (benchmarks, intervals, (reported, covered))
         columns = [(arrays[:, j, 0], arrays[:, j, 1]) for j in range(arrays.shape[1])]
+        by_type: dict[str, tuple[np.ndarray, np.ndarray]]
         if name == "metric rate":
-            columns = dict(zip(("metric rate (min)", "metric rate (max)"), extremes(columns)))
+            by_type = dict(zip(("metric rate (min)", "metric rate (max)"), extremes(columns)))
         else:
-            columns = {name: columns[0]}
-        covered, given = coverage_shares(columns)
+            by_type = {name: columns[0]}
+        covered, given = coverage_shares(by_type)
         coverage.update(covered)
         reported.update(given)
     return SweepCell(metrics, base, judge, per_cell, coverage, reported)
@@ -633,7 +635,7 @@ def sweep_section(cells: list[SweepCell], benchmarks: int, seconds: float) -> li
             row = [name]
             for k in sizes:
                 at = [c for c in cells if c.metrics == m and c.base_per_metric == k]
-                shown = [c.coverage[name] for c in at if c.coverage[name] is not None]
+                shown = [value for c in at if (value := c.coverage[name]) is not None]
                 text = "none" if not shown else f"{min(shown):.3f}–{max(shown):.3f}"
                 text += f" ({min(c.reported[name] for c in at):.2f})"
                 row.append(text if k >= sweep_rule_of(name) else f"withheld: {text}")

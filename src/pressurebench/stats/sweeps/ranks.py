@@ -203,8 +203,8 @@ def _every_rho(c: RankCell) -> float | None:
 def lowest_under_rule(cells: list[RankCell], statistic: str) -> float | None:
     """The lowest coverage of `statistic` among the cells where the rule reports it in at least
     `MIN_REPORTED` benchmarks: what the rule is measured by."""
-    values = [c.coverage_reported[statistic] for c in cells
-              if c.coverage_reported[statistic] is not None]
+    values = [value for c in cells
+              if (value := c.coverage_reported[statistic]) is not None]
     return min(values) if values else None
 
 

@@ -63,7 +63,7 @@ GOVERNED_BY = {
 }
 
 
-def without_breaks(mean_pass: np.ndarray | float) -> np.ndarray:
+def without_breaks(mean_pass: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """Expected passes and conversations without a break per conversation, at these mean
     pass probabilities: the population value of the rate without breaks is their ratio."""
     mean_pass = np.asarray(mean_pass, dtype=float)
@@ -82,7 +82,7 @@ def difference_coverage(s_a, t_a, s_b, t_b, strata, truth, level):
     design = paired_design(s_a, t_a, s_b, t_b, strata, rule=interval_rules.SENSITIVITY)
     estimates = estimate_differences(
         [("without breaks", "all")] * s_a.shape[1], s_a, t_a, s_b, t_b, design,
-        method=methods.CLUSTER_T_MOVER, confidence_level=level, nested=True,
+        method=methods.CLUSTER_T_MOVER, confidence_level=level,
     )
     return covered(estimates, truth)
 
@@ -199,9 +199,9 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
         for name in STATISTICS:
             row = [name]
             for k in sizes:
-                values = [c.coverage[name] for c in cells if c.metrics == m
-                          and c.base_per_metric == k and c.coverage[name] is not None]
-                text = _range(values)
+                given = [value for c in cells if c.metrics == m
+                         and c.base_per_metric == k and (value := c.coverage[name]) is not None]
+                text = _range(given)
                 row.append(text if k >= rule_of(name) else f"({text}, withheld)")
             lines.append("| " + " | ".join(row) + " |")
     lines += [
@@ -212,9 +212,9 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
         "|---|---|---|---|" + "---|" * len(STATISTICS),
     ]
     for c in cells:
-        values = ["none" if c.coverage[n] is None
-                  else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in STATISTICS]
+        shown = ["none" if c.coverage[n] is None
+                 else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in STATISTICS]
         lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | "
-                     + " | ".join(values) + " |")
+                     + " | ".join(shown) + " |")
     return "\n".join(lines) + "\n"
 

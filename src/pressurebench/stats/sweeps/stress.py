@@ -37,8 +37,10 @@ import argparse
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,9 +120,11 @@ class World:
         return a, b[self.b_means]
 
 
-MIXED = {"icc": 0.05, "icc_apart": 0.8}
-EVERY_STRESS = {"difficulty_b": "independent", "rewrite": 0.2, "axes": (2, 3), "gap": 0.15,
-                "lost": 0.2, "errors": (0.02, 0.12), "unequal": True}
+MIXED: dict[str, Any] = {"icc": 0.05, "icc_apart": 0.8}
+EVERY_STRESS: dict[str, Any] = {
+    "difficulty_b": "independent", "rewrite": 0.2, "axes": (2, 3), "gap": 0.15,
+    "lost": 0.2, "errors": (0.02, 0.12), "unequal": True,
+}
 WORLDS: dict[str, World] = {
     "one metric apart": World("one metric's ICC 0.8, the others' 0.05", **MIXED),
     "ICCs spread": World("metric ICCs spread from 0.05 to 0.95", icc_spread=(0.05, 0.95)),
@@ -418,13 +422,13 @@ def stress_cell(
         ended = {int(r): realized == r for r in np.unique(realized)
                  if r >= 2 and (realized == r).sum() >= MIN_STUDIES}
     cells = []
-    for design, chosen in sorted(ended.items()):
+    for ended_with, chosen in sorted(ended.items()):
         coverage, reported = coverage_shares(
             {name: (rep[chosen], cov[chosen]) for name, (rep, cov) in results.items()})
         metric_coverage = tuple(
             (float(iccs[m]), float(cov[chosen][rep[chosen]].mean()) if rep[chosen].any() else None)
             for m, (rep, cov) in per_metric_results.items())
-        cells.append(StressCell("rates", metrics, design, samples, world_name, coverage, reported,
+        cells.append(StressCell("rates", metrics, ended_with, samples, world_name, coverage, reported,
                                 metric_coverage=metric_coverage, planned=k,
                                 benchmarks=int(chosen.sum())))
     return cells
@@ -441,9 +445,12 @@ def _stress_cell(task: tuple) -> list[StressCell]:
 def _part_cell(task: tuple) -> StressCell:
     """One cell of the curves' or the sensitivity difference's part, the rules lowered."""
     part, world, m, k, s, benchmarks, confidence_level, stream = task
-    measure = {"curves": stress_curves.curve_coverage,
-               "sensitivity": stress_curves.sensitivity_coverage,
-               "judge": judge.stress_coverage}[part]
+    measures: dict[str, Callable[..., dict[str, tuple[float | None, float | None, float]]]] = {
+        "curves": stress_curves.curve_coverage,
+        "sensitivity": stress_curves.sensitivity_coverage,
+        "judge": judge.stress_coverage,
+    }
+    measure = measures[part]
     with rules_lowered():
         found = measure(world, m, k, s, benchmarks=benchmarks, confidence_level=confidence_level,
                         rng=np.random.default_rng(stream))
@@ -505,10 +512,10 @@ def stress_grid(
         # most JUDGE_BENCHMARKS studies per cell.
         counts = tuple(m for m in metrics if part != "judge" or m == min(metrics))
         size = part_benchmarks(part, benchmarks)
-        designs = [(part, w, m, k, s, size, confidence_level)
-                   for w, m, k, s in itertools.product(chosen, counts, base_per_metric,
-                                                       samples)]
-        cells += seeded_runs(_part_cell, designs, seed=seed + 10 * n, jobs=jobs, cache=cache)
+        part_designs = [(part, w, m, k, s, size, confidence_level)
+                        for w, m, k, s in itertools.product(chosen, counts, base_per_metric,
+                                                            samples)]
+        cells += seeded_runs(_part_cell, part_designs, seed=seed + 10 * n, jobs=jobs, cache=cache)
     return cells
 
 
@@ -551,13 +558,21 @@ def coverage_table(cells: list[StressCell], *, benchmarks: int, confidence_level
         for name, value in c.coverage.items():
             if value is None:
                 continue
+            _, high = _bounds(c, name)
             found = coverage.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
-                str(c.base_per_metric), [value, c.high(name)])
-            found[0], found[1] = min(found[0], value), max(found[1], c.high(name))
+                str(c.base_per_metric), [value, high])
+            found[0], found[1] = min(found[0], value), max(found[1], high)
     rounded = {name: {m: {k: [round(lo, 3), round(hi, 3)] for k, (lo, hi) in by_k.items()}
                       for m, by_k in by_m.items()} for name, by_m in coverage.items()}
     return {"benchmarks": benchmarks, "confidence_level": confidence_level, "band": [LOW, HIGH],
             "coverage": rounded}
+
+
+def _bounds(cell: StressCell, name: str) -> tuple[float, float]:
+    """The lowest and highest coverage of `name` in a cell that reported it."""
+    low, high = cell.coverage[name], cell.high(name)
+    assert low is not None and high is not None, f"{name} was never reported in this cell"
+    return low, high
 
 
 def _tolerance(cell: StressCell, benchmarks: int) -> float:
@@ -573,8 +588,9 @@ def _short(cell: StressCell, name: str, benchmarks: int) -> bool:
 def _range(cells: list[StressCell], name: str, benchmarks: int) -> str:
     if not cells:
         return "none"
-    low = min(c.coverage[name] for c in cells)
-    high = max(c.high(name) for c in cells)
+    bounds = [_bounds(c, name) for c in cells]
+    low = min(lowest for lowest, _ in bounds)
+    high = max(highest for _, highest in bounds)
     flag = " ✗" if any(_short(c, name, benchmarks) for c in cells) else ""
     return f"{low:.3f}–{high:.3f}{flag}"
 

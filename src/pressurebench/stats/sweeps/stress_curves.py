@@ -17,6 +17,7 @@ metrics of equal expected size estimates the mean of the metrics' curves.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class CurveWorld:
         return HAZARD_MEAN * size, (1 - HAZARD_MEAN) * size
 
 
-APART = {"icc": 0.02, "icc_apart": 0.44}
+APART: dict[str, Any] = {"icc": 0.02, "icc_apart": 0.44}
 CURVE_WORLDS: dict[str, CurveWorld] = {
     "hazard of one metric apart": CurveWorld("one metric's hazard ICC 0.44, the others' 0.02",
                                              **APART),
@@ -164,8 +165,8 @@ def curve_coverage(
             rep, cov = points_covered(points, truths["band"])
             reported["band"] += rep
             hits["band"] += cov
-        for points in (d.points for d in differences):
-            rep, cov = points_covered(points, truths["curve difference"])
+        for diff_points in (d.points for d in differences):
+            rep, cov = points_covered(diff_points, truths["curve difference"])
             reported["curve difference"] += rep
             hits["curve difference"] += cov
         for i, m in enumerate(measured):
@@ -179,8 +180,8 @@ def curve_coverage(
         with np.errstate(invalid="ignore", divide="ignore"):
             per_turn = np.where(rep > 0, cov / rep, np.nan)
         shown = per_turn[np.isfinite(per_turn)]
-        return ((float(shown.min()), float(shown.max())) if shown.size else (None, None)) + (
-            float(rep.sum() / (benchmarks * TURNS)),)
+        low, high = (float(shown.min()), float(shown.max())) if shown.size else (None, None)
+        return low, high, float(rep.sum() / (benchmarks * TURNS))
 
     out = {name: summary(reported[name], hits[name]) for name in reported}
     per_metric = [summary(metric_reported[m], metric_hits[m]) for m in measured]

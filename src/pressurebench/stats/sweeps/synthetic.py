@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,10 @@ def synthetic_scores(
     difficulty = rng.uniform(size=n_clusters)
     metric_of_cluster = np.repeat(np.arange(metrics), base_per_metric)
     mu = means[:, metric_of_cluster]
-    cluster_rate = beta.ppf(difficulty[None, :], mu * concentration, (1 - mu) * concentration)
+    # Array arguments, so `beta.ppf` returns an array (its stub also allows a float).
+    cluster_rate = cast(
+        np.ndarray, beta.ppf(difficulty[None, :], mu * concentration, (1 - mu) * concentration)
+    )
 
     t_idx, k_idx, v_idx, s_idx = (
         a.ravel() for a in np.indices((len(names), n_clusters, len(variants), samples))
@@ -94,11 +98,13 @@ def synthetic_scores(
         values = np.array([v[a] for v in variants], dtype=object)
         columns[f"demo:{axis}"] = values[v_idx]
     columns["status"] = np.where(ok, "ok", "error").astype(object)
-    columns["passed"] = np.where(ok, passed, None).astype(object)
+    # Given x and y, `np.where` returns an array (its stub, which rejects None for y, may not).
+    columns["passed"] = cast(np.ndarray, np.where(ok, passed, None)).astype(object)
     if judges:
         positive = metric_types[metric_of_cluster[k_idx]] == "positive"
         present = passed == positive
         for j in range(judges):
             flipped = present ^ (rng.uniform(size=p.size) < judge_noise)
-            columns[f"judge:judge-{j + 1}"] = np.where(ok, flipped, None).astype(object)
+            judged = cast(np.ndarray, np.where(ok, flipped, None))
+            columns[f"judge:judge-{j + 1}"] = judged.astype(object)
     return pd.DataFrame(columns)

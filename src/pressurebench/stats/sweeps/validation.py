@@ -372,9 +372,9 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
         for name in STATISTICS:
             row = [name]
             for k in sizes:
-                values = [c.coverage[name] for c in cells if c.metrics == m
-                          and c.base_per_metric == k and c.coverage[name] is not None]
-                text = _range(values, tolerance)
+                given = [value for c in cells if c.metrics == m
+                         and c.base_per_metric == k and (value := c.coverage[name]) is not None]
+                text = _range(given, tolerance)
                 row.append(text if k >= rule_of(name) else f"({text}, withheld)")
             lines.append("| " + " | ".join(row) + " |")
     lines += [
@@ -385,10 +385,10 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
         "|---|---|---|---|---|" + "---|" * len(POOLED),
     ]
     for c in cells:
-        values = ["none" if c.coverage[n] is None
-                  else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in POOLED]
+        shown = ["none" if c.coverage[n] is None
+                 else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in POOLED]
         lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | "
-                     f"{c.setting} | " + " | ".join(values) + " |")
+                     f"{c.setting} | " + " | ".join(shown) + " |")
     return "\n".join(lines) + "\n\n" + ranks
 
 
