@@ -9,6 +9,7 @@ that rounds to zero is shown without a sign (format spec `z`, PEP 682): a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -69,10 +70,22 @@ def interval_method(method: str, reason: str | None) -> str:
 
 def format_estimate(est: RateEstimate) -> str:
     """A rate with its interval, or with "(no interval)" where the design cannot support one."""
-    text = format_rate(est.rate, est.ci_low, est.ci_high)
-    if est.rate is not None and est.ci_low is None:
+    return format_rate_or_why(est.rate, est.ci_low, est.ci_high)
+
+
+def format_rate_or_why(rate: float | None, low: float | None, high: float | None) -> str:
+    """`format_rate`, with "(no interval)" after a rate the design gives no interval."""
+    text = format_rate(rate, low, high)
+    if rate is not None and low is None:
         text += " (no interval)"
     return text
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A numeric frame's rows as dicts, a missing cell as None (never NaN), so a display table
+    formats the numbers its CSV holds with the formatters that take None for "not measured"."""
+    cells = frame.astype(object).where(frame.notna(), None)
+    return [{str(k): v for k, v in row.items()} for row in cells.to_dict("records")]
 
 
 def format_share(value: float | None) -> str:
