@@ -28,6 +28,7 @@ from ..stats import methods
 from ..stats.estimates import RateEstimate
 from ..stats.multiplicity import HOLM
 from ..stats.results import Results
+from . import export_tables
 from .notebook_display import MISSING as MISSING  # shown as tables.MISSING too
 
 METHOD_LABELS = {
@@ -130,19 +131,20 @@ def metric_label(metric_id: str, metric_names: Mapping[str, str] | None) -> str:
     return f"{metric_id} {name}" if name else metric_id
 
 
-def _row(target: str, metric: str, est: RateEstimate | None) -> dict:
+def _row(target: str, metric: str, est: dict[str, Any] | None) -> dict:
+    """A row of `export_tables.rates_frame` as text (a metric the target has no rate on: "—")."""
     if est is None:
         return {"target": target, "metric": metric, "rate": MISSING, "ci": MISSING,
                 "method": MISSING, "scenarios": 0, "n": 0, "n_error": 0}
     return {
         "target": target,
         "metric": metric,
-        "rate": format_share(est.rate),
-        "ci": format_interval(est.ci_low, est.ci_high),
-        "method": interval_method(est.ci_method, est.reason),
-        "scenarios": est.n_clusters,
-        "n": est.n,
-        "n_error": est.n_error,
+        "rate": format_share(est["rate"]),
+        "ci": format_interval(est["ci_low"], est["ci_high"]),
+        "method": interval_method(est["method"], est["reason"]),
+        "scenarios": est["base_scenarios"],
+        "n": est["n"],
+        "n_error": est["n_error"],
     }
 
 
@@ -154,14 +156,16 @@ def results_table(results: Results, metric_names: Mapping[str, str] | None = Non
     Rates and intervals are display strings; n and n_error stay integers so the
     table can still be sorted and summed.
     """
+    found = {(r["target"], r["scope"], r["key"]): r
+             for r in frame_records(export_tables.rates_frame(results))}
     rows = []
     for target in sorted(results.targets):
-        rates = results.targets[target]
-        rows.append(_row(target, OVERALL, rates.overall))
+        rows.append(_row(target, OVERALL, found.get((target, "overall", OVERALL))))
         for kind in METRIC_TYPES:
-            rows.append(_row(target, kind, getattr(rates, kind)))
+            rows.append(_row(target, kind, found.get((target, "metric type", kind))))
         for m in metric_ids(results):
-            rows.append(_row(target, metric_label(m, metric_names), rates.by_metric.get(m)))
+            rows.append(_row(target, metric_label(m, metric_names),
+                             found.get((target, "metric", m))))
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
 
 
@@ -232,15 +236,17 @@ def _p(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}"
 
 
-def _test_columns(d) -> list:
-    significant = d.holm_significant
+def _test_columns(d: dict[str, Any]) -> list:
+    """A row of `export_tables`' difference frames as text: the difference with its interval,
+    its method, its tests and its minimum detectable effect."""
+    significant = d["holm_significant"]
     return [
-        format_difference(d.difference, d.ci_low, d.ci_high),
-        interval_method(d.ci_method, d.reason),
-        _p(d.p_value),
-        _p(d.p_holm),
+        format_difference(d["difference"], d["ci_low"], d["ci_high"]),
+        interval_method(d["method"], d["reason"]),
+        _p(d["p_value"]),
+        _p(d["p_holm"]),
         MISSING if significant is None else ("differs" if significant else "no evidence"),
-        MISSING if d.mde is None else f"{100 * d.mde:.1f} pp",
+        MISSING if d["mde"] is None else f"{100 * d['mde']:.1f} pp",
     ]
 
 
@@ -249,9 +255,10 @@ def comparison_table(results: Results) -> pd.DataFrame:
     its interval, the p-value that inverts it, Holm's adjustment within its family and the
     minimum detectable effect at 80% power (a difference the design would find 80% of the
     time; an interval holding 0 says little about differences smaller than it)."""
-    comparison = results.comparison
-    rows = [[f"{d.a} − {d.b}", "all", *_test_columns(d)] for d in comparison.pairwise]
-    rows += [[f"{d.a} − {d.b}", d.metric_id, *_test_columns(d)] for d in comparison.by_metric]
+    rows = [[f"{d['a']} − {d['b']}", "all", *_test_columns(d)]
+            for d in frame_records(export_tables.pairwise_frame(results))]
+    rows += [[f"{d['a']} − {d['b']}", d["metric"], *_test_columns(d)]
+             for d in frame_records(export_tables.metric_pairwise_frame(results))]
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
@@ -262,8 +269,8 @@ GAP_COLUMNS = ["target", "axis", "compared", "gap [CI]", "method", "p", "p (Holm
 def gaps_table(results: Results) -> pd.DataFrame:
     """Every demographic gap: value a − value b with its interval, its test, Holm's decision
     within its target and axis, and the minimum detectable gap at 80% power."""
-    rows = [[target, g.axis, f"{g.a} − {g.b}", *_test_columns(g)]
-            for target in sorted(results.targets) for g in results.targets[target].demographic_gaps]
+    gaps = sorted(frame_records(export_tables.gaps_frame(results)), key=lambda g: g["target"])
+    rows = [[g["target"], g["axis"], f"{g['a']} − {g['b']}", *_test_columns(g)] for g in gaps]
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
