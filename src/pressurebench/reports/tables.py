@@ -8,8 +8,8 @@ that rounds to zero is shown without a sign (format spec `z`, PEP 682): a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -80,6 +80,23 @@ def format_rate_or_why(rate: float | None, low: float | None, high: float | None
     if rate is not None and low is None:
         text += " (no interval)"
     return text
+
+
+Source = TypeVar("Source")
+
+
+def rows_or_empty(source: Source | None, columns: Sequence[str],
+                  rows: Callable[[Source], Iterable[list]]) -> pd.DataFrame:
+    """The table `rows` makes of `source`, or the empty table with its columns where the results
+    hold no such section (it was not run), so a notebook shows the headers rather than fails."""
+    if source is None:
+        return pd.DataFrame(columns=list(columns))
+    return pd.DataFrame(list(rows(source)), columns=list(columns))
+
+
+def format_p(value: float | None) -> str:
+    """A p-value to three decimals, "—" where no test was run."""
+    return MISSING if value is None else f"{value:.3f}"
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -232,10 +249,6 @@ COMPARISON_COLUMNS = ["compared", "metric", "difference [CI]", "method", "p", "p
                       "after Holm", "MDE"]
 
 
-def _p(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.3f}"
-
-
 def _test_columns(d: dict[str, Any]) -> list:
     """A row of `export_tables`' difference frames as text: the difference with its interval,
     its method, its tests and its minimum detectable effect."""
@@ -243,8 +256,8 @@ def _test_columns(d: dict[str, Any]) -> list:
     return [
         format_difference(d["difference"], d["ci_low"], d["ci_high"]),
         interval_method(d["method"], d["reason"]),
-        _p(d["p_value"]),
-        _p(d["p_holm"]),
+        format_p(d["p_value"]),
+        format_p(d["p_holm"]),
         MISSING if significant is None else ("differs" if significant else "no evidence"),
         MISSING if d["mde"] is None else f"{100 * d['mde']:.1f} pp",
     ]

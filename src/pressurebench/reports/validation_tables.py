@@ -25,6 +25,7 @@ from .tables import (
     MISSING,
     format_difference,
     format_estimate,
+    format_p,
     format_rate,
     format_rate_or_why,
     frame_records,
@@ -44,17 +45,13 @@ def _difference_columns(d: dict | None) -> dict:
     return {"difference": found.pop("value"), **found}
 
 
-def _p(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.3f}"
-
-
 def _holm_columns(t: dict | None) -> dict:
     if t is None:
         return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
     significant = t["holm_significant"]
     return {
-        "p": _p(t["p_value"]),
-        "p (Holm)": _p(t["p_holm"]),
+        "p": format_p(t["p_value"]),
+        "p (Holm)": format_p(t["p_holm"]),
         "after Holm": MISSING if significant is None
         else ("differs" if significant else "no evidence"),
     }
@@ -97,20 +94,32 @@ def pairwise_changes_frame(result: ArmResult) -> pd.DataFrame:
     and its Holm-corrected test over the arm's pairs."""
     rows = []
     for p in frame_records(numbers.pairwise_changes_frame(result)):
-        found = _tested_columns(p["change"], p)
         rows.append({"pair": f"{p['target_1']} − {p['target_2']}",
                      "main": _points(p["difference_main"]), "arm": _points(p["difference_arm"]),
-                     "change (arm − main)": found.pop("value"), **found})
-    return pd.DataFrame(rows, columns=["pair", "main", "arm", "change (arm − main)", "ci method",
-                                       "p", "p (Holm)", "after Holm", "note"])
+                     **_change_columns(p)})
+    return pd.DataFrame(rows, columns=["pair", "main", "arm", *CHANGE_COLUMNS])
+
+
+CHANGE_COLUMNS = ["change (arm − main)", "ci method", "p", "p (Holm)", "after Holm", "note"]
+
+
+def _change_columns(row: dict) -> dict:
+    """A numeric row's `change` (arm − main) as text with its interval, method and tests."""
+    found = _tested_columns(row["change"], row)
+    return {"change (arm − main)": found.pop("value"), **found}
+
+
+def _family_or_why(found: bool, m: Multiplicity, what: str, why_none: str) -> str:
+    return family_note(m, what) if found else why_none
 
 
 def pairwise_note(result: ArmResult) -> str:
     """The pairwise changes' family, or why there is no pair."""
-    if not result.pairwise_changes:
-        return ("No pair to compare: a change of a difference between two targets needs two or "
-                "more targets with results in both arms (validation.targets).")
-    return family_note(result.pairwise_multiplicity, "change(s) of a difference between targets")
+    return _family_or_why(
+        bool(result.pairwise_changes), result.pairwise_multiplicity,
+        "change(s) of a difference between targets",
+        "No pair to compare: a change of a difference between two targets needs two or more "
+        "targets with results in both arms (validation.targets).")
 
 
 def gap_changes_frame(result: EvaluatorArmResult) -> pd.DataFrame:
@@ -118,26 +127,24 @@ def gap_changes_frame(result: EvaluatorArmResult) -> pd.DataFrame:
     (arm − main) with its interval and its Holm-corrected test over the arm's gaps."""
     rows = []
     for g in frame_records(numbers.gap_changes_frame(result)):
-        found = _tested_columns(g["change"], g)
         rows.append({
             "target": g["target"], "gap": f"{g['axis']}: {g['a']} − {g['b']}",
             "main judge": format_difference(g["gap_main"], g["gap_main_ci_low"],
                                             g["gap_main_ci_high"]),
             "arm judge": format_difference(g["gap_arm"], g["gap_arm_ci_low"],
                                            g["gap_arm_ci_high"]),
-            "change (arm − main)": found.pop("value"), **found,
+            **_change_columns(g),
         })
     return pd.DataFrame(rows, columns=["target", "gap", "main judge", "arm judge",
-                                       "change (arm − main)", "ci method", "p", "p (Holm)",
-                                       "after Holm", "note"])
+                                       *CHANGE_COLUMNS])
 
 
 def gap_note(result: EvaluatorArmResult) -> str:
     """The gap changes' family, or why there is no gap."""
-    if not result.gaps:
-        return ("No demographic gap: the planned rows have no two demographic values of an axis "
-                "with verdicts from both judges in a common base scenario.")
-    return family_note(result.gap_multiplicity, "change(s) of a gap between judges")
+    return _family_or_why(
+        bool(result.gaps), result.gap_multiplicity, "change(s) of a gap between judges",
+        "No demographic gap: the planned rows have no two demographic values of an axis with "
+        "verdicts from both judges in a common base scenario.")
 
 
 def rates_frame(result: ArmResult) -> pd.DataFrame:
