@@ -118,11 +118,7 @@ def format_interval(low: float | None, high: float | None) -> str:
 
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
     """`54.8% [30.4%, 81.8%]`; the interval is left out when there is none, "—" without a rate."""
-    if rate is None:
-        return MISSING
-    if low is None or high is None:
-        return format_share(rate)
-    return f"{format_share(rate)} {format_interval(low, high)}"
+    return _with_interval(rate, low, high, format_share, format_interval)
 
 
 def format_points(value: float | None) -> str:
@@ -131,11 +127,18 @@ def format_points(value: float | None) -> str:
 
 def format_difference(value: float | None, low: float | None, high: float | None) -> str:
     """`+16.7 pp [+5.6, +28.8]`: a difference of rates in percentage points with its interval."""
+    return _with_interval(value, low, high, format_points,
+                          lambda lo, hi: f"[{100 * lo:+z.1f}, {100 * hi:+z.1f}]")
+
+
+def _with_interval(value: float | None, low: float | None, high: float | None,
+                   point: Callable[[float], str], interval: Callable[[float, float], str]) -> str:
+    """`point(value)` with `interval(low, high)` after it where there is one; "—" without."""
     if value is None:
         return MISSING
     if low is None or high is None:
-        return format_points(value)
-    return f"{format_points(value)} [{100 * low:+z.1f}, {100 * high:+z.1f}]"
+        return point(value)
+    return f"{point(value)} {interval(low, high)}"
 
 
 def metric_ids(results: Results) -> list[str]:

@@ -35,6 +35,9 @@ from .tables import (
 ArmResult = GeneratorArmResult | PairedArmResult
 
 
+DIFFERENCE_COLUMNS = ["difference", "ci method", "p", "p (Holm)", "after Holm", "note"]
+
+
 def _difference_columns(d: dict | None) -> dict:
     """A row of `study_frames.differences_frame` as text: the difference with its interval,
     its method, its tests and its reason ("not compared" where there is none)."""
@@ -151,7 +154,7 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
     """Per target: both arms' pass rates with n, base scenarios and n_error, and their
     difference with its method ("(no interval)" where the design cannot support one) and its
     Holm-corrected test."""
-    diffs = {d["target"]: d for d in _differences(result) if d["metric"] == numbers.ALL_METRICS}
+    diffs = {d["target"]: d for d in _differences(result)[:len(result.target_differences)]}
     rows = []
     for r in frame_records(numbers.rates_frame(result)):
         row = {"target": r["target"]}
@@ -161,24 +164,9 @@ def rates_frame(result: ArmResult) -> pd.DataFrame:
                     f"{side} n": r[f"{side}_n"], f"{side} scenarios": r[f"{side}_n_clusters"],
                     f"{side} n_error": r[f"{side}_n_error"]}
         rows.append(row | _difference_columns(diffs.get(r["target"])))
-    columns = [
-        "target",
-        "main",
-        "main n",
-        "main scenarios",
-        "main n_error",
-        "arm",
-        "arm n",
-        "arm scenarios",
-        "arm n_error",
-        "difference",
-        "ci method",
-        "p",
-        "p (Holm)",
-        "after Holm",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["target", *(f"{side}{c}" for side in ("main", "arm")
+                           for c in ("", " n", " scenarios", " n_error"))]
+    return pd.DataFrame(rows, columns=[*columns, *DIFFERENCE_COLUMNS])
 
 
 def _differences(result: ArmResult) -> list[dict]:
@@ -203,23 +191,9 @@ def metric_frame(result: ArmResult) -> pd.DataFrame:
         }
         for d in _differences(result)[len(result.target_differences):]
     ]
-    columns = [
-        "target",
-        "metric",
-        "main rate",
-        "main n",
-        "main scenarios",
-        "arm rate",
-        "arm n",
-        "arm scenarios",
-        "difference",
-        "ci method",
-        "p",
-        "p (Holm)",
-        "after Holm",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["target", "metric", *(f"{side} {c}" for side in ("main", "arm")
+                                     for c in ("rate", "n", "scenarios"))]
+    return pd.DataFrame(rows, columns=[*columns, *DIFFERENCE_COLUMNS])
 
 
 def _agreement_cell(value: float | None, low: float | None, high: float | None) -> str:
