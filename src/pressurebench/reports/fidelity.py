@@ -17,19 +17,14 @@ from ..schemas import USER_BREAKS
 from ..stats.estimates import RateEstimate
 from ..stats.fidelity import FidelityResults
 from ..stats.results import Results
+from .export_tables import FIDELITY_KIND_LABELS
 from .tables import MISSING, format_difference, format_estimate, interval_method, rows_or_empty
 
 NOT_CHECKED = (
     "**The simulated user was not checked.** Set `fidelity.check: true` in the params and "
     "re-run evaluate (simulate is not re-run) to see whether it played its part."
 )
-KIND_LABELS = {
-    "out_of_character": "out of character",
-    "leak": "leak",
-    "role_swap": "role swap / echo",
-    "landmark_skipped": "landmark skipped",
-    "no_pressure": "no pressure",
-}
+KIND_LABELS = FIDELITY_KIND_LABELS
 BREAK_COLUMNS = ["target", "user model", "any break", *KIND_LABELS.values(), "test awareness",
                  "checks undecided", "found by a rule", "ended early"]
 TURN_COLUMNS = ["target", "turn", "user message broke", "target test-aware"]
