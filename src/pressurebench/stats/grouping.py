@@ -66,6 +66,23 @@ class PassTables(NamedTuple):
     errors: np.ndarray  # (groups,)
 
 
+def grouping_codes(
+    rows: pd.DataFrame, groupings: Sequence[Sequence[str]]
+) -> tuple[list[np.ndarray], list[list[tuple]], int]:
+    """Each row's group in every grouping, numbered across the groupings side by side.
+
+    Returns per grouping the rows' codes (-1 for a row in none of its groups)
+    and its group keys, and the number of groups in all.
+    """
+    codes, keys, offset = [], [], 0
+    for columns in groupings:
+        group, uniques = factorize(rows, columns)
+        codes.append(np.where(group >= 0, group + offset, -1))
+        keys.append(uniques)
+        offset += len(uniques)
+    return codes, keys, offset
+
+
 def pass_tables(
     scores: pd.DataFrame, cluster: np.ndarray, n_clusters: int, groupings: Sequence[Sequence[str]]
 ) -> PassTables:
@@ -76,12 +93,7 @@ def pass_tables(
     """
     valid = valid_mask(scores).astype(float)
     success = passes(scores)
-    codes, keys, offset = [], [], 0
-    for columns in groupings:
-        group, uniques = factorize(scores, columns)
-        codes.append(np.where(group >= 0, group + offset, -1))
-        keys.append(uniques)
-        offset += len(uniques)
+    codes, keys, offset = grouping_codes(scores, groupings)
     copies = len(groupings)
     group = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
     cluster, valid, success = (
