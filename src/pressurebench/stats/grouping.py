@@ -9,12 +9,14 @@ rows and independent of how many groups there are.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from .frame import passes, valid_mask
+
+T = TypeVar("T")
 
 
 def factorize(scores: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
@@ -81,6 +83,15 @@ def grouping_codes(
         keys.append(uniques)
         offset += len(uniques)
     return codes, keys, offset
+
+
+def by_grouping(keys: Sequence[Sequence[tuple]], values: Sequence[T]) -> list[dict[tuple, T]]:
+    """Per grouping, its groups' values by key, from values in the order `grouping_codes` numbers."""
+    out, offset = [], 0
+    for group_keys in keys:
+        out.append(dict(zip(group_keys, values[offset : offset + len(group_keys)])))
+        offset += len(group_keys)
+    return out
 
 
 def pass_tables(
