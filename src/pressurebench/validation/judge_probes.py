@@ -36,13 +36,13 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import ConfigError
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout, probes_layout
-from ..schemas import SCHEMA_VERSION, ProbeEditsFile, ProbeScoresFile, Row, Score, base_id_of
+from ..schemas import ProbeEditsFile, ProbeScoresFile, Row, Score, base_id_of
 from ..stage_run import StageRun
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.estimates import Difference, RateEstimate
@@ -50,7 +50,7 @@ from ..stats.gap_contrasts import ShareEstimate, gap_readings
 from ..stats.interval_rules import EXPLAINED_SHARE, GAP_CONTRAST
 from ..stats.rate_contrasts import TestedContrast, holm_tested
 from ..stats.rates import grouped_rates, no_data
-from ..stats.results import JudgeProbeNotes, StatisticsSettings
+from ..stats.results import JudgeProbeNotes, StatisticsFile, StatisticsSettings
 from .agreement import verdict_pairs
 from .inputs import arm_scores, frame_of
 from .multiplicity import Multiplicity, family_of
@@ -139,12 +139,7 @@ class FamilyCheck(Row):
     note: str | None = Field(description="the results report's headline note; None: none shared")
 
 
-class JudgeProbesStudy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    statistics: StatisticsSettings
+class JudgeProbesStudy(StatisticsFile):
     probes: list[ProbeName]
     warn: float = Field(description="validation.judge_probes_warn")
     evaluators: list[str]
