@@ -66,7 +66,7 @@ def assistant_replies(root: Path) -> dict[tuple[str, str], int]:
 # The fixed openings of the judge probes' edit prompts: the editor's calls ask for plain text.
 PROBE_EDITS = tuple(
     (Path(pressurebench.__file__).parent / "prompts" / f"{name}.txt").read_text().split("{{")[0]
-    for name in ("probe_identity", "probe_verbosity")
+    for name in ("probe_identity", "probe_paraphrase", "probe_verbosity")
 )
 
 

@@ -132,3 +132,18 @@ def test_holm_matches_statsmodels():
     theirs = multipletests(p[finite], method="holm")[1]
     assert ours[finite] == pytest.approx(theirs)
     assert np.isnan(ours[~finite]).all()
+
+
+def test_metrics_whose_scenarios_all_agree_have_no_spread_not_a_rounding_one():
+    """Five base scenarios all passing on one metric and all failing on the other: Σz² −
+    (Σz)²/k leaves rounding (about 4e-18), which is no spread; the rate takes Wilson's interval
+    on the base scenarios, never a zero-width one."""
+    from pressurebench.stats.cluster_t import rate_z, stratified_variance
+    from pressurebench.stats.interval_rules import RATE
+
+    k = 5
+    successes = np.array([[1.0]] * k + [[0.0]] * k)
+    trials = np.ones((2 * k, 1))
+    design = stratified_variance(rate_z(successes, trials), trials > 0,
+                                 np.array([0] * k + [1] * k), rule=RATE)
+    assert design.variance[0] == 0.0

@@ -93,7 +93,7 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
     out["pairwise"] = (pairwise, latex.differences_table(
         pairwise, f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, "
         f"in percentage points, with {latex.latex_escape(level)} intervals; paired: both targets "
-        "answered the same scenarios. $p$ inverts the interval; Holm: significant after Holm's "
+        "answered the same scenarios. $p$ inverts the interval; $^{*}$: significant after Holm's "
         "correction over the pairs; MDE: the difference the design detects with 80\\% power.",
         f"tab:{b}-pairwise", lead=[], targets=list(results.targets), target_columns=["a", "b"]))
     by_metric = export_tables.metric_pairwise_frame(results)
@@ -101,14 +101,14 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
         out["pairwise_by_metric"] = (by_metric, latex.differences_table(
             by_metric, f"Differences of pass rates between targets of {latex.latex_escape(b)} on "
             f"each metric, in percentage points, with {latex.latex_escape(level)} intervals on "
-            "the metric's own base scenarios; Holm: significant after Holm's correction over the "
+            "the metric's own base scenarios; $^{*}$: significant after Holm's correction over the "
             "pair's metrics; MDE as above.", f"tab:{b}-pairwise-by-metric", lead=["metric"],
             targets=list(results.targets), target_columns=["a", "b"]))
     gaps = export_tables.gaps_frame(results)
     out["demographic_gaps"] = (gaps, latex.differences_table(
         gaps, f"Demographic gaps of pass rates in {latex.latex_escape(b)}, in percentage points, "
         f"with {latex.latex_escape(level)} intervals and two-sided tests of no gap ($p$ inverts "
-        "the interval); Holm: significant after Holm's correction within each axis and target; "
+        "the interval); $^{*}$: significant after Holm's correction within each axis and target; "
         "MDE: the gap the design detects with 80\\% power.",
         f"tab:{b}-demographic-gaps", lead=["target", "axis"], targets=list(results.targets),
         target_columns=["target"]))

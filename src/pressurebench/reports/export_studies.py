@@ -171,7 +171,7 @@ def arm_tables(study: str, result: GeneratorArmResult | PairedArmResult, benchma
         shown,
         f"Pass rate in the {what} arm {arm} minus in the main arm of {b}, per target (metric "
         f"all) and per target $\\times$ metric, in percentage points, with {pct} intervals and "
-        f"two-sided tests of no difference; Holm: significant after Holm's correction over the "
+        f"two-sided tests of no difference; $^{{*}}$: significant after Holm's correction over the "
         f"arm's family, the {m.n_comparisons} differences per target and per target $\\times$ "
         f"metric with a $p$-value (family-wise error rate {m.alpha:g}).",
         f"{stem}-differences", lead=["target", "metric"], targets=list(result.targets),

@@ -380,17 +380,16 @@ def differences_table(frame: pd.DataFrame, caption: str, label: str, *, lead: Se
         cells += [f"{cell('a', r['a'])} $-$ {cell('b', r['b'])}",
                   _percent(None if pd.isna(r["difference"]) else r["difference"]), interval]
         if "p_holm" in r:
-            cells += [_p(r["p_value"]), _p(r["p_holm"]),
-                      DASH if pd.isna(r["holm_significant"]) else
-                      ("yes" if r["holm_significant"] else "no")]
+            starred = pd.notna(r["holm_significant"]) and bool(r["holm_significant"])
+            cells += [_p(r["p_value"]), _p(r["p_holm"]) + ("$^{*}$" if starred else "")]
         if "mde" in r:
             cells.append(_percent(None if pd.isna(r["mde"]) else r["mde"]))
         body.append(cells)
     header = [latex_escape(c.capitalize()) for c in lead] + ["Compared", "pp", "Interval (pp)"]
     spec = "l" * len(lead) + "lrr"
     if "p_holm" in frame.columns:
-        header += ["$p$", "$p_{\\mathrm{Holm}}$", "Holm"]
-        spec += "rrl"
+        header += ["$p$", "$p_{\\mathrm{Holm}}$"]
+        spec += "rr"
     if "mde" in frame.columns:
         header.append("MDE (pp)")
         spec += "r"
@@ -516,7 +515,7 @@ def interval_coverage_table(results: Results, label: str) -> str:
         "hard, rewrite effects, lost scenarios, errors that depend on the outcome)."
     )
     return table_float(
-        _tabular("@{}p{3.0cm}p{4.4cm}lll@{}",
+        _tabular("@{}p{2.8cm}p{3.4cm}lll@{}",
                  ["interval", "method", "design", "coverage", "stress coverage"], body),
         caption,
         label

@@ -71,9 +71,12 @@ class JudgeAgreement(Row):
     reason: str | None = Field(default=None, description="why there is nothing to measure")
 
 
-def undefined(reason: str, n_items: int = 0, n_clusters: int = 0) -> AgreementEstimate:
+def without_interval(
+    reason: str, n_items: int = 0, n_clusters: int = 0, *, value: float | None = None
+) -> AgreementEstimate:
+    """An estimate with no interval, for `reason`: with its `value` where that is defined."""
     return AgreementEstimate(
-        value=None,
+        value=value,
         ci_low=None,
         ci_high=None,
         ci_method=methods.NONE,
@@ -98,7 +101,7 @@ def bootstrap_agreement(
     check_confidence_level(confidence_level)
     n_items = len(item_cluster)
     if n_items == 0:
-        return undefined(NO_ITEMS)
+        return without_interval(NO_ITEMS)
     n_clusters = int(np.unique(item_cluster).size)
     per_cluster = np.column_stack(
         [
@@ -108,20 +111,13 @@ def bootstrap_agreement(
     )
     value = float(from_sums(per_cluster.sum(axis=0)))
     if not np.isfinite(value):
-        return undefined(ONE_CATEGORY, n_items, n_clusters)
+        return without_interval(ONE_CATEGORY, n_items, n_clusters)
     low, high, degenerate = percentile_interval(
         from_sums(bootstrap.replicate_sums(per_cluster)), confidence_level
     )
     if n_clusters == 1 or degenerate[0]:
-        return AgreementEstimate(
-            value=value,
-            ci_low=None,
-            ci_high=None,
-            ci_method=methods.NONE,
-            n_items=n_items,
-            n_clusters=n_clusters,
-            reason=ONE_CLUSTER if n_clusters == 1 else NO_VARIATION,
-        )
+        reason = ONE_CLUSTER if n_clusters == 1 else NO_VARIATION
+        return without_interval(reason, n_items, n_clusters, value=value)
     return AgreementEstimate(
         value=value,
         ci_low=float(low[0]),
@@ -132,7 +128,7 @@ def bootstrap_agreement(
     )
 
 
-def _share(
+def share_estimate(
     bootstrap: ClusterBootstrap,
     item_cluster: np.ndarray,
     agree: np.ndarray,
@@ -176,9 +172,9 @@ def sample_agreement(
         return SampleAgreement(
             num_samples=num_samples,
             n_items=0,
-            all_agree=undefined(reason),
-            fleiss_kappa=undefined(reason),
-            krippendorff_alpha=undefined(reason),
+            all_agree=without_interval(reason),
+            fleiss_kappa=without_interval(reason),
+            krippendorff_alpha=without_interval(reason),
             reason=reason,
         )
     ratings, yes, item_cluster = ratings[rated], yes[rated], item_cluster[rated]
@@ -188,7 +184,7 @@ def sample_agreement(
     return SampleAgreement(
         num_samples=num_samples,
         n_items=int(rated.sum()),
-        all_agree=_share(bootstrap, item_cluster, (yes == 0) | (yes == ratings), confidence_level),
+        all_agree=share_estimate(bootstrap, item_cluster, (yes == 0) | (yes == ratings), confidence_level),
         fleiss_kappa=bootstrap_agreement(
             bootstrap,
             item_cluster[modal],
@@ -226,8 +222,8 @@ def judge_agreement(
         return JudgeAgreement(
             judges=judges,
             kappa_method=None,
-            kappa=undefined(reason),
-            krippendorff_alpha=undefined(reason),
+            kappa=without_interval(reason),
+            krippendorff_alpha=without_interval(reason),
             reason=reason,
         )
     verdicts = judge_verdicts(scores, judges)

@@ -22,6 +22,7 @@ unrelated pass `paired=False`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -109,7 +110,7 @@ def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _correlation(
-    statistic,
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
     point_a: np.ndarray,
     point_b: np.ndarray,
     reps_a: np.ndarray,
@@ -118,36 +119,24 @@ def _correlation(
     confidence_level: float,
 ) -> RankCorrelation:
     n = point_a.shape[-1]
-    if n < MIN_TARGETS_FOR_CORRELATION:
+
+    def without_interval(reason: str, value: float | None = None) -> RankCorrelation:
         return RankCorrelation(
-            value=None,
-            ci_low=None,
-            ci_high=None,
-            ci_method=methods.NONE,
-            n_targets=n,
-            reason=f"a rank correlation needs at least {MIN_TARGETS_FOR_CORRELATION} targets "
-            "with valid rows in both arms",
+            value=value, ci_low=None, ci_high=None, ci_method=methods.NONE, n_targets=n,
+            reason=reason,
+        )
+
+    if n < MIN_TARGETS_FOR_CORRELATION:
+        return without_interval(
+            f"a rank correlation needs at least {MIN_TARGETS_FOR_CORRELATION} targets "
+            "with valid rows in both arms"
         )
     value = float(statistic(point_a, point_b))
     if not np.isfinite(value):
-        return RankCorrelation(
-            value=None,
-            ci_low=None,
-            ci_high=None,
-            ci_method=methods.NONE,
-            n_targets=n,
-            reason="all targets tie in one arm",
-        )
+        return without_interval("all targets tie in one arm")
     low, high, _ = percentile_interval(statistic(reps_a, reps_b), confidence_level)
     if not np.isfinite(low[0]):
-        return RankCorrelation(
-            value=value,
-            ci_low=None,
-            ci_high=None,
-            ci_method=methods.NONE,
-            n_targets=n,
-            reason="all targets tie in one arm in every bootstrap replicate",
-        )
+        return without_interval("all targets tie in one arm in every bootstrap replicate", value)
     return RankCorrelation(
         value=value, ci_low=float(low[0]), ci_high=float(high[0]), ci_method=method, n_targets=n
     )
@@ -300,6 +289,13 @@ def compare_arms(
         reps_b[:, rated],
     )
     complete = np.isfinite(reps_a).all(axis=1) & np.isfinite(reps_b).all(axis=1)
+
+    def correlation(statistic: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RankCorrelation:
+        return _correlation(
+            statistic, point_a, point_b, reps_a[complete], reps_b[complete], method,
+            confidence_level,
+        )
+
     return ArmComparison(
         arm_a=arm_names[0],
         arm_b=arm_names[1],
@@ -308,24 +304,8 @@ def compare_arms(
         differences=[
             ArmDifference(target=t, **d.model_dump()) for t, d in zip(targets, differences)
         ],
-        kendall_tau=_correlation(
-            kendall_tau_b,
-            point_a,
-            point_b,
-            reps_a[complete],
-            reps_b[complete],
-            method,
-            confidence_level,
-        ),
-        spearman_rho=_correlation(
-            spearman_rho,
-            point_a,
-            point_b,
-            reps_a[complete],
-            reps_b[complete],
-            method,
-            confidence_level,
-        ),
+        kendall_tau=correlation(kendall_tau_b),
+        spearman_rho=correlation(spearman_rho),
         order_flips=_order_flips(ranked, point_a, point_b, reps_a, reps_b),
     )
 

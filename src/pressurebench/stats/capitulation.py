@@ -46,7 +46,7 @@ from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .cluster_t import DesignVariance, stratified_variance, t_quantile, wilson_t_interval
 from .frame import GAVE_IN, ONSET_TIME, cluster_ids
-from .grouping import cluster_table, factorize
+from .grouping import by_grouping, cluster_table, grouping_codes
 from .interval_rules import CAPITULATION, CURVE_DIFFERENCE, IntervalRule
 from .intervals import newcombe_interval, wilson_interval
 from .inverted_tests import inverted_p_values
@@ -161,13 +161,7 @@ def risk_tables(
     """
     time = onsets[ONSET_TIME].to_numpy(dtype=int)
     event = onsets[GAVE_IN].to_numpy(dtype=bool)
-    keys, codes, offset = [], [], 0
-    for columns in groupings:
-        group, uniques = factorize(onsets, columns)
-        codes.append(np.where(group >= 0, group + offset, -1))
-        keys.append(uniques)
-        offset += len(uniques)
-    n_groups = offset
+    codes, keys, n_groups = grouping_codes(onsets, groupings)
     at_risk = np.zeros((n_clusters, n_groups, turns))
     gave_in = np.zeros((n_clusters, n_groups, turns))
     for group in codes:
@@ -292,11 +286,7 @@ def grouped_curves(
     )
     replicates = _replicate_curves(bootstrap, at_risk, gave_in)
     curves = estimate_curves(at_risk, gave_in, replicates, bootstrap.strata_codes, confidence_level)
-    out, offset = [], 0
-    for group_keys in keys:
-        out.append(dict(zip(group_keys, curves[offset : offset + len(group_keys)])))
-        offset += len(group_keys)
-    return out
+    return by_grouping(keys, curves)
 
 
 def paired_differences(

@@ -134,6 +134,14 @@ def _mover(p_a, l_a, u_a, p_b, l_b, u_b, rho) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+def side_totals(
+    successes: np.ndarray, trials: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group of one side's (clusters, groups) tables: passes, valid rows, and base
+    scenarios with a valid row."""
+    return successes.sum(axis=0), trials.sum(axis=0), (trials > 0).sum(axis=0)
+
+
 class DifferenceBounds(NamedTuple):
     """Per group: the difference, its interval (NaN where none) and how it is made."""
 
@@ -169,8 +177,8 @@ def difference_bounds(
     wide side. A group lying in one metric is made from that metric's base
     scenarios alone, its design effects and correlation its own.
     """
-    x_a, n_a, k_a = successes_a.sum(axis=0), trials_a.sum(axis=0), (trials_a > 0).sum(axis=0)
-    x_b, n_b, k_b = successes_b.sum(axis=0), trials_b.sum(axis=0), (trials_b > 0).sum(axis=0)
+    x_a, n_a, k_a = side_totals(successes_a, trials_a)
+    x_b, n_b, k_b = side_totals(successes_b, trials_b)
     level = np.broadcast_to(np.asarray(confidence_level, dtype=float), x_a.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         p_a, p_b = x_a / n_a, x_b / n_b
@@ -219,8 +227,8 @@ def estimate_differences(
         len(labels), confidence_level,
     )
     mde = minimum_detectable_effect(np.sqrt(design.variance), design.df, confidence_level)
-    x_a, n_a, k_a = successes_a.sum(axis=0), trials_a.sum(axis=0), (trials_a > 0).sum(axis=0)
-    x_b, n_b, k_b = successes_b.sum(axis=0), trials_b.sum(axis=0), (trials_b > 0).sum(axis=0)
+    x_a, n_a, k_a = side_totals(successes_a, trials_a)
+    x_b, n_b, k_b = side_totals(successes_b, trials_b)
     out = []
     for g, (a, b) in enumerate(labels):
         common = {

@@ -9,12 +9,14 @@ rows and independent of how many groups there are.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from .frame import passes, valid_mask
+
+T = TypeVar("T")
 
 
 def factorize(scores: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
@@ -66,6 +68,32 @@ class PassTables(NamedTuple):
     errors: np.ndarray  # (groups,)
 
 
+def grouping_codes(
+    rows: pd.DataFrame, groupings: Sequence[Sequence[str]]
+) -> tuple[list[np.ndarray], list[list[tuple]], int]:
+    """Each row's group in every grouping, numbered across the groupings side by side.
+
+    Returns per grouping the rows' codes (-1 for a row in none of its groups)
+    and its group keys, and the number of groups in all.
+    """
+    codes, keys, offset = [], [], 0
+    for columns in groupings:
+        group, uniques = factorize(rows, columns)
+        codes.append(np.where(group >= 0, group + offset, -1))
+        keys.append(uniques)
+        offset += len(uniques)
+    return codes, keys, offset
+
+
+def by_grouping(keys: Sequence[Sequence[tuple]], values: Sequence[T]) -> list[dict[tuple, T]]:
+    """Per grouping, its groups' values by key, from values in the order `grouping_codes` numbers."""
+    out, offset = [], 0
+    for group_keys in keys:
+        out.append(dict(zip(group_keys, values[offset : offset + len(group_keys)])))
+        offset += len(group_keys)
+    return out
+
+
 def pass_tables(
     scores: pd.DataFrame, cluster: np.ndarray, n_clusters: int, groupings: Sequence[Sequence[str]]
 ) -> PassTables:
@@ -76,12 +104,7 @@ def pass_tables(
     """
     valid = valid_mask(scores).astype(float)
     success = passes(scores)
-    codes, keys, offset = [], [], 0
-    for columns in groupings:
-        group, uniques = factorize(scores, columns)
-        codes.append(np.where(group >= 0, group + offset, -1))
-        keys.append(uniques)
-        offset += len(uniques)
+    codes, keys, offset = grouping_codes(scores, groupings)
     copies = len(groupings)
     group = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
     cluster, valid, success = (

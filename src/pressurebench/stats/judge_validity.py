@@ -41,7 +41,7 @@ from pydantic import Field
 
 from ..schemas import Row
 from . import methods
-from .agreement import NO_VARIATION, bootstrap_agreement, undefined
+from .agreement import NO_VARIATION, bootstrap_agreement, without_interval
 from .bootstrap import ClusterBootstrap, check_confidence_level, percentile_interval
 from .coefficients import (
     cohen_from_sums,
@@ -289,7 +289,7 @@ def share(
     with each base scenario counted once, as for pass rates.
     """
     if len(item_cluster) == 0:
-        return undefined(empty_reason)
+        return without_interval(empty_reason)
     stats = np.column_stack([weight * hits, weight])
     estimate = bootstrap_agreement(
         bootstrap, item_cluster, stats, _share_from_sums, confidence_level
@@ -334,7 +334,7 @@ def human_reference(
             confidence_level,
         )
     else:
-        alpha = undefined(NO_OVERLAP)
+        alpha = without_interval(NO_OVERLAP)
     voted = votes.sum(axis=1) > 0
     return HumanReference(
         n_items=len(items),
@@ -375,7 +375,7 @@ def judge_human_agreement(
         )
 
     if not both.any():
-        none = undefined(NO_COMPARABLE)
+        none = without_interval(NO_COMPARABLE)
         return JudgeHumanAgreement(
             n_items=0,
             accuracy=none,

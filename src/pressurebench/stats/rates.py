@@ -26,7 +26,7 @@ from .frame import (
     passes,
     valid_mask,
 )
-from .grouping import factorize, group_sums, pass_tables
+from .grouping import by_grouping, factorize, group_sums, pass_tables
 from .interval_rules import RATE
 from .intervals import wilson_interval
 
@@ -155,11 +155,7 @@ def grouped_rates(
     estimates = estimate_rates(
         bootstrap, tables.successes, tables.trials, tables.errors, confidence_level
     )
-    out, offset = [], 0
-    for keys in tables.keys:
-        out.append(dict(zip(keys, estimates[offset : offset + len(keys)])))
-        offset += len(keys)
-    return out
+    return by_grouping(tables.keys, estimates)
 
 
 def rate_estimate(

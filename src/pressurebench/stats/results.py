@@ -12,12 +12,12 @@ replicate. Missing data is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schemas import Row
+from ..schemas import SCHEMA_VERSION, Row
 from .agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
 from .bootstrap import ClusterBootstrap, check_confidence_level
 from .fidelity import FidelityResults
@@ -38,7 +38,6 @@ from .rates import TargetRates, no_data, target_rates
 from .received import ReceivedResults
 from .variance_components import VarianceComponents, variance_components
 
-RESULTS_SCHEMA_VERSION: Final = 1
 RESAMPLING = (
     "rates and differences: cluster-t (linearized variance over base scenarios within metrics, "
     "Student t on base scenarios minus metrics degrees of freedom, Wilson form for rates, "
@@ -121,12 +120,18 @@ class JudgeProbeNotes(Row):
     )
 
 
-class Results(BaseModel):
+class StatisticsFile(BaseModel):
+    """What every file of statistics opens with: its schema version, its benchmark and the
+    settings its intervals were drawn with."""
+
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = RESULTS_SCHEMA_VERSION
+    schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
     statistics: StatisticsSettings
+
+
+class Results(StatisticsFile):
     targets: dict[str, TargetResults]
     comparison: TargetComparison
     sample_agreement: SampleAgreement = Field(description="pooled over targets")

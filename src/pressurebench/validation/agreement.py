@@ -26,16 +26,15 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from ..schemas import Row as Strict
-from ..stats.agreement import _share as share_estimate
-from ..stats.agreement import bootstrap_agreement
+from ..schemas import Row
+from ..stats.agreement import bootstrap_agreement, share_estimate
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.coefficients import cohen_from_sums, cohen_item_stats, scott_from_sums
 from ..stats.estimates import AgreementEstimate
 from ..stats.frame import cluster_ids, passes, valid_mask
 
 
-class VerdictAgreement(Strict):
+class VerdictAgreement(Row):
     """The main arm's verdicts against the arm's on the rows both judged, for one group."""
 
     target: str

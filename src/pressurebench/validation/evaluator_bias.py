@@ -23,15 +23,13 @@ from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import Manifest
-from ..stage_run import StageRun
 from ..stats.estimates import Difference
 from ..stats.gap_contrasts import gap_readings
 from ..stats.interval_rules import GAP_CONTRAST
 from ..stats.rate_contrasts import holm_tested
-from ..stats.results import StatisticsSettings
 from .multiplicity import GAP_FAMILY, Multiplicity, family_of
 from .paired import compare_paired_arm, on_main_rows, planned_arm_frames
-from .record import last_study, record_study
+from .record import last_study, run_study, statistics_settings
 from .studies import EvaluatorArmResult, EvaluatorBiasStudy, GapUnderJudges
 
 STAGE = STUDY_STAGES[EVALUATOR]
@@ -82,9 +80,7 @@ def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
     stats = params.statistics
     return EvaluatorBiasStudy(
         benchmark=benchmark,
-        statistics=StatisticsSettings(
-            resamples=stats.resamples, confidence_level=stats.confidence_level, seed=stats.seed
-        ),
+        statistics=statistics_settings(params),
         main_evaluators=main_evaluators(Layout(params.data_dir, benchmark), plan.targets),
         targets=plan.targets,
         arms=[
@@ -99,10 +95,7 @@ def evaluator_bias_study(params: Params, benchmark: str) -> EvaluatorBiasStudy:
 def run(params_path: str | Path, benchmark: str) -> EvaluatorBiasStudy:
     """Compute the evaluator-bias study; write `evaluator_bias.json` and its manifest into
     `data/<b>/validation/evaluator/bias/`."""
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[])
-    study = evaluator_bias_study(stage.params, benchmark)
-    record_study(stage, study)
-    return study
+    return run_study(STAGE, params_path, benchmark, evaluator_bias_study)
 
 
 def last_output(params_path: str | Path, benchmark: str) -> EvaluatorBiasStudy:

@@ -30,17 +30,15 @@ from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import Benchmark, GenerationError, ScenariosFile
-from ..stage_run import StageRun
 from ..stats.arm_comparison import compare_arms
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
 from ..stats.pairwise_changes import pairwise_changes
 from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
-from ..stats.results import StatisticsSettings
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
 from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
-from .record import last_study, record_study
+from .record import last_study, run_study, statistics_settings
 from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, LostBaseScenarios, SelfPreference
 
 STAGE = STUDY_STAGES[GENERATOR]
@@ -173,12 +171,9 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
                 statistics=params.statistics,
             ).model_copy(update={"losses": losses})
         )
-    stats = params.statistics
     return GeneratorBiasStudy(
         benchmark=benchmark,
-        statistics=StatisticsSettings(
-            resamples=stats.resamples, confidence_level=stats.confidence_level, seed=stats.seed
-        ),
+        statistics=statistics_settings(params),
         main_generator=writer,
         targets=plan.targets,
         arms=arms,
@@ -188,11 +183,12 @@ def generator_bias_study(params: Params, benchmark: str) -> GeneratorBiasStudy:
 def run(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:
     """Compute the generator-bias study; write `generator_bias.json` and its manifest into
     `data/<b>/validation/generator/bias/`."""
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[])
-    with planned_design(stage.params.generation.scenarios_per_metric):
-        study = generator_bias_study(stage.params, benchmark)
-    record_study(stage, study)
-    return study
+
+    def planned(params: Params, benchmark: str) -> GeneratorBiasStudy:
+        with planned_design(params.generation.scenarios_per_metric):
+            return generator_bias_study(params, benchmark)
+
+    return run_study(STAGE, params_path, benchmark, planned)
 
 
 def last_output(params_path: str | Path, benchmark: str) -> GeneratorBiasStudy:

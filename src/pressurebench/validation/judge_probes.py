@@ -36,27 +36,26 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..errors import ConfigError
 from ..io import read_artifact
 from ..params import Params
 from ..paths import Layout, probes_layout
-from ..schemas import SCHEMA_VERSION, ProbeEditsFile, ProbeScoresFile, Row, Score, base_id_of
-from ..stage_run import StageRun
+from ..schemas import ProbeEditsFile, ProbeScoresFile, Row, Score, base_id_of
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.estimates import Difference, RateEstimate
 from ..stats.gap_contrasts import ShareEstimate, gap_readings
 from ..stats.interval_rules import EXPLAINED_SHARE, GAP_CONTRAST
 from ..stats.rate_contrasts import TestedContrast, holm_tested
 from ..stats.rates import grouped_rates, no_data
-from ..stats.results import JudgeProbeNotes, StatisticsSettings
+from ..stats.results import JudgeProbeNotes, StatisticsFile
 from .agreement import verdict_pairs
 from .inputs import arm_scores, frame_of
 from .multiplicity import Multiplicity, family_of
 from .paired import ROW_KEY, compare_paired_arm, paired_rows
 from .probe_floors import FLOORS_OF, FlipExcess, flip_excesses, floors_of
-from .record import last_study, record_study
+from .record import last_study, run_study, statistics_settings
 from .studies import PairedArmResult
 
 STAGE = "judge_probes"
@@ -139,12 +138,7 @@ class FamilyCheck(Row):
     note: str | None = Field(description="the results report's headline note; None: none shared")
 
 
-class JudgeProbesStudy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    statistics: StatisticsSettings
+class JudgeProbesStudy(StatisticsFile):
     probes: list[ProbeName]
     warn: float = Field(description="validation.judge_probes_warn")
     evaluators: list[str]
@@ -446,8 +440,7 @@ def judge_probes_study(params: Params, benchmark: str) -> JudgeProbesStudy:
     gaps, judge_part_family = judge_parts_tested(gaps, stats.confidence_level)
     return JudgeProbesStudy(
         benchmark=benchmark,
-        statistics=StatisticsSettings(resamples=stats.resamples,
-                                      confidence_level=stats.confidence_level, seed=stats.seed),
+        statistics=statistics_settings(params),
         probes=list(v.judge_probes), warn=v.judge_probes_warn,
         evaluators=params.roles.evaluators,
         editor=next((e.editor for e in edits.values()), None),
@@ -461,10 +454,7 @@ def judge_probes_study(params: Params, benchmark: str) -> JudgeProbesStudy:
 def run(params_path: str | Path, benchmark: str) -> JudgeProbesStudy:
     """Compute the judge-probe study; write `judge_probes.json` and its manifest into
     `data/<b>/validation/probes/bias/`."""
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[])
-    study = judge_probes_study(stage.params, benchmark)
-    record_study(stage, study)
-    return study
+    return run_study(STAGE, params_path, benchmark, judge_probes_study)
 
 
 def last_output(params_path: str | Path, benchmark: str) -> JudgeProbesStudy:

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from pydantic import Field
 
-from ..schemas import Row as Strict
+from ..schemas import Row
 from ..stats.estimates import Difference
 from ..stats.multiplicity import Corrected, holm_by_family
 from ..stats.rate_contrasts import TestedContrast
@@ -40,7 +40,7 @@ class MetricDifference(Difference, Corrected):
     metric_id: str
 
 
-class Multiplicity(Strict):
+class Multiplicity(Row):
     """Which differences Holm's correction runs over."""
 
     family: str = Field(description="the differences the correction runs over, in words")

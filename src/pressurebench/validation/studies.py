@@ -8,18 +8,16 @@ without data is null with a reason, never 0.
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import Field
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..schemas import SCHEMA_VERSION, GenerationError, Row
+from ..schemas import GenerationError, Row
 from ..stats.arm_comparison import ArmComparison
 from ..stats.estimates import Difference, RateEstimate
 from ..stats.fidelity import TargetFidelity
 from ..stats.pairwise_changes import PairwiseChange
 from ..stats.rank_ceiling import NoiseCeiling
 from ..stats.rate_contrasts import TestedContrast
-from ..stats.results import StatisticsSettings
+from ..stats.results import StatisticsFile
 from .agreement import VerdictAgreement
 from .multiplicity import MetricDifference, Multiplicity, TargetDifference
 
@@ -104,12 +102,7 @@ class GeneratorArmResult(Row):
     )
 
 
-class GeneratorBiasStudy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    statistics: StatisticsSettings
+class GeneratorBiasStudy(StatisticsFile):
     main_generator: str | None = Field(description="the model that wrote the main arm's scenarios")
     targets: list[str]
     arms: list[GeneratorArmResult]
@@ -203,12 +196,7 @@ class UserModelFidelity(Row):
     targets: dict[str, TargetFidelity]
 
 
-class UserModelBiasStudy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    statistics: StatisticsSettings
+class UserModelBiasStudy(StatisticsFile):
     main_user_model: str | None = Field(
         description="the model that played the user in the main arm, from its simulate manifests"
     )
@@ -222,12 +210,7 @@ class UserModelBiasStudy(BaseModel):
     )
 
 
-class EvaluatorBiasStudy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    statistics: StatisticsSettings
+class EvaluatorBiasStudy(StatisticsFile):
     main_evaluators: list[str] | None = Field(
         description="the model(s) that judged the main arm, from its evaluate manifests"
     )

@@ -16,12 +16,10 @@ from ..io import read_artifact
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import ScoresFile
-from ..stage_run import StageRun
 from ..stats.fidelity import target_fidelity
-from ..stats.results import StatisticsSettings
 from .inputs import main_user_model
 from .paired import compare_paired_arm, planned_arm_frames
-from .record import last_study, record_study
+from .record import last_study, run_study, statistics_settings
 from .studies import MAIN, UserArmResult, UserModelBiasStudy, UserModelFidelity
 
 STAGE = STUDY_STAGES[USER]
@@ -79,9 +77,7 @@ def user_model_bias_study(params: Params, benchmark: str) -> UserModelBiasStudy:
     main_user = main_user_model(Layout(params.data_dir, benchmark), plan.targets)
     return UserModelBiasStudy(
         benchmark=benchmark,
-        statistics=StatisticsSettings(
-            resamples=stats.resamples, confidence_level=stats.confidence_level, seed=stats.seed
-        ),
+        statistics=statistics_settings(params),
         main_user_model=main_user,
         targets=plan.targets,
         arms=[
@@ -101,10 +97,7 @@ def user_model_bias_study(params: Params, benchmark: str) -> UserModelBiasStudy:
 def run(params_path: str | Path, benchmark: str) -> UserModelBiasStudy:
     """Compute the user-model-bias study; write `user_model_bias.json` and its manifest into
     `data/<b>/validation/user/bias/`."""
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[])
-    study = user_model_bias_study(stage.params, benchmark)
-    record_study(stage, study)
-    return study
+    return run_study(STAGE, params_path, benchmark, user_model_bias_study)
 
 
 def last_output(params_path: str | Path, benchmark: str) -> UserModelBiasStudy:

@@ -7,6 +7,13 @@ from importlib import import_module
 
 SWEEPS = ("grid", "stress", "capitulation", "judge", "validation")
 
-if len(sys.argv) < 2 or sys.argv[1] not in SWEEPS:
-    sys.exit(f"usage: python -m pressurebench.stats.sweeps {{{','.join(SWEEPS)}}} [options]")
-import_module(f"{__package__}.{sys.argv[1]}").main(sys.argv[2:])
+
+def main(argv: list[str]) -> None:
+    """Run the sweep `argv[0]` names with the rest of `argv` as its options."""
+    if not argv or argv[0] not in SWEEPS:
+        sys.exit(f"usage: python -m pressurebench.stats.sweeps {{{','.join(SWEEPS)}}} [options]")
+    import_module(f"{__package__}.{argv[0]}").main(argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
