@@ -87,8 +87,8 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
     """Each table's numbers (for the CSV) and its LaTeX float."""
     b = results.benchmark
     level = f"{results.statistics.confidence_level:.0%}"
-    out = {"pass_rates": (export_tables.rates_frame(results, names),
-                          latex.rates_table(results, names, f"tab:{b}-pass-rates"))}
+    rates = export_tables.rates_frame(results, names)
+    out = {"pass_rates": (rates, latex.rates_table(rates, results, names, f"tab:{b}-pass-rates"))}
     pairwise = export_tables.pairwise_frame(results)
     out["pairwise"] = (pairwise, latex.differences_table(
         pairwise, f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, "

@@ -23,7 +23,8 @@ from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
 from . import latex_fit as fit
-from .tables import method_label, methods_by_kind, used_method
+from .export_tables import rate_estimate
+from .tables import frame_records, method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -180,35 +181,40 @@ def _grid(rows: Sequence[tuple[str, Mapping[str, T | None]]], targets: Sequence[
     return [tabular(targets[i:i + size], written) for i in range(0, len(targets), size)], key
 
 
-def rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
-    """Pass rates (%) by metric (rows) and target (columns), each with its interval beneath."""
-    targets = sorted(results.targets)
-    rows: list[tuple[str, dict[str, RateEstimate | None]]] = [
-        ("Overall", {t: tr.overall for t, tr in results.targets.items()}),
-        ("Positive metrics", {t: tr.positive for t, tr in results.targets.items()}),
-        ("Negative metrics", {t: tr.negative for t, tr in results.targets.items()})]
-    metric_ids = sorted({m for tr in results.targets.values() for m in tr.by_metric})
-    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
-              {t: tr.by_metric.get(m) for t, tr in results.targets.items()}) for m in metric_ids]
+def rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str, str],
+                label: str) -> str:
+    """`export_tables.rates_frame` typeset: pass rates (%) by metric (rows) and target (columns),
+    each with its interval beneath."""
+    found = {(r["target"], r["scope"], r["key"]): rate_estimate(r) for r in frame_records(frame)}
+    in_order = list(dict.fromkeys(target for target, _, _ in found))
+
+    def row(name: str, scope: str, key: str) -> tuple[str, dict[str, RateEstimate | None]]:
+        return name, {t: found.get((t, scope, key)) for t in in_order}
+
+    metric_ids = sorted({key for _, scope, key in found if scope == "metric"})
+    rows = [row("Overall", "overall", "overall"), row("Positive metrics", "metric type", "positive"),
+            row("Negative metrics", "metric type", "negative"),
+            *(row(f"{m} {metric_names.get(m, '')}".strip(), "metric", m) for m in metric_ids)]
     estimates = [e for _, cells in rows for e in cells.values()
                  if e is not None and e.rate is not None]
-    tabulars, key = _grid(rows, targets, "Metric", _rate_cell)
-    return table_float(tabulars, _rates_caption(results, estimates) + key, label)
+    tabulars, key = _grid(rows, in_order, "Metric", _rate_cell)
+    caption = _rates_caption(results, rows[0][1], len(metric_ids), estimates)
+    return table_float(tabulars, caption + key, label)
 
 
-def _rates_caption(results: Results, estimates: list[RateEstimate]) -> str:
+def _rates_caption(results: Results, overall: Mapping[str, RateEstimate | None], metrics: int,
+                   estimates: list[RateEstimate]) -> str:
     level = f"{results.statistics.confidence_level:.0%}"
     methods = sorted({method_label(e.ci_method) for e in estimates if e.ci_low is not None})
     withheld = sorted({e.reason for e in estimates if e.ci_low is None and e.reason})
-    overall = [tr.overall for tr in results.targets.values()]
-    metrics = len({m for tr in results.targets.values() for m in tr.by_metric})
-    n = ", ".join(f"{latex_escape(t)} {tr.overall.n}" for t, tr in sorted(results.targets.items()))
+    shown = {t: o for t, o in overall.items() if o is not None}
+    n = ", ".join(f"{latex_escape(t)} {o.n}" for t, o in sorted(shown.items()))
     text = (f"Pass rates (\\%) of {latex_escape(results.benchmark)} by metric and target, with "
             f"{latex_escape(level)} intervals beneath")
     text += f" ({latex_escape('; '.join(methods))})." if methods else "."
-    text += (f" Design: {max((o.n_clusters for o in overall), default=0)} base scenarios over "
-             f"{metrics} metrics; conversations judged per target: {n}; rows without a verdict "
-             "are left out of the denominators.")
+    text += (f" Design: {max((o.n_clusters for o in shown.values()), default=0)} base scenarios "
+             f"over {metrics} metrics; conversations judged per target: {n}; rows without a "
+             "verdict are left out of the denominators.")
     return text + _withheld(withheld)
 
 
