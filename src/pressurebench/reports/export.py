@@ -121,7 +121,7 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             f"($>T$: later than the last turn).", f"tab:{b}-onsets"))
     if results.fidelity is not None:
         shares = export_tables.fidelity_frame(results)
-        out["fidelity"] = (shares, latex.fidelity_table(results, f"tab:{b}-fidelity"))
+        out["fidelity"] = (shares, latex.fidelity_table(shares, results, f"tab:{b}-fidelity"))
         sensitivity = export_tables.sensitivity_frame(results)
         out["fidelity_sensitivity"] = (sensitivity, latex.differences_table(
             sensitivity, f"Pass rates of {latex.latex_escape(b)} without the conversations where "

@@ -23,7 +23,7 @@ from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
 from . import latex_fit as fit
-from .export_tables import rate_estimate
+from .export_tables import FIDELITY_KIND_LABELS, rate_estimate
 from .tables import frame_records, method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
@@ -181,11 +181,18 @@ def _grid(rows: Sequence[tuple[str, Mapping[str, T | None]]], targets: Sequence[
     return [tabular(targets[i:i + size], written) for i in range(0, len(targets), size)], key
 
 
+def _estimates_by_key(frame: pd.DataFrame) -> dict[tuple[str, str, str], RateEstimate]:
+    """The rows of a frame of `export_tables.RATE_COLUMNS` as estimates, by target, scope and
+    key, in the frame's order."""
+    return {(r["target"], r["scope"], str(r["key"])): rate_estimate(r)
+            for r in frame_records(frame)}
+
+
 def rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str, str],
                 label: str) -> str:
     """`export_tables.rates_frame` typeset: pass rates (%) by metric (rows) and target (columns),
     each with its interval beneath."""
-    found = {(r["target"], r["scope"], r["key"]): rate_estimate(r) for r in frame_records(frame)}
+    found = _estimates_by_key(frame)
     in_order = list(dict.fromkeys(target for target, _, _ in found))
 
     def row(name: str, scope: str, key: str) -> tuple[str, dict[str, RateEstimate | None]]:
@@ -273,28 +280,27 @@ def _interval_note(estimates: Sequence[RateEstimate], level: str) -> str:
     return text + _withheld(withheld)
 
 
-def fidelity_table(results: Results, label: str) -> str:
-    """The simulated user's break shares and the targets' test awareness (%), by target."""
+def fidelity_table(frame: pd.DataFrame, results: Results, label: str) -> str:
+    """`export_tables.fidelity_frame` typeset: the simulated user's break shares and the
+    targets' test awareness (%), by target."""
     fid = results.fidelity
     assert fid is not None, "a fidelity table is written only for results with fidelity shares"
+    found = _estimates_by_key(frame)
     targets = sorted(fid.targets)
-    labels = {"out_of_character": "out of character", "leak": "leak",
-              "role_swap": "role swap / echo", "landmark_skipped": "landmark skipped",
-              "no_pressure": "no pressure"}
-    rows: list[tuple[str, dict]] = [("Any break", {t: fid.targets[t].any_break for t in targets})]
-    kinds = sorted({k for tf in fid.targets.values() for k in tf.by_kind})
-    rows += [(labels.get(k, k), {t: fid.targets[t].by_kind.get(k) for t in targets}) for k in kinds]
-    metrics = sorted({m for tf in fid.targets.values() for m in tf.by_metric})
-    rows += [(f"Any break, {m}", {t: fid.targets[t].by_metric.get(m) for t in targets})
-             for m in metrics]
-    turns = sorted({k for tf in fid.targets.values() for k in tf.by_turn}, key=_turn_order)
-    rows += [(f"Broke at turn {k}", {t: fid.targets[t].by_turn.get(k) for t in targets})
-             for k in turns]
-    rows.append(("Test awareness", {t: fid.targets[t].test_awareness for t in targets}))
-    aware = sorted({k for tf in fid.targets.values() for k in tf.test_awareness_by_turn},
-                   key=_turn_order)
-    rows += [(f"Test awareness, turn {k}",
-              {t: fid.targets[t].test_awareness_by_turn.get(k) for t in targets}) for k in aware]
+
+    def keys(scope: str) -> list[str]:
+        return sorted({key for _, s, key in found if s == scope}, key=_turn_order)
+
+    def row(name: str, scope: str, key: str) -> tuple[str, dict]:
+        return name, {t: found.get((t, scope, key)) for t in targets}
+
+    rows = [row("Any break", "any break", "any"),
+            *(row(FIDELITY_KIND_LABELS.get(k, k), "kind", k) for k in sorted(keys("kind"))),
+            *(row(f"Any break, {m}", "metric", m) for m in sorted(keys("metric"))),
+            *(row(f"Broke at turn {k}", "turn", k) for k in keys("turn")),
+            row("Test awareness", "test awareness", "any"),
+            *(row(f"Test awareness, turn {k}", "test awareness turn", k)
+              for k in keys("test awareness turn"))]
     estimates = [e for _, cells in rows for e in cells.values() if e is not None]
     users = sorted({tf.user_model for tf in fid.targets.values()})
     level = f"{results.statistics.confidence_level:.0%}"
