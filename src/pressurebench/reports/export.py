@@ -137,9 +137,9 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
         latex.booktabs(errors), latex.latex_escape(f"Errors ({b})."), f"tab:{b}-errors"))
     if results.judge_validity is not None and results.judge_validity.corrected is not None:
         method = results.judge_validity.corrected.method
-        out["judge_corrected_rates"] = (
-            export_tables.corrected_rates_frame(results),
-            latex.corrected_rates_table(results, names, f"tab:{b}-judge-corrected-rates"))
+        corrected = export_tables.corrected_rates_frame(results)
+        out["judge_corrected_rates"] = (corrected, latex.corrected_rates_table(
+            corrected, results, names, f"tab:{b}-judge-corrected-rates"))
         differences = export_tables.corrected_differences_frame(results)
         shown = differences.assign(difference=differences["corrected_difference"],
                                    target=differences["target"].fillna(""))
@@ -152,9 +152,9 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             target_columns=["target", "a", "b"]))
         fidelity = results.judge_validity.fidelity
         if fidelity is not None and fidelity.status == "ok":
-            out["fidelity_corrected"] = (export_tables.fidelity_corrected_frame(results),
-                                         latex.fidelity_corrected_table(
-                                             results, f"tab:{b}-fidelity-corrected"))
+            shares = export_tables.fidelity_corrected_frame(results)
+            out["fidelity_corrected"] = (shares, latex.fidelity_corrected_table(
+                shares, results, f"tab:{b}-fidelity-corrected"))
     return out
 
 

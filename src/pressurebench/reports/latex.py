@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
 from . import latex_fit as fit
@@ -184,8 +183,20 @@ def _grid(rows: Sequence[tuple[str, Mapping[str, T | None]]], targets: Sequence[
 def _estimates_by_key(frame: pd.DataFrame) -> dict[tuple[str, str, str], RateEstimate]:
     """The rows of a frame of `export_tables.RATE_COLUMNS` as estimates, by target, scope and
     key, in the frame's order."""
-    return {(r["target"], r["scope"], str(r["key"])): rate_estimate(r)
-            for r in frame_records(frame)}
+    return {k: rate_estimate(r) for k, r in _rows_by_key(frame).items()}
+
+
+def _headline_rows(found: Mapping[tuple[str, str, str], T], targets: Sequence[str],
+                   metric_names: Mapping[str, str]) -> list[tuple[str, dict[str, T | None]]]:
+    """The rows of a headline grid: overall, positive and negative metrics pooled, then each
+    metric (id and name); cells by target from `found`, keyed by target, scope and key."""
+    def row(name: str, scope: str, key: str) -> tuple[str, dict[str, T | None]]:
+        return name, {t: found.get((t, scope, key)) for t in targets}
+
+    metric_ids = sorted({key for _, scope, key in found if scope == "metric"})
+    return [row("Overall", "overall", "overall"), row("Positive metrics", "metric type", "positive"),
+            row("Negative metrics", "metric type", "negative"),
+            *(row(f"{m} {metric_names.get(m, '')}".strip(), "metric", m) for m in metric_ids)]
 
 
 def rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str, str],
@@ -194,18 +205,11 @@ def rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str
     each with its interval beneath."""
     found = _estimates_by_key(frame)
     in_order = list(dict.fromkeys(target for target, _, _ in found))
-
-    def row(name: str, scope: str, key: str) -> tuple[str, dict[str, RateEstimate | None]]:
-        return name, {t: found.get((t, scope, key)) for t in in_order}
-
-    metric_ids = sorted({key for _, scope, key in found if scope == "metric"})
-    rows = [row("Overall", "overall", "overall"), row("Positive metrics", "metric type", "positive"),
-            row("Negative metrics", "metric type", "negative"),
-            *(row(f"{m} {metric_names.get(m, '')}".strip(), "metric", m) for m in metric_ids)]
+    rows = _headline_rows(found, in_order, metric_names)
     estimates = [e for _, cells in rows for e in cells.values()
                  if e is not None and e.rate is not None]
     tabulars, key = _grid(rows, in_order, "Metric", _rate_cell)
-    caption = _rates_caption(results, rows[0][1], len(metric_ids), estimates)
+    caption = _rates_caption(results, rows[0][1], len(rows) - 3, estimates)
     return table_float(tabulars, caption + key, label)
 
 
@@ -442,58 +446,63 @@ def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
     return table_float(_tabular("@{}lrrrr@{}", header, body), caption, label)
 
 
-def _corrected_cell(r) -> str:
-    """The corrected rate (%), its interval beneath, and the rate as judged (in parentheses)
-    under that."""
+def _corrected_cell(r: Mapping[str, Any] | None) -> str:
+    """A row of `export_tables.CORRECTED_COLUMNS`: the corrected rate (%), its interval beneath,
+    and the rate as judged (in parentheses) under that."""
     if r is None:
         return DASH
-    value = DASH if r.corrected_rate is None else _percent(r.corrected_rate)
-    interval = (f"[{_percent(r.ci_low, 0)}, {_percent(r.ci_high, 0)}]"
-                if r.ci_low is not None and r.ci_high is not None else DASH)
-    judged = DASH if r.raw.rate is None else _percent(r.raw.rate)
+    value = DASH if r["corrected_rate"] is None else _percent(r["corrected_rate"])
+    low, high = r["ci_low"], r["ci_high"]
+    interval = (f"[{_percent(low, 0)}, {_percent(high, 0)}]"
+                if low is not None and high is not None else DASH)
+    judged = DASH if r["raw_rate"] is None else _percent(r["raw_rate"])
     return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\\\scriptsize {interval}\\\\"
             f"\\scriptsize ({judged})\\end{{tabular}}")
 
 
-def corrected_table(rows: Sequence[tuple[str, Mapping[str, CorrectedRate | None]]], targets: Sequence[str],
-                    what: str, level: str, method: str, label: str) -> str:
+def corrected_table(rows: Sequence[tuple[str, Mapping[str, Mapping[str, Any] | None]]],
+                    targets: Sequence[str], what: str, level: str, method: str, label: str) -> str:
     """Rates corrected by human labels (%), by row and target: each cell the corrected value,
     its interval beneath and the rate as judged under that; the layout of `grid_table`."""
     tabulars, key = _grid(rows, targets, "", _corrected_cell)
-    reasons = [r.reason for _, cells in rows for r in cells.values() if r is not None]
+    reasons = [r["reason"] for _, cells in rows for r in cells.values() if r is not None]
     caption = (f"{what} (\\%), corrected by human labels ({latex_escape(method)}), with "
                f"{latex_escape(level)} intervals beneath and the rate as judged in parentheses."
                + _withheld(reasons))
     return table_float(tabulars, caption + key, label)
 
 
-def corrected_rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
-    """Pass rates overall, per metric type and per metric, corrected by human labels."""
+def _rows_by_key(frame: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """A frame's rows (missing cells as None) by target, scope and key, in the frame's order."""
+    return {(r["target"], r["scope"], str(r["key"])): r for r in frame_records(frame)}
+
+
+def corrected_rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str, str],
+                          label: str) -> str:
+    """`export_tables.corrected_rates_frame` typeset: pass rates overall, per metric type and per
+    metric, corrected by human labels."""
     assert results.judge_validity is not None and results.judge_validity.corrected is not None, \
         "corrected rates are written only for results with judge-corrected rates"
     corrected = results.judge_validity.corrected
-    by_target = corrected.by_target
-    rows: list[tuple[str, dict]] = [
-        ("Overall", {t: c.overall for t, c in by_target.items()}),
-        ("Positive metrics", {t: c.positive for t, c in by_target.items()}),
-        ("Negative metrics", {t: c.negative for t, c in by_target.items()})]
-    metrics = sorted({m for c in by_target.values() for m in c.by_metric})
-    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
-              {t: c.by_metric.get(m) for t, c in by_target.items()}) for m in metrics]
-    return corrected_table(rows, list(by_target), f"Pass rates of "
+    found = _rows_by_key(frame)
+    targets = list(dict.fromkeys(target for target, _, _ in found))
+    rows = _headline_rows(found, targets, metric_names)
+    return corrected_table(rows, targets, f"Pass rates of "
                            f"{latex_escape(results.benchmark)}",
                            f"{results.statistics.confidence_level:.0%}", corrected.method, label)
 
 
-def fidelity_corrected_table(results: Results, label: str) -> str:
-    """Per kind of simulated-user break: its share corrected by raters' answers, by target."""
+def fidelity_corrected_table(frame: pd.DataFrame, results: Results, label: str) -> str:
+    """`export_tables.fidelity_corrected_frame` typeset: per kind of simulated-user break, its
+    share corrected by raters' answers, by target."""
     assert results.judge_validity is not None and results.judge_validity.fidelity is not None \
         and results.judge_validity.corrected is not None, \
         "corrected fidelity shares are written only for results with them"
-    validity = results.judge_validity.fidelity
-    kinds = sorted(validity.by_kind)
-    targets = sorted({t for v in validity.by_kind.values() for t in v.corrected})
-    rows = [(k.replace("_", " "), dict(validity.by_kind[k].corrected)) for k in kinds]
+    found = _rows_by_key(frame)
+    kinds = sorted(results.judge_validity.fidelity.by_kind)  # a kind no target has is a row too
+    targets = sorted({target for target, _, _ in found})
+    rows = [(k.replace("_", " "), {t: found.get((t, "break share", k)) for t in targets})
+            for k in kinds]
     return corrected_table(rows, targets, f"Shares of conversations of "
                            f"{latex_escape(results.benchmark)} with each kind of simulated-user "
                            "break", f"{results.statistics.confidence_level:.0%}",
