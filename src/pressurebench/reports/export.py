@@ -89,29 +89,34 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
     level = f"{results.statistics.confidence_level:.0%}"
     rates = export_tables.rates_frame(results, names)
     out = {"pass_rates": (rates, latex.rates_table(rates, results, names, f"tab:{b}-pass-rates"))}
-    pairwise = export_tables.pairwise_frame(results)
-    out["pairwise"] = (pairwise, latex.differences_table(
-        pairwise, f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, "
-        f"in percentage points, with {latex.latex_escape(level)} intervals; paired: both targets "
+
+    def typeset(frame: pd.DataFrame, caption: str, name: str, lead: list[str],
+                target_columns: list[str]) -> tuple[pd.DataFrame, str]:
+        return frame, latex.differences_table(frame, caption, f"tab:{b}-{name}", lead=lead,
+                                              targets=list(results.targets),
+                                              target_columns=target_columns)
+
+    out["pairwise"] = typeset(
+        export_tables.pairwise_frame(results),
+        f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, in "
+        f"percentage points, with {latex.latex_escape(level)} intervals; paired: both targets "
         "answered the same scenarios. $p$ inverts the interval; $^{*}$: significant after Holm's "
         "correction over the pairs; MDE: the difference the design detects with 80\\% power.",
-        f"tab:{b}-pairwise", lead=[], targets=list(results.targets), target_columns=["a", "b"]))
+        "pairwise", [], ["a", "b"])
     by_metric = export_tables.metric_pairwise_frame(results)
     if len(by_metric):
-        out["pairwise_by_metric"] = (by_metric, latex.differences_table(
+        out["pairwise_by_metric"] = typeset(
             by_metric, f"Differences of pass rates between targets of {latex.latex_escape(b)} on "
             f"each metric, in percentage points, with {latex.latex_escape(level)} intervals on "
             "the metric's own base scenarios; $^{*}$: significant after Holm's correction over the "
-            "pair's metrics; MDE as above.", f"tab:{b}-pairwise-by-metric", lead=["metric"],
-            targets=list(results.targets), target_columns=["a", "b"]))
-    gaps = export_tables.gaps_frame(results)
-    out["demographic_gaps"] = (gaps, latex.differences_table(
-        gaps, f"Demographic gaps of pass rates in {latex.latex_escape(b)}, in percentage points, "
+            "pair's metrics; MDE as above.", "pairwise-by-metric", ["metric"], ["a", "b"])
+    out["demographic_gaps"] = typeset(
+        export_tables.gaps_frame(results),
+        f"Demographic gaps of pass rates in {latex.latex_escape(b)}, in percentage points, "
         f"with {latex.latex_escape(level)} intervals and two-sided tests of no gap ($p$ inverts "
         "the interval); $^{*}$: significant after Holm's correction within each axis and target; "
         "MDE: the gap the design detects with 80\\% power.",
-        f"tab:{b}-demographic-gaps", lead=["target", "axis"], targets=list(results.targets),
-        target_columns=["target"]))
+        "demographic-gaps", ["target", "axis"], ["target"])
     if results.pressure is not None:
         onsets = export_tables.onsets_frame(results)
         out["onsets"] = (onsets, latex.onsets_table(
@@ -122,13 +127,12 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
     if results.fidelity is not None:
         shares = export_tables.fidelity_frame(results)
         out["fidelity"] = (shares, latex.fidelity_table(shares, results, f"tab:{b}-fidelity"))
-        sensitivity = export_tables.sensitivity_frame(results)
-        out["fidelity_sensitivity"] = (sensitivity, latex.differences_table(
-            sensitivity, f"Pass rates of {latex.latex_escape(b)} without the conversations where "
-            "the simulated user broke, minus on all of them, in percentage points, with "
+        out["fidelity_sensitivity"] = typeset(
+            export_tables.sensitivity_frame(results),
+            f"Pass rates of {latex.latex_escape(b)} without the conversations where the simulated "
+            "user broke, minus on all of them, in percentage points, with "
             f"{latex.latex_escape(level)} intervals; paired: the same base scenarios.",
-            f"tab:{b}-fidelity-sensitivity", lead=["target", "rate_on"],
-            targets=list(results.targets), target_columns=["target"]))
+            "fidelity-sensitivity", ["target", "rate_on"], ["target"])
     out["agreement"] = (export_tables.agreement_frame(results),
                         latex.agreement_table(results, f"tab:{b}-agreement"))
     out["interval_coverage"] = (export_tables.interval_coverage_frame(results),
