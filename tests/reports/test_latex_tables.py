@@ -42,7 +42,8 @@ def test_six_targets_compile_and_fit_the_text_width(tmp_path, targets):
     results = results_for(targets)
     pairwise, gaps = export_tables.pairwise_frame(results), export_tables.gaps_frame(results)
     tables = {
-        "rates": latex.rates_table(results, NAMES, "tab:rates"),
+        "rates": latex.rates_table(export_tables.rates_frame(results, NAMES), results, NAMES,
+                                   "tab:rates"),
         "pairwise": latex.differences_table(pairwise, "Pairs.", "tab:pairs", lead=[],
                                             targets=targets, target_columns=["a", "b"]),
         "gaps": latex.differences_table(gaps, "Gaps.", "tab:gaps", lead=["target", "axis"],

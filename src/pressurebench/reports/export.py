@@ -87,31 +87,36 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
     """Each table's numbers (for the CSV) and its LaTeX float."""
     b = results.benchmark
     level = f"{results.statistics.confidence_level:.0%}"
-    out = {"pass_rates": (export_tables.rates_frame(results, names),
-                          latex.rates_table(results, names, f"tab:{b}-pass-rates"))}
-    pairwise = export_tables.pairwise_frame(results)
-    out["pairwise"] = (pairwise, latex.differences_table(
-        pairwise, f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, "
-        f"in percentage points, with {latex.latex_escape(level)} intervals; paired: both targets "
+    rates = export_tables.rates_frame(results, names)
+    out = {"pass_rates": (rates, latex.rates_table(rates, results, names, f"tab:{b}-pass-rates"))}
+
+    def typeset(frame: pd.DataFrame, caption: str, name: str, lead: list[str],
+                target_columns: list[str]) -> tuple[pd.DataFrame, str]:
+        return frame, latex.differences_table(frame, caption, f"tab:{b}-{name}", lead=lead,
+                                              targets=list(results.targets),
+                                              target_columns=target_columns)
+
+    out["pairwise"] = typeset(
+        export_tables.pairwise_frame(results),
+        f"Differences of overall pass rates between targets of {latex.latex_escape(b)}, in "
+        f"percentage points, with {latex.latex_escape(level)} intervals; paired: both targets "
         "answered the same scenarios. $p$ inverts the interval; $^{*}$: significant after Holm's "
         "correction over the pairs; MDE: the difference the design detects with 80\\% power.",
-        f"tab:{b}-pairwise", lead=[], targets=list(results.targets), target_columns=["a", "b"]))
+        "pairwise", [], ["a", "b"])
     by_metric = export_tables.metric_pairwise_frame(results)
     if len(by_metric):
-        out["pairwise_by_metric"] = (by_metric, latex.differences_table(
+        out["pairwise_by_metric"] = typeset(
             by_metric, f"Differences of pass rates between targets of {latex.latex_escape(b)} on "
             f"each metric, in percentage points, with {latex.latex_escape(level)} intervals on "
             "the metric's own base scenarios; $^{*}$: significant after Holm's correction over the "
-            "pair's metrics; MDE as above.", f"tab:{b}-pairwise-by-metric", lead=["metric"],
-            targets=list(results.targets), target_columns=["a", "b"]))
-    gaps = export_tables.gaps_frame(results)
-    out["demographic_gaps"] = (gaps, latex.differences_table(
-        gaps, f"Demographic gaps of pass rates in {latex.latex_escape(b)}, in percentage points, "
+            "pair's metrics; MDE as above.", "pairwise-by-metric", ["metric"], ["a", "b"])
+    out["demographic_gaps"] = typeset(
+        export_tables.gaps_frame(results),
+        f"Demographic gaps of pass rates in {latex.latex_escape(b)}, in percentage points, "
         f"with {latex.latex_escape(level)} intervals and two-sided tests of no gap ($p$ inverts "
         "the interval); $^{*}$: significant after Holm's correction within each axis and target; "
         "MDE: the gap the design detects with 80\\% power.",
-        f"tab:{b}-demographic-gaps", lead=["target", "axis"], targets=list(results.targets),
-        target_columns=["target"]))
+        "demographic-gaps", ["target", "axis"], ["target"])
     if results.pressure is not None:
         onsets = export_tables.onsets_frame(results)
         out["onsets"] = (onsets, latex.onsets_table(
@@ -121,14 +126,13 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             f"($>T$: later than the last turn).", f"tab:{b}-onsets"))
     if results.fidelity is not None:
         shares = export_tables.fidelity_frame(results)
-        out["fidelity"] = (shares, latex.fidelity_table(results, f"tab:{b}-fidelity"))
-        sensitivity = export_tables.sensitivity_frame(results)
-        out["fidelity_sensitivity"] = (sensitivity, latex.differences_table(
-            sensitivity, f"Pass rates of {latex.latex_escape(b)} without the conversations where "
-            "the simulated user broke, minus on all of them, in percentage points, with "
+        out["fidelity"] = (shares, latex.fidelity_table(shares, results, f"tab:{b}-fidelity"))
+        out["fidelity_sensitivity"] = typeset(
+            export_tables.sensitivity_frame(results),
+            f"Pass rates of {latex.latex_escape(b)} without the conversations where the simulated "
+            "user broke, minus on all of them, in percentage points, with "
             f"{latex.latex_escape(level)} intervals; paired: the same base scenarios.",
-            f"tab:{b}-fidelity-sensitivity", lead=["target", "rate_on"],
-            targets=list(results.targets), target_columns=["target"]))
+            "fidelity-sensitivity", ["target", "rate_on"], ["target"])
     out["agreement"] = (export_tables.agreement_frame(results),
                         latex.agreement_table(results, f"tab:{b}-agreement"))
     out["interval_coverage"] = (export_tables.interval_coverage_frame(results),
@@ -137,9 +141,9 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
         latex.booktabs(errors), latex.latex_escape(f"Errors ({b})."), f"tab:{b}-errors"))
     if results.judge_validity is not None and results.judge_validity.corrected is not None:
         method = results.judge_validity.corrected.method
-        out["judge_corrected_rates"] = (
-            export_tables.corrected_rates_frame(results),
-            latex.corrected_rates_table(results, names, f"tab:{b}-judge-corrected-rates"))
+        corrected = export_tables.corrected_rates_frame(results)
+        out["judge_corrected_rates"] = (corrected, latex.corrected_rates_table(
+            corrected, results, names, f"tab:{b}-judge-corrected-rates"))
         differences = export_tables.corrected_differences_frame(results)
         shown = differences.assign(difference=differences["corrected_difference"],
                                    target=differences["target"].fillna(""))
@@ -152,9 +156,9 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             target_columns=["target", "a", "b"]))
         fidelity = results.judge_validity.fidelity
         if fidelity is not None and fidelity.status == "ok":
-            out["fidelity_corrected"] = (export_tables.fidelity_corrected_frame(results),
-                                         latex.fidelity_corrected_table(
-                                             results, f"tab:{b}-fidelity-corrected"))
+            shares = export_tables.fidelity_corrected_frame(results)
+            out["fidelity_corrected"] = (shares, latex.fidelity_corrected_table(
+                shares, results, f"tab:{b}-fidelity-corrected"))
     return out
 
 

@@ -9,6 +9,7 @@ withheld, the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -33,6 +34,14 @@ ONSET_COLUMNS = ["target", "conversations", "gave_in", "held_to_last_turn",
 def _rate_row(target: str, scope: str, key: str, label: str, est: RateEstimate) -> list:
     return [target, scope, key, label, est.rate, est.ci_low, est.ci_high, est.n, est.n_error,
             est.n_clusters, est.ci_method, est.reason]
+
+
+def rate_estimate(row: Mapping[str, Any]) -> RateEstimate:
+    """A row of `rates_frame` (missing cells as None) as the estimate it was written from, for
+    the tables that typeset it."""
+    return RateEstimate(rate=row["rate"], n=row["n"], n_error=row["n_error"],
+                        ci_low=row["ci_low"], ci_high=row["ci_high"], ci_method=row["method"],
+                        n_clusters=row["base_scenarios"], reason=row["reason"])
 
 
 def rates_frame(results: Results, metric_names: Mapping[str, str] | None = None) -> pd.DataFrame:

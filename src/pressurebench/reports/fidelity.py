@@ -9,24 +9,22 @@ without the broken conversations, with the difference and its interval.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 from ..schemas import USER_BREAKS
 from ..stats.estimates import RateEstimate
+from ..stats.fidelity import FidelityResults
 from ..stats.results import Results
-from .tables import MISSING, format_difference, format_estimate, interval_method
+from .export_tables import FIDELITY_KIND_LABELS
+from .tables import MISSING, format_difference, format_estimate, interval_method, rows_or_empty
 
 NOT_CHECKED = (
     "**The simulated user was not checked.** Set `fidelity.check: true` in the params and "
     "re-run evaluate (simulate is not re-run) to see whether it played its part."
 )
-KIND_LABELS = {
-    "out_of_character": "out of character",
-    "leak": "leak",
-    "role_swap": "role swap / echo",
-    "landmark_skipped": "landmark skipped",
-    "no_pressure": "no pressure",
-}
+KIND_LABELS = FIDELITY_KIND_LABELS
 BREAK_COLUMNS = ["target", "user model", "any break", *KIND_LABELS.values(), "test awareness",
                  "checks undecided", "found by a rule", "ended early"]
 TURN_COLUMNS = ["target", "turn", "user message broke", "target test-aware"]
@@ -68,48 +66,44 @@ def fidelity_note(results: Results) -> str:
 
 def break_table(results: Results) -> pd.DataFrame:
     """Per target: the share of conversations with any break and with each kind."""
-    if results.fidelity is None:
-        return pd.DataFrame(columns=BREAK_COLUMNS)
-    rows = []
-    for target, tf in results.fidelity.targets.items():
-        rows.append([
+    return rows_or_empty(results.fidelity, BREAK_COLUMNS, lambda fidelity: (
+        [
             target, tf.user_model, _cell(tf.any_break),
             *(_cell(tf.by_kind[k]) for k in USER_BREAKS), _cell(tf.test_awareness),
             tf.n_checks_error, tf.n_checks_by_detector, tf.n_ended_early,
-        ])
-    return pd.DataFrame(rows, columns=BREAK_COLUMNS)
+        ]
+        for target, tf in fidelity.targets.items()
+    ))
 
 
 def turn_table(results: Results) -> pd.DataFrame:
     """Per target and turn: the share of user messages that broke and of test-aware replies."""
-    if results.fidelity is None:
-        return pd.DataFrame(columns=TURN_COLUMNS)
-    rows = []
-    for target, tf in results.fidelity.targets.items():
-        for turn in dict.fromkeys([*tf.by_turn, *tf.test_awareness_by_turn]):
-            user, aware = tf.by_turn.get(turn), tf.test_awareness_by_turn.get(turn)
-            rows.append([target, int(turn), _cell(user) if user else MISSING,
-                         _cell(aware) if aware else MISSING])
-    return pd.DataFrame(rows, columns=TURN_COLUMNS)
+    def rows(fidelity: FidelityResults) -> Iterable[list]:
+        for target, tf in fidelity.targets.items():
+            for turn in dict.fromkeys([*tf.by_turn, *tf.test_awareness_by_turn]):
+                user, aware = tf.by_turn.get(turn), tf.test_awareness_by_turn.get(turn)
+                yield [target, int(turn), _cell(user) if user else MISSING,
+                       _cell(aware) if aware else MISSING]
+
+    return rows_or_empty(results.fidelity, TURN_COLUMNS, rows)
 
 
 def sensitivity_table(results: Results) -> pd.DataFrame:
     """Per target: each headline pass rate on all conversations and on those without a break."""
-    if results.fidelity is None:
-        return pd.DataFrame(columns=SENSITIVITY_COLUMNS)
-    rows = []
-    for target, sens in results.fidelity.sensitivity.items():
-        left_out = f"{sens.n_excluded_broken} broken, {sens.n_excluded_undecided} undecided"
-        entries = [("overall", sens.overall), ("positive", sens.positive),
-                   ("negative", sens.negative), *sens.by_metric.items()]
-        for name, entry in entries:
-            if entry is None:
-                continue
-            d = entry.difference
-            all_rate = MISSING if d.rate_b is None else f"{d.rate_b:.1%} (n={d.n_b})"
-            rows.append([
-                target, name, all_rate, _cell(entry.without_breaks),
-                format_difference(d.difference, d.ci_low, d.ci_high),
-                interval_method(d.ci_method, d.reason), left_out,
-            ])
-    return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
+    def rows(fidelity: FidelityResults) -> Iterable[list]:
+        for target, sens in fidelity.sensitivity.items():
+            left_out = f"{sens.n_excluded_broken} broken, {sens.n_excluded_undecided} undecided"
+            entries = [("overall", sens.overall), ("positive", sens.positive),
+                       ("negative", sens.negative), *sens.by_metric.items()]
+            for name, entry in entries:
+                if entry is None:
+                    continue
+                d = entry.difference
+                all_rate = MISSING if d.rate_b is None else f"{d.rate_b:.1%} (n={d.n_b})"
+                yield [
+                    target, name, all_rate, _cell(entry.without_breaks),
+                    format_difference(d.difference, d.ci_low, d.ci_high),
+                    interval_method(d.ci_method, d.reason), left_out,
+                ]
+
+    return rows_or_empty(results.fidelity, SENSITIVITY_COLUMNS, rows)

@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from ..stats.corrected_rates import CorrectedRate
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
 from . import latex_fit as fit
-from .tables import method_label, methods_by_kind, used_method
+from .export_tables import FIDELITY_KIND_LABELS, rate_estimate
+from .tables import frame_records, method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -180,35 +180,52 @@ def _grid(rows: Sequence[tuple[str, Mapping[str, T | None]]], targets: Sequence[
     return [tabular(targets[i:i + size], written) for i in range(0, len(targets), size)], key
 
 
-def rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
-    """Pass rates (%) by metric (rows) and target (columns), each with its interval beneath."""
-    targets = sorted(results.targets)
-    rows: list[tuple[str, dict[str, RateEstimate | None]]] = [
-        ("Overall", {t: tr.overall for t, tr in results.targets.items()}),
-        ("Positive metrics", {t: tr.positive for t, tr in results.targets.items()}),
-        ("Negative metrics", {t: tr.negative for t, tr in results.targets.items()})]
-    metric_ids = sorted({m for tr in results.targets.values() for m in tr.by_metric})
-    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
-              {t: tr.by_metric.get(m) for t, tr in results.targets.items()}) for m in metric_ids]
+def _estimates_by_key(frame: pd.DataFrame) -> dict[tuple[str, str, str], RateEstimate]:
+    """The rows of a frame of `export_tables.RATE_COLUMNS` as estimates, by target, scope and
+    key, in the frame's order."""
+    return {k: rate_estimate(r) for k, r in _rows_by_key(frame).items()}
+
+
+def _headline_rows(found: Mapping[tuple[str, str, str], T], targets: Sequence[str],
+                   metric_names: Mapping[str, str]) -> list[tuple[str, dict[str, T | None]]]:
+    """The rows of a headline grid: overall, positive and negative metrics pooled, then each
+    metric (id and name); cells by target from `found`, keyed by target, scope and key."""
+    def row(name: str, scope: str, key: str) -> tuple[str, dict[str, T | None]]:
+        return name, {t: found.get((t, scope, key)) for t in targets}
+
+    metric_ids = sorted({key for _, scope, key in found if scope == "metric"})
+    return [row("Overall", "overall", "overall"), row("Positive metrics", "metric type", "positive"),
+            row("Negative metrics", "metric type", "negative"),
+            *(row(f"{m} {metric_names.get(m, '')}".strip(), "metric", m) for m in metric_ids)]
+
+
+def rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str, str],
+                label: str) -> str:
+    """`export_tables.rates_frame` typeset: pass rates (%) by metric (rows) and target (columns),
+    each with its interval beneath."""
+    found = _estimates_by_key(frame)
+    in_order = list(dict.fromkeys(target for target, _, _ in found))
+    rows = _headline_rows(found, in_order, metric_names)
     estimates = [e for _, cells in rows for e in cells.values()
                  if e is not None and e.rate is not None]
-    tabulars, key = _grid(rows, targets, "Metric", _rate_cell)
-    return table_float(tabulars, _rates_caption(results, estimates) + key, label)
+    tabulars, key = _grid(rows, in_order, "Metric", _rate_cell)
+    caption = _rates_caption(results, rows[0][1], len(rows) - 3, estimates)
+    return table_float(tabulars, caption + key, label)
 
 
-def _rates_caption(results: Results, estimates: list[RateEstimate]) -> str:
+def _rates_caption(results: Results, overall: Mapping[str, RateEstimate | None], metrics: int,
+                   estimates: list[RateEstimate]) -> str:
     level = f"{results.statistics.confidence_level:.0%}"
     methods = sorted({method_label(e.ci_method) for e in estimates if e.ci_low is not None})
     withheld = sorted({e.reason for e in estimates if e.ci_low is None and e.reason})
-    overall = [tr.overall for tr in results.targets.values()]
-    metrics = len({m for tr in results.targets.values() for m in tr.by_metric})
-    n = ", ".join(f"{latex_escape(t)} {tr.overall.n}" for t, tr in sorted(results.targets.items()))
+    shown = {t: o for t, o in overall.items() if o is not None}
+    n = ", ".join(f"{latex_escape(t)} {o.n}" for t, o in sorted(shown.items()))
     text = (f"Pass rates (\\%) of {latex_escape(results.benchmark)} by metric and target, with "
             f"{latex_escape(level)} intervals beneath")
     text += f" ({latex_escape('; '.join(methods))})." if methods else "."
-    text += (f" Design: {max((o.n_clusters for o in overall), default=0)} base scenarios over "
-             f"{metrics} metrics; conversations judged per target: {n}; rows without a verdict "
-             "are left out of the denominators.")
+    text += (f" Design: {max((o.n_clusters for o in shown.values()), default=0)} base scenarios "
+             f"over {metrics} metrics; conversations judged per target: {n}; rows without a "
+             "verdict are left out of the denominators.")
     return text + _withheld(withheld)
 
 
@@ -267,28 +284,27 @@ def _interval_note(estimates: Sequence[RateEstimate], level: str) -> str:
     return text + _withheld(withheld)
 
 
-def fidelity_table(results: Results, label: str) -> str:
-    """The simulated user's break shares and the targets' test awareness (%), by target."""
+def fidelity_table(frame: pd.DataFrame, results: Results, label: str) -> str:
+    """`export_tables.fidelity_frame` typeset: the simulated user's break shares and the
+    targets' test awareness (%), by target."""
     fid = results.fidelity
     assert fid is not None, "a fidelity table is written only for results with fidelity shares"
+    found = _estimates_by_key(frame)
     targets = sorted(fid.targets)
-    labels = {"out_of_character": "out of character", "leak": "leak",
-              "role_swap": "role swap / echo", "landmark_skipped": "landmark skipped",
-              "no_pressure": "no pressure"}
-    rows: list[tuple[str, dict]] = [("Any break", {t: fid.targets[t].any_break for t in targets})]
-    kinds = sorted({k for tf in fid.targets.values() for k in tf.by_kind})
-    rows += [(labels.get(k, k), {t: fid.targets[t].by_kind.get(k) for t in targets}) for k in kinds]
-    metrics = sorted({m for tf in fid.targets.values() for m in tf.by_metric})
-    rows += [(f"Any break, {m}", {t: fid.targets[t].by_metric.get(m) for t in targets})
-             for m in metrics]
-    turns = sorted({k for tf in fid.targets.values() for k in tf.by_turn}, key=_turn_order)
-    rows += [(f"Broke at turn {k}", {t: fid.targets[t].by_turn.get(k) for t in targets})
-             for k in turns]
-    rows.append(("Test awareness", {t: fid.targets[t].test_awareness for t in targets}))
-    aware = sorted({k for tf in fid.targets.values() for k in tf.test_awareness_by_turn},
-                   key=_turn_order)
-    rows += [(f"Test awareness, turn {k}",
-              {t: fid.targets[t].test_awareness_by_turn.get(k) for t in targets}) for k in aware]
+
+    def keys(scope: str) -> list[str]:
+        return sorted({key for _, s, key in found if s == scope}, key=_turn_order)
+
+    def row(name: str, scope: str, key: str) -> tuple[str, dict]:
+        return name, {t: found.get((t, scope, key)) for t in targets}
+
+    rows = [row("Any break", "any break", "any"),
+            *(row(FIDELITY_KIND_LABELS.get(k, k), "kind", k) for k in sorted(keys("kind"))),
+            *(row(f"Any break, {m}", "metric", m) for m in sorted(keys("metric"))),
+            *(row(f"Broke at turn {k}", "turn", k) for k in keys("turn")),
+            row("Test awareness", "test awareness", "any"),
+            *(row(f"Test awareness, turn {k}", "test awareness turn", k)
+              for k in keys("test awareness turn"))]
     estimates = [e for _, cells in rows for e in cells.values() if e is not None]
     users = sorted({tf.user_model for tf in fid.targets.values()})
     level = f"{results.statistics.confidence_level:.0%}"
@@ -430,58 +446,63 @@ def onsets_table(frame: pd.DataFrame, caption: str, label: str) -> str:
     return table_float(_tabular("@{}lrrrr@{}", header, body), caption, label)
 
 
-def _corrected_cell(r) -> str:
-    """The corrected rate (%), its interval beneath, and the rate as judged (in parentheses)
-    under that."""
+def _corrected_cell(r: Mapping[str, Any] | None) -> str:
+    """A row of `export_tables.CORRECTED_COLUMNS`: the corrected rate (%), its interval beneath,
+    and the rate as judged (in parentheses) under that."""
     if r is None:
         return DASH
-    value = DASH if r.corrected_rate is None else _percent(r.corrected_rate)
-    interval = (f"[{_percent(r.ci_low, 0)}, {_percent(r.ci_high, 0)}]"
-                if r.ci_low is not None and r.ci_high is not None else DASH)
-    judged = DASH if r.raw.rate is None else _percent(r.raw.rate)
+    value = DASH if r["corrected_rate"] is None else _percent(r["corrected_rate"])
+    low, high = r["ci_low"], r["ci_high"]
+    interval = (f"[{_percent(low, 0)}, {_percent(high, 0)}]"
+                if low is not None and high is not None else DASH)
+    judged = DASH if r["raw_rate"] is None else _percent(r["raw_rate"])
     return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\\\scriptsize {interval}\\\\"
             f"\\scriptsize ({judged})\\end{{tabular}}")
 
 
-def corrected_table(rows: Sequence[tuple[str, Mapping[str, CorrectedRate | None]]], targets: Sequence[str],
-                    what: str, level: str, method: str, label: str) -> str:
+def corrected_table(rows: Sequence[tuple[str, Mapping[str, Mapping[str, Any] | None]]],
+                    targets: Sequence[str], what: str, level: str, method: str, label: str) -> str:
     """Rates corrected by human labels (%), by row and target: each cell the corrected value,
     its interval beneath and the rate as judged under that; the layout of `grid_table`."""
     tabulars, key = _grid(rows, targets, "", _corrected_cell)
-    reasons = [r.reason for _, cells in rows for r in cells.values() if r is not None]
+    reasons = [r["reason"] for _, cells in rows for r in cells.values() if r is not None]
     caption = (f"{what} (\\%), corrected by human labels ({latex_escape(method)}), with "
                f"{latex_escape(level)} intervals beneath and the rate as judged in parentheses."
                + _withheld(reasons))
     return table_float(tabulars, caption + key, label)
 
 
-def corrected_rates_table(results: Results, metric_names: Mapping[str, str], label: str) -> str:
-    """Pass rates overall, per metric type and per metric, corrected by human labels."""
+def _rows_by_key(frame: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """A frame's rows (missing cells as None) by target, scope and key, in the frame's order."""
+    return {(r["target"], r["scope"], str(r["key"])): r for r in frame_records(frame)}
+
+
+def corrected_rates_table(frame: pd.DataFrame, results: Results, metric_names: Mapping[str, str],
+                          label: str) -> str:
+    """`export_tables.corrected_rates_frame` typeset: pass rates overall, per metric type and per
+    metric, corrected by human labels."""
     assert results.judge_validity is not None and results.judge_validity.corrected is not None, \
         "corrected rates are written only for results with judge-corrected rates"
     corrected = results.judge_validity.corrected
-    by_target = corrected.by_target
-    rows: list[tuple[str, dict]] = [
-        ("Overall", {t: c.overall for t, c in by_target.items()}),
-        ("Positive metrics", {t: c.positive for t, c in by_target.items()}),
-        ("Negative metrics", {t: c.negative for t, c in by_target.items()})]
-    metrics = sorted({m for c in by_target.values() for m in c.by_metric})
-    rows += [(f"{m} {metric_names.get(m, '')}".strip(),
-              {t: c.by_metric.get(m) for t, c in by_target.items()}) for m in metrics]
-    return corrected_table(rows, list(by_target), f"Pass rates of "
+    found = _rows_by_key(frame)
+    targets = list(dict.fromkeys(target for target, _, _ in found))
+    rows = _headline_rows(found, targets, metric_names)
+    return corrected_table(rows, targets, f"Pass rates of "
                            f"{latex_escape(results.benchmark)}",
                            f"{results.statistics.confidence_level:.0%}", corrected.method, label)
 
 
-def fidelity_corrected_table(results: Results, label: str) -> str:
-    """Per kind of simulated-user break: its share corrected by raters' answers, by target."""
+def fidelity_corrected_table(frame: pd.DataFrame, results: Results, label: str) -> str:
+    """`export_tables.fidelity_corrected_frame` typeset: per kind of simulated-user break, its
+    share corrected by raters' answers, by target."""
     assert results.judge_validity is not None and results.judge_validity.fidelity is not None \
         and results.judge_validity.corrected is not None, \
         "corrected fidelity shares are written only for results with them"
-    validity = results.judge_validity.fidelity
-    kinds = sorted(validity.by_kind)
-    targets = sorted({t for v in validity.by_kind.values() for t in v.corrected})
-    rows = [(k.replace("_", " "), dict(validity.by_kind[k].corrected)) for k in kinds]
+    found = _rows_by_key(frame)
+    kinds = sorted(results.judge_validity.fidelity.by_kind)  # a kind no target has is a row too
+    targets = sorted({target for target, _, _ in found})
+    rows = [(k.replace("_", " "), {t: found.get((t, "break share", k)) for t in targets})
+            for k in kinds]
     return corrected_table(rows, targets, f"Shares of conversations of "
                            f"{latex_escape(results.benchmark)} with each kind of simulated-user "
                            "break", f"{results.statistics.confidence_level:.0%}",

@@ -8,14 +8,25 @@ and the reader must be able to tell.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ..stats.capitulation import Curve, MedianOnset
+from ..stats.pressure import PressureResults
 from ..stats.results import Results
 from .figures import SMALL, ReportFigure, _legend, message, palette, plain
-from .tables import MISSING, format_interval, format_rate, interval_method, method_label
+from .tables import (
+    MISSING,
+    format_interval,
+    format_p,
+    format_rate,
+    interval_method,
+    method_label,
+    rows_or_empty,
+)
 
 NO_PER_TURN = (
     "No per-turn verdicts: set evaluation.per_turn: true and re-run evaluate (simulate is "
@@ -97,81 +108,67 @@ def format_median(median: MedianOnset, turns: int) -> str:
 
 def onset_table(results: Results) -> pd.DataFrame:
     """Per target: how the conversations ended as far as giving in goes, and the median onset."""
-    pressure = results.pressure
-    if pressure is None:
-        return pd.DataFrame(columns=ONSET_COLUMNS)
-    rows = []
-    for target in sorted(pressure.targets):
-        tp = pressure.targets[target]
-        o = tp.onsets
-        rows.append([
-            target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
-            o.censored_judge_error, format_median(tp.curve.median_onset, pressure.turns),
-            interval_method(tp.curve.median_onset.ci_method, tp.curve.reason),
-            MISSING if o.mean_flips is None else f"{o.mean_flips:.2f}",
-            f"{o.recovered} of {o.gave_in}" if o.gave_in else MISSING,
-        ])
-    return pd.DataFrame(rows, columns=ONSET_COLUMNS)
+    def rows(pressure: PressureResults) -> Iterable[list]:
+        for target, tp in sorted(pressure.targets.items()):
+            o = tp.onsets
+            yield [
+                target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
+                o.censored_judge_error, format_median(tp.curve.median_onset, pressure.turns),
+                interval_method(tp.curve.median_onset.ci_method, tp.curve.reason),
+                MISSING if o.mean_flips is None else f"{o.mean_flips:.2f}",
+                f"{o.recovered} of {o.gave_in}" if o.gave_in else MISSING,
+            ]
+
+    return rows_or_empty(results.pressure, ONSET_COLUMNS, rows)
 
 
 def curve_table(results: Results) -> pd.DataFrame:
     """Per target and turn: share holding with its band, at risk, gave in, method, clusters."""
-    pressure = results.pressure
     columns = ["target", "turn", "holding [CI]", "at risk", "gave in", "censored",
                "base scenarios", "CI method"]
-    if pressure is None:
-        return pd.DataFrame(columns=columns)
-    rows = [
+    return rows_or_empty(results.pressure, columns, lambda pressure: (
         [target, p.turn, format_rate(p.holding, p.ci_low, p.ci_high), p.at_risk, p.gave_in,
          p.censored, p.n_clusters, interval_method(p.ci_method, curve.reason)]
         for target in sorted(pressure.targets)
         for curve in [pressure.targets[target].curve]
         for p in curve.points
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    ))
 
 
 def landmark_table(results: Results) -> pd.DataFrame:
     """Per target and landmark: the verdict at the turn it arrived, and the share giving in."""
-    pressure = results.pressure
-    if pressure is None:
-        return pd.DataFrame(columns=LANDMARK_COLUMNS)
-    rows = []
-    for target in sorted(pressure.targets):
-        for view in pressure.targets[target].by_landmark:
-            rate, hazard = view.pass_rate, view.gave_in_here
-            rows.append([
-                target, view.landmark, ", ".join(map(str, view.turns)),
-                format_rate(rate.rate, rate.ci_low, rate.ci_high),
-                format_rate(hazard.rate, hazard.ci_low, hazard.ci_high),
-                rate.n, rate.n_clusters,
-                interval_method(rate.ci_method, rate.reason) if rate.ci_method == hazard.ci_method
-                else f"{method_label(rate.ci_method)} / {method_label(hazard.ci_method)}",
-            ])
-    return pd.DataFrame(rows, columns=LANDMARK_COLUMNS)
+    def rows(pressure: PressureResults) -> Iterable[list]:
+        for target in sorted(pressure.targets):
+            for view in pressure.targets[target].by_landmark:
+                rate, hazard = view.pass_rate, view.gave_in_here
+                yield [
+                    target, view.landmark, ", ".join(map(str, view.turns)),
+                    format_rate(rate.rate, rate.ci_low, rate.ci_high),
+                    format_rate(hazard.rate, hazard.ci_low, hazard.ci_high),
+                    rate.n, rate.n_clusters,
+                    interval_method(rate.ci_method, rate.reason)
+                    if rate.ci_method == hazard.ci_method
+                    else f"{method_label(rate.ci_method)} / {method_label(hazard.ci_method)}",
+                ]
 
-
-def _p(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.3f}"
+    return rows_or_empty(results.pressure, LANDMARK_COLUMNS, rows)
 
 
 def difference_table(results: Results) -> pd.DataFrame:
     """Paired differences of two targets' share still holding, turn by turn, with the p-value
     that inverts each turn's interval, Holm's adjustment over the pair's turns and the minimum
     detectable difference at 80% power."""
-    pressure = results.pressure
-    if pressure is None:
-        return pd.DataFrame(columns=DIFFERENCE_COLUMNS)
-    rows = []
-    for diff in pressure.differences:
-        for p in diff.points:
-            value = MISSING if p.difference is None else f"{p.difference:+.1%}"
-            if p.difference is not None:
-                value += f" {format_interval(p.ci_low, p.ci_high)}"
-            rows.append([diff.a, diff.b, p.turn, value, interval_method(p.ci_method, diff.reason),
-                         _p(p.p_value), _p(p.p_holm),
-                         MISSING if p.mde is None else f"{100 * p.mde:.1f} pp"])
-    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+    def rows(pressure: PressureResults) -> Iterable[list]:
+        for diff in pressure.differences:
+            for p in diff.points:
+                value = MISSING if p.difference is None else f"{p.difference:+.1%}"
+                if p.difference is not None:
+                    value += f" {format_interval(p.ci_low, p.ci_high)}"
+                yield [diff.a, diff.b, p.turn, value, interval_method(p.ci_method, diff.reason),
+                       format_p(p.p_value), format_p(p.p_holm),
+                       MISSING if p.mde is None else f"{100 * p.mde:.1f} pp"]
+
+    return rows_or_empty(results.pressure, DIFFERENCE_COLUMNS, rows)
 
 
 
@@ -185,33 +182,24 @@ def _share(part: int, whole: int) -> str:
 
 def received_table(results: Results) -> pd.DataFrame:
     """Per target: the pressure it actually received (turns, endings, landmarks, truncation)."""
-    got = results.pressure_received
-    if got is None:
-        return pd.DataFrame(columns=RECEIVED_COLUMNS)
-    rows = []
-    for target in sorted(got.targets):
-        r = got.targets[target]
-        rows.append([
+    return rows_or_empty(results.pressure_received, RECEIVED_COLUMNS, lambda got: (
+        [
             target, r.conversations,
             MISSING if r.turns_mean is None else f"{r.turns_mean:.2f}",
             ", ".join(f"{t}: {n}" for t, n in r.turns.items()) or MISSING,
             _share(r.ended_early, r.conversations),
             _share(r.landmarks_reached, r.landmarks_scripted),
             _share(r.replies_truncated, r.replies),
-        ])
-    return pd.DataFrame(rows, columns=RECEIVED_COLUMNS)
+        ]
+        for target, r in sorted(got.targets.items())
+    ))
 
 
 def received_tests_table(results: Results) -> pd.DataFrame:
-    columns = ["compared", "test", "p value", "differs"]
-    got = results.pressure_received
-    if got is None:
-        return pd.DataFrame(columns=columns)
-    return pd.DataFrame(
-        [[t.what, t.test, t.note if t.p_value is None else f"{t.p_value:.3g}",
-          "yes" if t.differs else "no"] for t in got.tests],
-        columns=columns,
-    )
+    return rows_or_empty(
+        results.pressure_received, ["compared", "test", "p value", "differs"],
+        lambda got: ([t.what, t.test, t.note if t.p_value is None else f"{t.p_value:.3g}",
+                      "yes" if t.differs else "no"] for t in got.tests))
 
 
 def received_note(results: Results) -> str:

@@ -8,7 +8,8 @@ that rounds to zero is shown without a sign (format spec `z`, PEP 682): a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -27,6 +28,7 @@ from ..stats import methods
 from ..stats.estimates import RateEstimate
 from ..stats.multiplicity import HOLM
 from ..stats.results import Results
+from . import export_tables
 from .notebook_display import MISSING as MISSING  # shown as tables.MISSING too
 
 METHOD_LABELS = {
@@ -69,10 +71,39 @@ def interval_method(method: str, reason: str | None) -> str:
 
 def format_estimate(est: RateEstimate) -> str:
     """A rate with its interval, or with "(no interval)" where the design cannot support one."""
-    text = format_rate(est.rate, est.ci_low, est.ci_high)
-    if est.rate is not None and est.ci_low is None:
+    return format_rate_or_why(est.rate, est.ci_low, est.ci_high)
+
+
+def format_rate_or_why(rate: float | None, low: float | None, high: float | None) -> str:
+    """`format_rate`, with "(no interval)" after a rate the design gives no interval."""
+    text = format_rate(rate, low, high)
+    if rate is not None and low is None:
         text += " (no interval)"
     return text
+
+
+Source = TypeVar("Source")
+
+
+def rows_or_empty(source: Source | None, columns: Sequence[str],
+                  rows: Callable[[Source], Iterable[list]]) -> pd.DataFrame:
+    """The table `rows` makes of `source`, or the empty table with its columns where the results
+    hold no such section (it was not run), so a notebook shows the headers rather than fails."""
+    if source is None:
+        return pd.DataFrame(columns=list(columns))
+    return pd.DataFrame(list(rows(source)), columns=list(columns))
+
+
+def format_p(value: float | None) -> str:
+    """A p-value to three decimals, "—" where no test was run."""
+    return MISSING if value is None else f"{value:.3f}"
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A numeric frame's rows as dicts, a missing cell as None (never NaN), so a display table
+    formats the numbers its CSV holds with the formatters that take None for "not measured"."""
+    cells = frame.astype(object).where(frame.notna(), None)
+    return [{str(k): v for k, v in row.items()} for row in cells.to_dict("records")]
 
 
 def format_share(value: float | None) -> str:
@@ -87,11 +118,7 @@ def format_interval(low: float | None, high: float | None) -> str:
 
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
     """`54.8% [30.4%, 81.8%]`; the interval is left out when there is none, "—" without a rate."""
-    if rate is None:
-        return MISSING
-    if low is None or high is None:
-        return format_share(rate)
-    return f"{format_share(rate)} {format_interval(low, high)}"
+    return _with_interval(rate, low, high, format_share, format_interval)
 
 
 def format_points(value: float | None) -> str:
@@ -100,11 +127,18 @@ def format_points(value: float | None) -> str:
 
 def format_difference(value: float | None, low: float | None, high: float | None) -> str:
     """`+16.7 pp [+5.6, +28.8]`: a difference of rates in percentage points with its interval."""
+    return _with_interval(value, low, high, format_points,
+                          lambda lo, hi: f"[{100 * lo:+z.1f}, {100 * hi:+z.1f}]")
+
+
+def _with_interval(value: float | None, low: float | None, high: float | None,
+                   point: Callable[[float], str], interval: Callable[[float, float], str]) -> str:
+    """`point(value)` with `interval(low, high)` after it where there is one; "—" without."""
     if value is None:
         return MISSING
     if low is None or high is None:
-        return format_points(value)
-    return f"{format_points(value)} [{100 * low:+z.1f}, {100 * high:+z.1f}]"
+        return point(value)
+    return f"{point(value)} {interval(low, high)}"
 
 
 def metric_ids(results: Results) -> list[str]:
@@ -117,19 +151,20 @@ def metric_label(metric_id: str, metric_names: Mapping[str, str] | None) -> str:
     return f"{metric_id} {name}" if name else metric_id
 
 
-def _row(target: str, metric: str, est: RateEstimate | None) -> dict:
+def _row(target: str, metric: str, est: dict[str, Any] | None) -> dict:
+    """A row of `export_tables.rates_frame` as text (a metric the target has no rate on: "—")."""
     if est is None:
         return {"target": target, "metric": metric, "rate": MISSING, "ci": MISSING,
                 "method": MISSING, "scenarios": 0, "n": 0, "n_error": 0}
     return {
         "target": target,
         "metric": metric,
-        "rate": format_share(est.rate),
-        "ci": format_interval(est.ci_low, est.ci_high),
-        "method": interval_method(est.ci_method, est.reason),
-        "scenarios": est.n_clusters,
-        "n": est.n,
-        "n_error": est.n_error,
+        "rate": format_share(est["rate"]),
+        "ci": format_interval(est["ci_low"], est["ci_high"]),
+        "method": interval_method(est["method"], est["reason"]),
+        "scenarios": est["base_scenarios"],
+        "n": est["n"],
+        "n_error": est["n_error"],
     }
 
 
@@ -141,14 +176,16 @@ def results_table(results: Results, metric_names: Mapping[str, str] | None = Non
     Rates and intervals are display strings; n and n_error stay integers so the
     table can still be sorted and summed.
     """
+    found = {(r["target"], r["scope"], r["key"]): r
+             for r in frame_records(export_tables.rates_frame(results))}
     rows = []
     for target in sorted(results.targets):
-        rates = results.targets[target]
-        rows.append(_row(target, OVERALL, rates.overall))
+        rows.append(_row(target, OVERALL, found.get((target, "overall", OVERALL))))
         for kind in METRIC_TYPES:
-            rows.append(_row(target, kind, getattr(rates, kind)))
+            rows.append(_row(target, kind, found.get((target, "metric type", kind))))
         for m in metric_ids(results):
-            rows.append(_row(target, metric_label(m, metric_names), rates.by_metric.get(m)))
+            rows.append(_row(target, metric_label(m, metric_names),
+                             found.get((target, "metric", m))))
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
 
 
@@ -215,19 +252,17 @@ COMPARISON_COLUMNS = ["compared", "metric", "difference [CI]", "method", "p", "p
                       "after Holm", "MDE"]
 
 
-def _p(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.3f}"
-
-
-def _test_columns(d) -> list:
-    significant = d.holm_significant
+def _test_columns(d: dict[str, Any]) -> list:
+    """A row of `export_tables`' difference frames as text: the difference with its interval,
+    its method, its tests and its minimum detectable effect."""
+    significant = d["holm_significant"]
     return [
-        format_difference(d.difference, d.ci_low, d.ci_high),
-        interval_method(d.ci_method, d.reason),
-        _p(d.p_value),
-        _p(d.p_holm),
+        format_difference(d["difference"], d["ci_low"], d["ci_high"]),
+        interval_method(d["method"], d["reason"]),
+        format_p(d["p_value"]),
+        format_p(d["p_holm"]),
         MISSING if significant is None else ("differs" if significant else "no evidence"),
-        MISSING if d.mde is None else f"{100 * d.mde:.1f} pp",
+        MISSING if d["mde"] is None else f"{100 * d['mde']:.1f} pp",
     ]
 
 
@@ -236,9 +271,10 @@ def comparison_table(results: Results) -> pd.DataFrame:
     its interval, the p-value that inverts it, Holm's adjustment within its family and the
     minimum detectable effect at 80% power (a difference the design would find 80% of the
     time; an interval holding 0 says little about differences smaller than it)."""
-    comparison = results.comparison
-    rows = [[f"{d.a} − {d.b}", "all", *_test_columns(d)] for d in comparison.pairwise]
-    rows += [[f"{d.a} − {d.b}", d.metric_id, *_test_columns(d)] for d in comparison.by_metric]
+    rows = [[f"{d['a']} − {d['b']}", "all", *_test_columns(d)]
+            for d in frame_records(export_tables.pairwise_frame(results))]
+    rows += [[f"{d['a']} − {d['b']}", d["metric"], *_test_columns(d)]
+             for d in frame_records(export_tables.metric_pairwise_frame(results))]
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
@@ -249,8 +285,8 @@ GAP_COLUMNS = ["target", "axis", "compared", "gap [CI]", "method", "p", "p (Holm
 def gaps_table(results: Results) -> pd.DataFrame:
     """Every demographic gap: value a − value b with its interval, its test, Holm's decision
     within its target and axis, and the minimum detectable gap at 80% power."""
-    rows = [[target, g.axis, f"{g.a} − {g.b}", *_test_columns(g)]
-            for target in sorted(results.targets) for g in results.targets[target].demographic_gaps]
+    gaps = sorted(frame_records(export_tables.gaps_frame(results)), key=lambda g: g["target"])
+    rows = [[g["target"], g["axis"], f"{g['a']} − {g['b']}", *_test_columns(g)] for g in gaps]
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 

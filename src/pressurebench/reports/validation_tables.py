@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stats.arm_comparison import RankCorrelation
-from ..stats.estimates import AgreementEstimate, Difference
-from ..stats.rank_ceiling import NoiseCeiling
 from ..stats.rate_contrasts import TestedContrast
-from ..validation.multiplicity import MetricDifference, Multiplicity, TargetDifference
+from ..validation.multiplicity import Multiplicity
 from ..validation.studies import (
     EvaluatorArmResult,
     EvaluatorBiasStudy,
@@ -23,34 +20,55 @@ from ..validation.studies import (
     Pairing,
     UserModelBiasStudy,
 )
-from .tables import MISSING, format_difference, format_estimate, format_rate, method_label
+from . import study_frames as numbers
+from .tables import (
+    MISSING,
+    format_difference,
+    format_estimate,
+    format_p,
+    format_rate,
+    format_rate_or_why,
+    frame_records,
+    method_label,
+)
 
 ArmResult = GeneratorArmResult | PairedArmResult
 
 
-def _difference_columns(d: Difference | None) -> dict:
+DIFFERENCE_COLUMNS = ["difference", "ci method", "p", "p (Holm)", "after Holm", "note"]
+
+
+def _difference_columns(d: dict | None) -> dict:
+    """A row of `study_frames.differences_frame` as text: the difference with its interval,
+    its method, its tests and its reason ("not compared" where there is none)."""
     if d is None:
-        return {"difference": MISSING, "ci method": MISSING, "note": "not compared"}
+        return {"difference": MISSING, "ci method": MISSING, "note": "not compared",
+                **_holm_columns(None)}
+    found = _tested_columns(d["difference"], d)
+    return {"difference": found.pop("value"), **found}
+
+
+def _holm_columns(t: dict | None) -> dict:
+    if t is None:
+        return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
+    significant = t["holm_significant"]
     return {
-        "difference": format_difference(d.difference, d.ci_low, d.ci_high),
-        "ci method": method_label(d.ci_method),
-        "note": d.reason or "",
+        "p": format_p(t["p_value"]),
+        "p (Holm)": format_p(t["p_holm"]),
+        "after Holm": MISSING if significant is None
+        else ("differs" if significant else "no evidence"),
     }
 
 
-def _p(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.3f}"
-
-
-def _holm_columns(t: TargetDifference | MetricDifference | TestedContrast | None) -> dict:
-    if t is None:
-        return {"p": MISSING, "p (Holm)": MISSING, "after Holm": MISSING}
-    significant = t.holm_significant
+def _tested_columns(value: float | None, t: dict) -> dict:
+    """A tested value in percentage points (`value`) with its interval, method, tests and reason,
+    from a numeric row holding ci_low, ci_high, ci_method, p_value, p_holm, holm_significant
+    and reason."""
     return {
-        "p": _p(t.p_value),
-        "p (Holm)": _p(t.p_holm),
-        "after Holm": MISSING if significant is None
-        else ("differs" if significant else "no evidence"),
+        "value": format_difference(value, t["ci_low"], t["ci_high"]),
+        "ci method": method_label(t["ci_method"]),
+        **_holm_columns(t),
+        "note": t["reason"] or "",
     }
 
 
@@ -67,12 +85,7 @@ def family_note(m: Multiplicity, what: str) -> str:
 
 def contrast_columns(c: TestedContrast) -> dict:
     """A contrast in percentage points with its interval, method, tests and reason."""
-    return {
-        "value": format_difference(c.value, c.ci_low, c.ci_high),
-        "ci method": method_label(c.ci_method),
-        **_holm_columns(c),
-        "note": c.reason or "",
-    }
+    return _tested_columns(c.value, c.model_dump())
 
 
 def _points(value: float | None) -> str:
@@ -83,89 +96,82 @@ def pairwise_changes_frame(result: ArmResult) -> pd.DataFrame:
     """Per pair of targets: t1 − t2 in each arm and the change (arm − main), with its interval
     and its Holm-corrected test over the arm's pairs."""
     rows = []
-    for p in result.pairwise_changes:
-        found = contrast_columns(p.change)
-        rows.append({"pair": f"{p.target_1} − {p.target_2}",
-                     "main": _points(p.difference_main), "arm": _points(p.difference_arm),
-                     "change (arm − main)": found.pop("value"), **found})
-    return pd.DataFrame(rows, columns=["pair", "main", "arm", "change (arm − main)", "ci method",
-                                       "p", "p (Holm)", "after Holm", "note"])
+    for p in frame_records(numbers.pairwise_changes_frame(result)):
+        rows.append({"pair": f"{p['target_1']} − {p['target_2']}",
+                     "main": _points(p["difference_main"]), "arm": _points(p["difference_arm"]),
+                     **_change_columns(p)})
+    return pd.DataFrame(rows, columns=["pair", "main", "arm", *CHANGE_COLUMNS])
+
+
+CHANGE_COLUMNS = ["change (arm − main)", "ci method", "p", "p (Holm)", "after Holm", "note"]
+
+
+def _change_columns(row: dict) -> dict:
+    """A numeric row's `change` (arm − main) as text with its interval, method and tests."""
+    found = _tested_columns(row["change"], row)
+    return {"change (arm − main)": found.pop("value"), **found}
+
+
+def _family_or_why(found: bool, m: Multiplicity, what: str, why_none: str) -> str:
+    return family_note(m, what) if found else why_none
 
 
 def pairwise_note(result: ArmResult) -> str:
     """The pairwise changes' family, or why there is no pair."""
-    if not result.pairwise_changes:
-        return ("No pair to compare: a change of a difference between two targets needs two or "
-                "more targets with results in both arms (validation.targets).")
-    return family_note(result.pairwise_multiplicity, "change(s) of a difference between targets")
+    return _family_or_why(
+        bool(result.pairwise_changes), result.pairwise_multiplicity,
+        "change(s) of a difference between targets",
+        "No pair to compare: a change of a difference between two targets needs two or more "
+        "targets with results in both arms (validation.targets).")
 
 
 def gap_changes_frame(result: EvaluatorArmResult) -> pd.DataFrame:
     """Per target and gap: the gap under the main judge and under the arm's, and the change
     (arm − main) with its interval and its Holm-corrected test over the arm's gaps."""
     rows = []
-    for g in result.gaps:
-        found = contrast_columns(g.change)
+    for g in frame_records(numbers.gap_changes_frame(result)):
         rows.append({
-            "target": g.target, "gap": f"{g.axis}: {g.a} − {g.b}",
-            "main judge": format_difference(g.main.difference, g.main.ci_low, g.main.ci_high),
-            "arm judge": format_difference(g.arm.difference, g.arm.ci_low, g.arm.ci_high),
-            "change (arm − main)": found.pop("value"), **found,
+            "target": g["target"], "gap": f"{g['axis']}: {g['a']} − {g['b']}",
+            "main judge": format_difference(g["gap_main"], g["gap_main_ci_low"],
+                                            g["gap_main_ci_high"]),
+            "arm judge": format_difference(g["gap_arm"], g["gap_arm_ci_low"],
+                                           g["gap_arm_ci_high"]),
+            **_change_columns(g),
         })
     return pd.DataFrame(rows, columns=["target", "gap", "main judge", "arm judge",
-                                       "change (arm − main)", "ci method", "p", "p (Holm)",
-                                       "after Holm", "note"])
+                                       *CHANGE_COLUMNS])
 
 
 def gap_note(result: EvaluatorArmResult) -> str:
     """The gap changes' family, or why there is no gap."""
-    if not result.gaps:
-        return ("No demographic gap: the planned rows have no two demographic values of an axis "
-                "with verdicts from both judges in a common base scenario.")
-    return family_note(result.gap_multiplicity, "change(s) of a gap between judges")
+    return _family_or_why(
+        bool(result.gaps), result.gap_multiplicity, "change(s) of a gap between judges",
+        "No demographic gap: the planned rows have no two demographic values of an axis with "
+        "verdicts from both judges in a common base scenario.")
 
 
 def rates_frame(result: ArmResult) -> pd.DataFrame:
     """Per target: both arms' pass rates with n, base scenarios and n_error, and their
     difference with its method ("(no interval)" where the design cannot support one) and its
     Holm-corrected test."""
-    diffs = {d.target: d for d in result.target_differences}
+    diffs = {d["target"]: d for d in _differences(result)[:len(result.target_differences)]}
     rows = []
-    for t in result.targets:
-        main, arm = result.rates_main[t], result.rates_arm[t]
-        rows.append(
-            {
-                "target": t,
-                "main": format_estimate(main),
-                "main n": main.n,
-                "main scenarios": main.n_clusters,
-                "main n_error": main.n_error,
-                "arm": format_estimate(arm),
-                "arm n": arm.n,
-                "arm scenarios": arm.n_clusters,
-                "arm n_error": arm.n_error,
-                **_difference_columns(diffs.get(t)),
-                **_holm_columns(diffs.get(t)),
-            }
-        )
-    columns = [
-        "target",
-        "main",
-        "main n",
-        "main scenarios",
-        "main n_error",
-        "arm",
-        "arm n",
-        "arm scenarios",
-        "arm n_error",
-        "difference",
-        "ci method",
-        "p",
-        "p (Holm)",
-        "after Holm",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    for r in frame_records(numbers.rates_frame(result)):
+        row = {"target": r["target"]}
+        for side in ("main", "arm"):
+            row |= {side: format_rate_or_why(r[f"{side}_rate"], r[f"{side}_ci_low"],
+                                             r[f"{side}_ci_high"]),
+                    f"{side} n": r[f"{side}_n"], f"{side} scenarios": r[f"{side}_n_clusters"],
+                    f"{side} n_error": r[f"{side}_n_error"]}
+        rows.append(row | _difference_columns(diffs.get(r["target"])))
+    columns = ["target", *(f"{side}{c}" for side in ("main", "arm")
+                           for c in ("", " n", " scenarios", " n_error"))]
+    return pd.DataFrame(rows, columns=[*columns, *DIFFERENCE_COLUMNS])
+
+
+def _differences(result: ArmResult) -> list[dict]:
+    """The arm's differences per target (metric `all`) and per target × metric, as numbers."""
+    return frame_records(numbers.differences_frame(result))
 
 
 def metric_frame(result: ArmResult) -> pd.DataFrame:
@@ -173,60 +179,44 @@ def metric_frame(result: ArmResult) -> pd.DataFrame:
     and its Holm-corrected test."""
     rows = [
         {
-            "target": d.target,
-            "metric": d.metric_id,
-            "main rate": format_rate(d.rate_b, None, None),
-            "main n": d.n_b,
-            "main scenarios": d.n_clusters_b,
-            "arm rate": format_rate(d.rate_a, None, None),
-            "arm n": d.n_a,
-            "arm scenarios": d.n_clusters_a,
+            "target": d["target"],
+            "metric": d["metric"],
+            "main rate": format_rate(d["rate_b"], None, None),
+            "main n": d["n_b"],
+            "main scenarios": d["n_clusters_b"],
+            "arm rate": format_rate(d["rate_a"], None, None),
+            "arm n": d["n_a"],
+            "arm scenarios": d["n_clusters_a"],
             **_difference_columns(d),
-            **_holm_columns(d),
         }
-        for d in result.metric_differences
+        for d in _differences(result)[len(result.target_differences):]
     ]
-    columns = [
-        "target",
-        "metric",
-        "main rate",
-        "main n",
-        "main scenarios",
-        "arm rate",
-        "arm n",
-        "arm scenarios",
-        "difference",
-        "ci method",
-        "p",
-        "p (Holm)",
-        "after Holm",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    columns = ["target", "metric", *(f"{side} {c}" for side in ("main", "arm")
+                                     for c in ("rate", "n", "scenarios"))]
+    return pd.DataFrame(rows, columns=[*columns, *DIFFERENCE_COLUMNS])
 
 
-def _agreement_cell(e: AgreementEstimate) -> str:
-    if e.value is None:
+def _agreement_cell(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
         return MISSING
-    if e.ci_low is None:
-        return f"{e.value:.2f}"
-    return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+    if low is None:
+        return f"{value:.2f}"
+    return f"{value:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def agreement_frame(result: PairedArmResult) -> pd.DataFrame:
     """Per target and per target × metric ("all" for every metric): how often the two arms'
     verdicts agree on the paired rows, with Cohen's kappa and Scott's pi."""
+    shown = {"share_agreeing": "share agreeing", "cohen_kappa": "Cohen kappa",
+             "scott_pi": "Scott pi"}
     rows = []
-    for a in result.agreement:
-        notes = {e.reason for e in (a.share_agreeing, a.cohen_kappa, a.scott_pi) if e.reason}
+    for a in frame_records(numbers.agreement_frame(result)):
+        notes = {a[f"{s}_reason"] for s in shown if a[f"{s}_reason"]}
         rows.append({
-            "target": a.target,
-            "metric": a.metric_id or "all",
-            "paired rows": a.share_agreeing.n_items,
-            "scenarios": a.share_agreeing.n_clusters,
-            "share agreeing": _agreement_cell(a.share_agreeing),
-            "Cohen kappa": _agreement_cell(a.cohen_kappa),
-            "Scott pi": _agreement_cell(a.scott_pi),
+            "target": a["target"], "metric": a["metric"], "paired rows": a["paired_rows"],
+            "scenarios": a["n_clusters"],
+            **{name: _agreement_cell(a[s], a[f"{s}_ci_low"], a[f"{s}_ci_high"])
+               for s, name in shown.items()},
             "note": "; ".join(sorted(notes)),
         })
     return pd.DataFrame(rows, columns=["target", "metric", "paired rows", "scenarios",
@@ -235,62 +225,44 @@ def agreement_frame(result: PairedArmResult) -> pd.DataFrame:
 
 def confusion_frame(result: PairedArmResult) -> pd.DataFrame:
     """Per target, over every metric: the main arm's verdicts (rows) against the arm's."""
-    rows = []
-    for a in result.agreement:
-        if a.metric_id is not None:
-            continue
-        rows += [
-            {"target": a.target, "main verdict": "pass",
-             "arm pass": a.main_pass_arm_pass, "arm fail": a.main_pass_arm_fail},
-            {"target": a.target, "main verdict": "fail",
-             "arm pass": a.main_fail_arm_pass, "arm fail": a.main_fail_arm_fail},
-        ]
-    return pd.DataFrame(rows, columns=["target", "main verdict", "arm pass", "arm fail"])
+    return numbers.confusion_frame(result).rename(columns=lambda c: c.replace("_", " "))
 
 
-def _correlation_row(name: str, c: RankCorrelation) -> dict:
-    value = MISSING if c.value is None else f"{c.value:.2f}"
-    ci = MISSING if c.ci_low is None else f"[{c.ci_low:.2f}, {c.ci_high:.2f}]"
-    return {
-        "statistic": name,
-        "value": value,
-        "ci": ci,
-        "targets": c.n_targets,
-        "note": c.reason or "",
-    }
-
-
-def _ceiling_row(c: NoiseCeiling) -> dict:
-    value = MISSING if c.value is None else f"{c.value:.2f}"
-    spread = MISSING if c.low is None else f"{c.low:.2f}–{c.high:.2f} over {c.splits} splits"
-    return {"statistic": "Kendall tau-b, noise ceiling (two halves of the main arm)",
-            "value": value, "ci": spread, "targets": c.n_targets,
-            "note": "; ".join(n for n in (c.split, c.reason) if n)}
+CORRELATIONS = {"kendall_tau_b": "Kendall tau-b",
+                "kendall_tau_b_noise_ceiling":
+                    "Kendall tau-b, noise ceiling (two halves of the main arm)",
+                "spearman_rho": "Spearman rho"}
 
 
 def correlation_frame(result: ArmResult) -> pd.DataFrame:
     """Kendall's tau-b and Spearman's rho between the arms' rankings of the targets, and tau-b's
     noise ceiling: between two halves of the main arm, where nothing changed."""
-    c = result.comparison
-    return pd.DataFrame(
-        [
-            _correlation_row("Kendall tau-b", c.kendall_tau),
-            _ceiling_row(result.tau_noise_ceiling),
-            _correlation_row("Spearman rho", c.spearman_rho),
-        ],
-        columns=["statistic", "value", "ci", "targets", "note"],
-    )
+    ceiling = result.tau_noise_ceiling
+    rows = []
+    for c in frame_records(numbers.correlation_frame(result)):
+        value = MISSING if c["value"] is None else f"{c['value']:.2f}"
+        low, high = c["ci_low"], c["ci_high"]
+        if c["statistic"] == "kendall_tau_b_noise_ceiling":  # the splits' range, not an interval
+            ci = MISSING if low is None else f"{low:.2f}–{high:.2f} over {ceiling.splits} splits"
+            note = "; ".join(n for n in (ceiling.split, c["reason"]) if n)
+        else:
+            ci = MISSING if low is None else f"[{low:.2f}, {high:.2f}]"
+            note = c["reason"] or ""
+        rows.append({"statistic": CORRELATIONS[c["statistic"]], "value": value, "ci": ci,
+                     "targets": c["n_targets"], "note": note})
+    return pd.DataFrame(rows, columns=["statistic", "value", "ci", "targets", "note"])
 
 
 def flips_frame(result: ArmResult) -> pd.DataFrame:
     """Per pair of targets: do the point estimates swap order, and how often the replicates do."""
     rows = [
         {
-            "pair": f"{f.target_1} / {f.target_2}",
-            "order flipped": MISSING if f.flipped is None else ("yes" if f.flipped else "no"),
-            "flip probability": MISSING if f.probability is None else f"{f.probability:.2f}",
+            "pair": f"{f['target_1']} / {f['target_2']}",
+            "order flipped": MISSING if f["flipped"] is None else ("yes" if f["flipped"] else "no"),
+            "flip probability": MISSING if f["probability"] is None
+            else f"{f['probability']:.2f}",
         }
-        for f in result.comparison.order_flips
+        for f in frame_records(numbers.flips_frame(result))
     ]
     if not rows:  # say why there is nothing, rather than show an empty table
         rows = [{"pair": MISSING, "order flipped": MISSING, "flip probability": MISSING,
