@@ -10,14 +10,16 @@ from statsmodels.stats.multitest import multipletests
 from pressurebench.stats import methods
 from pressurebench.stats.bootstrap import ClusterBootstrap
 from pressurebench.stats.cluster_t import (
+    design_effect_df,
     rate_z,
     stratified_variance,
+    wilson_t_effective,
     wilson_t_interval,
 )
 from pressurebench.stats.interval_rules import RATE
 from pressurebench.stats.intervals import wilson_interval
 from pressurebench.stats.multiplicity import holm_adjust
-from pressurebench.stats.rates import rate_estimate, rates_by
+from pressurebench.stats.rates import estimate_rates, rate_estimate, rates_by
 
 
 def test_stratified_variance_by_hand():
@@ -147,3 +149,50 @@ def test_metrics_whose_scenarios_all_agree_have_no_spread_not_a_rounding_one():
     design = stratified_variance(rate_z(successes, trials), trials > 0,
                                  np.array([0] * k + [1] * k), rule=RATE)
     assert design.variance[0] == 0.0
+
+
+# One metric of 5 base scenarios, 2 rows each: four scenarios split 1-1 and one passes both.
+SPLIT = (np.array([[1.0], [1.0], [1.0], [1.0], [2.0]]), np.full((5, 1), 2.0))
+
+
+def test_a_metric_whose_rows_barely_cluster_takes_the_degrees_of_freedom_of_its_design_effect():
+    successes, trials = SPLIT
+    # SS_W = 4 · 1/2 = 2 of SS_T = 6 · 4 / 10 = 2.4: a relative variance of the design effect
+    # of 2 · (2 / 2.4)² · (1/4 + 1/5), so 1 / ((5/6)² · 0.45) = 3.2 degrees of freedom: fewer
+    # than the design's 4, which stay.
+    assert design_effect_df(successes, trials, np.zeros(5), np.array([4.0]))[0] == 4.0
+    # Three of five scenarios split and one passes and one fails both (SS_W / SS_T =
+    # 1.5 / 2.5): 1 / (0.6² · 0.45) = 6.2, under the cap of twice the 5 minority rows.
+    mixed = np.array([[1.0], [1.0], [2.0], [0.0], [1.0]])
+    assert design_effect_df(mixed, trials, np.zeros(5), np.array([4.0]))[0] == pytest.approx(
+        1 / (0.6**2 * 0.45))
+
+
+def test_scenarios_that_never_split_take_at_most_twice_their_minority_rows():
+    # Three scenarios pass both rows, two fail both: no spread within scenarios, so the design
+    # effect's own degrees of freedom are unbounded; the 4 failing rows bound them at 8.
+    successes = np.array([[2.0], [2.0], [2.0], [0.0], [0.0]])
+    trials = np.full((5, 1), 2.0)
+    assert design_effect_df(successes, trials, np.zeros(5), np.array([4.0]))[0] == 8.0
+
+
+def test_a_rate_over_several_metrics_keeps_the_designs_degrees_of_freedom():
+    successes = np.array([[1.0], [1.0], [1.0], [1.0], [1.0], [1.0]])
+    trials = np.full((6, 1), 2.0)
+    strata = np.array([0, 0, 0, 1, 1, 1])
+    assert design_effect_df(successes, trials, strata, np.array([3.7]))[0] == 3.7
+
+
+def test_a_barely_clustered_metrics_interval_is_narrower_than_on_the_designs_degrees():
+    # Four of eight scenarios split, two pass and two fail both: 1 / (0.5² · (1/7 + 1/8)) =
+    # 14.9 degrees of freedom instead of 7.
+    successes = np.array([[1.0], [1.0], [1.0], [1.0], [2.0], [2.0], [0.0], [0.0]])
+    trials = np.full((8, 1), 2.0)
+    boot = ClusterBootstrap(np.zeros(8, dtype=int), np.arange(8), resamples=1)
+    (est,) = estimate_rates(boot, successes, trials, np.zeros(1), 0.95)
+    design = stratified_variance(rate_z(successes, trials), trials > 0, np.zeros(8), rule=RATE)
+    rate = est.rate
+    on_design = wilson_t_effective(np.array([rate]), rate * (1 - rate) / design.variance,
+                                   design.df, 0.95)
+    assert est.ci_method == methods.CLUSTER_T_WILSON
+    assert on_design[0][0] < est.ci_low < rate < est.ci_high < on_design[1][0]

@@ -45,6 +45,30 @@ def test_a_metric_that_clusters_far_more_than_the_others_keeps_its_coverage():
     assert max(value for _, value in others) <= 0.985 + TOLERANCE, cell.metric_coverage
 
 
+def test_barely_clustered_metrics_take_the_degrees_of_freedom_of_their_design_effect(
+    monkeypatch,
+):
+    """One metric at ICC 0.8 among three at 0.05, 6 base scenarios per metric of one sample:
+    on their scenarios minus one degrees of freedom the low-ICC metrics' rates covered up to
+    0.995 (too wide); on those of their design effect (`cluster_t.design_effect_df`) they come
+    down toward 0.95 while the clustered metric keeps its coverage."""
+    def coverage(seed: int) -> tuple[float, list[float]]:
+        clustered, *others = _cell("one metric apart", 6, 1, seed=seed).metric_coverage
+        assert clustered[0] == 0.8
+        return clustered[1], [value for _, value in others]
+
+    seeds = (4, 5, 6)
+    now = [coverage(seed) for seed in seeds]
+    monkeypatch.setattr("pressurebench.stats.rates.design_effect_df",
+                        lambda successes, trials, strata, design_df: design_df)
+    before = [coverage(seed) for seed in seeds]
+    assert all(clustered >= LOW - TOLERANCE for clustered, _ in now), now
+    low_now = np.mean([v for _, others in now for v in others])
+    low_before = np.mean([v for _, others in before for v in others])
+    assert low_now < low_before - 0.005, (low_now, low_before)
+    assert low_now <= 0.985, low_now
+
+
 def test_a_rate_over_metrics_takes_the_degrees_of_freedom_of_its_clustered_metric():
     """3 base scenarios per metric, one metric at ICC 0.8: the overall rate's variance is that
     metric's, on 2 degrees of freedom, not 8 (Satterthwaite); on 8 it covered 0.889."""

@@ -16,7 +16,7 @@ import pandas as pd
 from ..schemas import Row
 from . import methods
 from .bootstrap import ClusterBootstrap, check_confidence_level
-from .cluster_t import rate_z, stratified_variance, wilson_t_effective
+from .cluster_t import design_effect_df, rate_z, stratified_variance, wilson_t_effective
 from .estimates import RateEstimate
 from .frame import (
     DEMOGRAPHIC_PREFIX,
@@ -74,7 +74,8 @@ def estimate_rates(
     The interval is Wilson's score interval on the design-effective sample size with the t
     quantile (`stats.cluster_t`), over the base scenarios within metrics that `bootstrap`
     knows, each group on its own base scenarios: one metric's rate on that metric's, with its
-    own design effect and its base scenarios minus one degrees of freedom. Metrics whose
+    own design effect, its t quantile on the degrees of freedom of that design effect
+    (`cluster_t.design_effect_df`: at least its base scenarios minus one). Metrics whose
     scenarios cluster differently (one at ICC 0.8 among metrics at 0.05) thus get intervals
     of their own width; a design effect pooled over the metrics covered the clustered one
     0.83-0.86 at 5-30 base scenarios per metric of 4 metrics (0.69-0.72 of 20) and the others
@@ -103,7 +104,8 @@ def estimate_rates(
     with np.errstate(divide="ignore", invalid="ignore"):
         effective = np.where(inside, rate * (1 - rate) / np.where(inside, design.variance, 1.0),
                              np.nan)
-    low, high = wilson_t_effective(rate, effective, design.df, confidence_level)
+    df = design_effect_df(successes, trials, bootstrap.strata_codes, design.df)
+    low, high = wilson_t_effective(rate, effective, df, confidence_level)
     # Each base scenario counted once, with the Poisson bound where one or two scenarios go
     # the other way (four of five passing: Wilson's upper bound is 0.964, below a true 0.97).
     clusters_low, clusters_high = wilson_t_effective(
