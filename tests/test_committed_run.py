@@ -73,6 +73,15 @@ def test_a_run_of_the_committed_study_with_other_outputs_says_why(committed):
     assert "docs/sharing-and-comparing.md" in said
 
 
+def test_only_the_files_that_differ_are_named(committed):
+    """Other call records can make the very same rates: then only dvc.lock is modified."""
+    (committed / "dvc.lock").write_text(yaml.safe_dump(lock("bbb")))
+    said = note(committed)
+    assert said is not None
+    assert "`git status` shows dvc.lock as modified" in said
+    assert "metrics.json" not in said and "git checkout dvc.lock`" in said
+
+
 def test_nothing_is_said_when_the_run_wrote_what_git_holds(committed):
     assert note(committed) is None
 

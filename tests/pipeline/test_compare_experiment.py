@@ -1,7 +1,9 @@
 """The documented flow on the real pipeline (docs/sharing-and-comparing.md, "Comparing runs"),
 on a fresh clone of a committed run, which holds its dvc.lock but none of its outputs: run the
 baseline as an experiment, change a target's system prompt in another, then `pressurebench
-compare` the two. The commands are the page's own block, run line by line as written."""
+compare` the two. The commands are the page's own block, run line by line as written. The
+clone's study is first committed with the validation studies off: each experiment reruns every
+stage from nothing, and the studies' stages are not what a comparison reads."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from pipeline_support import run
 
-from conftest import enter
+from conftest import GIT, enter
 from docs_support import recipes
 
 pytestmark = pytest.mark.slow
@@ -26,6 +29,12 @@ def test_the_compare_recipe_runs_as_written_on_a_fresh_clone(
     subprocess.run(["git", "clone", "-q", str(reproduced_template), str(clone)], check=True)
     assert not (clone / ".pbcache").exists() and not (clone / ".dvc" / "cache").exists()
     enter(clone, monkeypatch)
+    params_file = clone / "params" / "pipeline.yaml"
+    params = yaml.safe_load(params_file.read_text())
+    for study in ("generator_bias", "user_model_bias", "evaluator_bias", "judge_probes"):
+        params["validation"][study] = []
+    params_file.write_text(yaml.safe_dump(params))
+    subprocess.run([*GIT, "commit", "-qam", "The validation studies off"], cwd=clone, check=True)
     (recipe,) = [b for b in recipes(PAGE) if "pressurebench compare" in b.body]
     *experiments, compare = recipe.commands()
     assert all(line.startswith("dvc exp run") for line in experiments)

@@ -30,9 +30,12 @@ BENCHMARK, TARGET = "pressure-core", "smollm2"
 
 
 def tiny_study(root: Path, base_url: str) -> None:
-    """The mock params with one target and one sample: every stage and arm, little to run."""
+    """The mock params with one target, one sample and the validation studies off: every stage
+    of the main run, little to run (the studies' stages are exercised by test_own_benchmark)."""
     params = mock_params(base_url)
     params["targets"] = params["validation"]["targets"] = [TARGET]
+    for study in ("generator_bias", "user_model_bias", "evaluator_bias", "judge_probes"):
+        params["validation"][study] = []
     params["generation"]["num_samples"] = 1
     (root / "params" / "pipeline.yaml").write_text(yaml.safe_dump(params))
     subprocess.run([*GIT, "commit", "-qam", "A tiny study"], cwd=root, check=True)

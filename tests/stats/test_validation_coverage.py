@@ -12,7 +12,7 @@ from pressurebench.stats.sweeps import ranks as rank_coverage
 from pressurebench.stats.sweeps import validation as validation_coverage
 from pressurebench.stats.sweeps.common import LOW, monte_carlo_error
 
-BENCHMARKS = 1000
+BENCHMARKS = 400
 
 
 @pytest.mark.slow

@@ -77,7 +77,10 @@ def note(root: Path = Path(".")) -> str | None:
                              yaml.safe_load((root / LOCK).read_text(encoding="utf-8")) or {})
     if not stages:
         return None
-    metrics = _git("ls-files", "--", "data/*/metrics.json", root=root).stdout.split()
+    # Only the metrics files that differ from the commit: a run can write other call records
+    # and the very same rates.
+    metrics = _git("diff", "--name-only", "HEAD", "--", "data/*/metrics.json",
+                   root=root).stdout.split()
     rates = []
     for path in metrics:
         before = _overall_rates(_committed(path, root))
