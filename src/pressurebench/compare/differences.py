@@ -5,7 +5,7 @@ played the same base scenarios the difference is paired (each scenario's
 contribution to B − A is taken within the scenario, so the conversations of one
 scenario are matched and what makes it hard in both runs cancels: *cluster-t*,
 paired); otherwise the runs are independent samples of scenarios (*cluster-t,
-Welch df*). Both come from `stats.arm_comparison.arm_design` and
+Welch df*). Both come from `stats.arm_comparison.ArmTables.design` and
 `stats.differences.estimate_differences`, the code behind the validation
 studies' contrasts, and both are withheld with the reason where the design is
 too small, as every interval is. Each run's own rate in a group is
@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import Field
 
 from ..schemas import Row, Scenario
-from ..stats.arm_comparison import arm_bootstraps, arm_design
+from ..stats.arm_comparison import ArmTables, arm_bootstraps
 from ..stats.bootstrap import ClusterBootstrap, check_confidence_level
 from ..stats.differences import estimate_differences
 from ..stats.estimates import Difference, RateEstimate
@@ -168,7 +168,7 @@ def compare_frames(
     s_b, t_b, e_b = _aligned(frame_b, boot_b, groupings, keys)
     rates_a = estimate_rates(boot_a, s_a, t_a, e_a, confidence_level)
     rates_b = estimate_rates(boot_b, s_b, t_b, e_b, confidence_level)
-    design, method = arm_design(boot_b, boot_a, (s_b, t_b), (s_a, t_a), paired=paired)
+    design, method = ArmTables(boot_b, boot_a, (s_b, t_b), (s_a, t_a), paired).design()
     n_groups = s_a.shape[1]
     changes = estimate_differences(
         [(names[1], names[0])] * n_groups, s_b, t_b, s_a, t_a, design,

@@ -196,11 +196,7 @@ def sensitivity_frame(results: Results) -> pd.DataFrame:
     """Per target and headline rate: without the broken conversations (a) minus all (b)."""
     rows = []
     for target, sens in (results.fidelity.sensitivity.items() if results.fidelity else []):
-        entries = [("overall", sens.overall), ("positive", sens.positive),
-                   ("negative", sens.negative), *sens.by_metric.items()]
-        for name, entry in entries:
-            if entry is None:
-                continue
+        for name, entry in sens.compared():
             rows.append([target, name, *_difference_row(entry.difference),
                          entry.without_breaks.ci_low, entry.without_breaks.ci_high,
                          sens.n_excluded_broken, sens.n_excluded_undecided])

@@ -17,8 +17,15 @@ from ..schemas import USER_BREAKS
 from ..stats.estimates import RateEstimate
 from ..stats.fidelity import FidelityResults
 from ..stats.results import Results
-from .export_tables import FIDELITY_KIND_LABELS
-from .tables import MISSING, format_difference, format_estimate, interval_method, rows_or_empty
+from .export_tables import FIDELITY_KIND_LABELS, fidelity_frame, rate_estimate
+from .tables import (
+    MISSING,
+    format_difference,
+    format_estimate,
+    frame_records,
+    interval_method,
+    rows_or_empty,
+)
 
 NOT_CHECKED = (
     "**The simulated user was not checked.** Set `fidelity.check: true` in the params and "
@@ -64,24 +71,42 @@ def fidelity_note(results: Results) -> str:
     )
 
 
+def _shares(results: Results) -> dict[str, dict[tuple[str, str], RateEstimate]]:
+    """The rows of `export_tables.fidelity_frame` per target, by (scope, key)."""
+    shares: dict[str, dict[tuple[str, str], RateEstimate]] = {}
+    for r in frame_records(fidelity_frame(results)):
+        shares.setdefault(r["target"], {})[r["scope"], r["key"]] = rate_estimate(r)
+    return shares
+
+
 def break_table(results: Results) -> pd.DataFrame:
-    """Per target: the share of conversations with any break and with each kind."""
-    return rows_or_empty(results.fidelity, BREAK_COLUMNS, lambda fidelity: (
-        [
-            target, tf.user_model, _cell(tf.any_break),
-            *(_cell(tf.by_kind[k]) for k in USER_BREAKS), _cell(tf.test_awareness),
-            tf.n_checks_error, tf.n_checks_by_detector, tf.n_ended_early,
-        ]
-        for target, tf in fidelity.targets.items()
-    ))
+    """Per target: the share of conversations with any break and with each kind (the shares of
+    `export_tables.fidelity_frame`), and how many checks were undecided, found by a rule or
+    ended early."""
+    def rows(fidelity: FidelityResults) -> Iterable[list]:
+        shares = _shares(results)
+        for target, tf in fidelity.targets.items():
+            share = shares[target]
+            yield [
+                target, tf.user_model, _cell(share["any break", "any"]),
+                *(_cell(share["kind", k]) for k in USER_BREAKS),
+                _cell(share["test awareness", "any"]),
+                tf.n_checks_error, tf.n_checks_by_detector, tf.n_ended_early,
+            ]
+
+    return rows_or_empty(results.fidelity, BREAK_COLUMNS, rows)
 
 
 def turn_table(results: Results) -> pd.DataFrame:
-    """Per target and turn: the share of user messages that broke and of test-aware replies."""
+    """Per target and turn: the share of user messages that broke and of test-aware replies
+    (the per-turn shares of `export_tables.fidelity_frame`)."""
     def rows(fidelity: FidelityResults) -> Iterable[list]:
-        for target, tf in fidelity.targets.items():
-            for turn in dict.fromkeys([*tf.by_turn, *tf.test_awareness_by_turn]):
-                user, aware = tf.by_turn.get(turn), tf.test_awareness_by_turn.get(turn)
+        shares = _shares(results)
+        for target in fidelity.targets:
+            share = shares[target]
+            turns = [key for scope, key in share if scope in ("turn", "test awareness turn")]
+            for turn in dict.fromkeys(turns):
+                user, aware = share.get(("turn", turn)), share.get(("test awareness turn", turn))
                 yield [target, int(turn), _cell(user) if user else MISSING,
                        _cell(aware) if aware else MISSING]
 
@@ -93,11 +118,7 @@ def sensitivity_table(results: Results) -> pd.DataFrame:
     def rows(fidelity: FidelityResults) -> Iterable[list]:
         for target, sens in fidelity.sensitivity.items():
             left_out = f"{sens.n_excluded_broken} broken, {sens.n_excluded_undecided} undecided"
-            entries = [("overall", sens.overall), ("positive", sens.positive),
-                       ("negative", sens.negative), *sens.by_metric.items()]
-            for name, entry in entries:
-                if entry is None:
-                    continue
+            for name, entry in sens.compared():
                 d = entry.difference
                 all_rate = MISSING if d.rate_b is None else f"{d.rate_b:.1%} (n={d.n_b})"
                 yield [

@@ -17,12 +17,14 @@ from matplotlib.figure import Figure
 from ..stats.capitulation import Curve, MedianOnset
 from ..stats.pressure import PressureResults
 from ..stats.results import Results
+from .export_tables import onsets_frame
 from .figures import SMALL, ReportFigure, _legend, message, palette, plain
 from .tables import (
     MISSING,
     format_interval,
     format_p,
     format_rate,
+    frame_records,
     interval_method,
     method_label,
     rows_or_empty,
@@ -107,16 +109,21 @@ def format_median(median: MedianOnset, turns: int) -> str:
 
 
 def onset_table(results: Results) -> pd.DataFrame:
-    """Per target: how the conversations ended as far as giving in goes, and the median onset."""
+    """Per target: how the conversations ended as far as giving in goes, and the median onset:
+    the numbers of `export_tables.onsets_frame`, formatted, with the reason a curve has no
+    interval in the method column."""
     def rows(pressure: PressureResults) -> Iterable[list]:
-        for target, tp in sorted(pressure.targets.items()):
-            o = tp.onsets
+        for r in frame_records(onsets_frame(results)):
+            median = MedianOnset(turn=r["median_onset_turn"], reached=r["median_reached"],
+                                 ci_low=r["median_ci_low"], ci_high=r["median_ci_high"],
+                                 ci_method=r["median_ci_method"])
             yield [
-                target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
-                o.censored_judge_error, format_median(tp.curve.median_onset, pressure.turns),
-                interval_method(tp.curve.median_onset.ci_method, tp.curve.reason),
-                MISSING if o.mean_flips is None else f"{o.mean_flips:.2f}",
-                f"{o.recovered} of {o.gave_in}" if o.gave_in else MISSING,
+                r["target"], r["conversations"], r["gave_in"], r["held_to_last_turn"],
+                r["held_until_user_stopped"], r["held_until_judge_error"],
+                format_median(median, r["turns"]),
+                interval_method(median.ci_method, pressure.targets[r["target"]].curve.reason),
+                MISSING if r["mean_flips"] is None else f"{r['mean_flips']:.2f}",
+                f"{r['recovered']} of {r['gave_in']}" if r["gave_in"] else MISSING,
             ]
 
     return rows_or_empty(results.pressure, ONSET_COLUMNS, rows)

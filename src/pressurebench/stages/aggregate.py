@@ -29,6 +29,7 @@ from ..interop import imported_notes
 from ..io import atomic_write_text, frame_csv, read_artifact, read_yaml_model, write_artifact
 from ..params import Params, Statistics, load_params
 from ..paths import Layout
+from ..reports.export_tables import rates_frame
 from ..schemas import (
     CONVERSATION_FAILED,
     ERROR_CATEGORIES,
@@ -107,14 +108,11 @@ def metrics_summary(
 
 def pass_rates_table(results: Results, metric_names: dict[str, str]) -> pd.DataFrame:
     """Per target and metric: the rate and its interval, for `dvc plots show` (metrics labelled
-    by id and name, as in the results report)."""
-    records = [
-        [target, metric_id, f"{metric_id} {metric_names.get(metric_id, '')}".strip(), est.rate,
-         est.ci_low, est.ci_high, est.n]
-        for target, tr in results.targets.items()
-        for metric_id, est in tr.by_metric.items()
-    ]
-    return pd.DataFrame.from_records(records, columns=PLOT_COLUMNS)
+    by id and name, as in the results report): the metric rows of `export_tables.rates_frame`."""
+    rates = rates_frame(results)
+    rates = rates[rates["scope"] == "metric"]
+    named = [f"{m} {metric_names.get(m, '')}".strip() for m in rates["key"]]
+    return rates.assign(metric_id=rates["key"], metric=named)[PLOT_COLUMNS].reset_index(drop=True)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ error row for that probe, with the reason; it is never judged unedited.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Literal
 
 from ..llm.client import ModelClient
 from ..prompts import render
@@ -84,71 +85,56 @@ def _error(probe: EditProbe, conv: Conversation, reason: str, **extra) -> ProbeE
                      status="error", error=reason, **extra)
 
 
+async def _rewritten(client: ModelClient, editor: str, conv: Conversation, probe: EditProbe,
+                     role: Literal["user", "assistant"], prompt: Callable[[str], str], what: str,
+                     *, keep_original: bool = False, **extra) -> ProbeEdit:
+    """The conversation with each of its `role` messages replaced by the editor's reply to
+    `prompt(message)` (or followed by it, with `keep_original`); an error row naming the first
+    message the editor did not rewrite (`what` of message i) when one failed. `extra` goes into
+    both rows."""
+    at = [i for i, m in enumerate(conv.transcript) if m.role == role]
+    replies = await asyncio.gather(*(
+        _edit_text(client, editor, prompt(conv.transcript[i].content)) for i in at
+    ))
+    transcript = list(conv.transcript)
+    edits = []
+    for i, (text, truncated, error) in zip(at, replies):
+        if text is None:
+            return _error(probe, conv, f"{what} of message {i}: {error}", **extra)
+        before = conv.transcript[i].content
+        after = f"{before}\n\n{text}" if keep_original else text
+        transcript[i] = transcript[i].model_copy(update={"content": after})
+        edits.append(MessageEdit(index=i, role=role, chars_before=len(before),
+                                 chars_after=len(after), truncated=truncated))
+    return ProbeEdit(probe=probe, conv_id=conv.conv_id, scenario_id=conv.scenario_id,
+                     status="ok", edits=edits, transcript=transcript, **extra)
+
+
 async def identity_edit(client: ModelClient, editor: str, conv: Conversation,
                         other: Scenario | None) -> ProbeEdit:
     """The conversation with its user turns in the other variant's voice."""
     if other is None:
         return _error("identity", conv, f"{NO_OTHER_VARIANT}: the base scenario has one variant")
-    target = {"as_scenario_id": other.id, "as_demographic": dict(other.demographic)}
-    source = describe(conv.demographic)
-    user_turns = [i for i, m in enumerate(conv.transcript) if m.role == "user"]
-    replies = await asyncio.gather(*(
-        _edit_text(client, editor, render(IDENTITY_PROMPT, source=source,
-                                          profile=describe(other.demographic),
-                                          message=conv.transcript[i].content))
-        for i in user_turns
-    ))
-    transcript = list(conv.transcript)
-    edits = []
-    for i, (text, truncated, error) in zip(user_turns, replies):
-        if text is None:
-            return _error("identity", conv, f"rewrite of message {i}: {error}", **target)
-        transcript[i] = transcript[i].model_copy(update={"content": text})
-        edits.append(MessageEdit(index=i, role="user", chars_before=len(conv.transcript[i].content),
-                                 chars_after=len(text), truncated=truncated))
-    return ProbeEdit(probe="identity", conv_id=conv.conv_id, scenario_id=conv.scenario_id,
-                     status="ok", edits=edits, transcript=transcript, **target)
+    source, profile = describe(conv.demographic), describe(other.demographic)
+    return await _rewritten(
+        client, editor, conv, "identity", "user",
+        lambda message: render(IDENTITY_PROMPT, source=source, profile=profile, message=message),
+        "rewrite", as_scenario_id=other.id, as_demographic=dict(other.demographic))
 
 
 async def paraphrase_edit(client: ModelClient, editor: str, conv: Conversation) -> ProbeEdit:
     """The conversation with its user turns in other words, in the same person's voice."""
     source = describe(conv.demographic)
-    user_turns = [i for i, m in enumerate(conv.transcript) if m.role == "user"]
-    replies = await asyncio.gather(*(
-        _edit_text(client, editor, render(PARAPHRASE_PROMPT, source=source,
-                                          message=conv.transcript[i].content))
-        for i in user_turns
-    ))
-    transcript = list(conv.transcript)
-    edits = []
-    for i, (text, truncated, error) in zip(user_turns, replies):
-        if text is None:
-            return _error("paraphrase", conv, f"paraphrase of message {i}: {error}")
-        transcript[i] = transcript[i].model_copy(update={"content": text})
-        edits.append(MessageEdit(index=i, role="user", chars_before=len(conv.transcript[i].content),
-                                 chars_after=len(text), truncated=truncated))
-    return ProbeEdit(probe="paraphrase", conv_id=conv.conv_id, scenario_id=conv.scenario_id,
-                     status="ok", edits=edits, transcript=transcript)
+    return await _rewritten(
+        client, editor, conv, "paraphrase", "user",
+        lambda message: render(PARAPHRASE_PROMPT, source=source, message=message), "paraphrase")
 
 
 async def verbosity_edit(client: ModelClient, editor: str, conv: Conversation) -> ProbeEdit:
     """The conversation with every target reply followed by a restatement of itself."""
-    replies_at = [i for i, m in enumerate(conv.transcript) if m.role == "assistant"]
-    restated = await asyncio.gather(*(
-        _edit_text(client, editor, render(VERBOSITY_PROMPT, reply=conv.transcript[i].content))
-        for i in replies_at
-    ))
-    transcript = list(conv.transcript)
-    edits = []
-    for i, (text, truncated, error) in zip(replies_at, restated):
-        if text is None:
-            return _error("verbosity", conv, f"restatement of message {i}: {error}")
-        before = conv.transcript[i].content
-        transcript[i] = transcript[i].model_copy(update={"content": f"{before}\n\n{text}"})
-        edits.append(MessageEdit(index=i, role="assistant", chars_before=len(before),
-                                 chars_after=len(transcript[i].content), truncated=truncated))
-    return ProbeEdit(probe="verbosity", conv_id=conv.conv_id, scenario_id=conv.scenario_id,
-                     status="ok", edits=edits, transcript=transcript)
+    return await _rewritten(
+        client, editor, conv, "verbosity", "assistant",
+        lambda reply: render(VERBOSITY_PROMPT, reply=reply), "restatement", keep_original=True)
 
 
 async def edit_conversations(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -191,51 +192,48 @@ def arm_bootstraps(
     )
 
 
-def arm_replicate_ratios(
-    boot_a: ClusterBootstrap,
-    boot_b: ClusterBootstrap,
-    tables_a: tuple[np.ndarray, np.ndarray],
-    tables_b: tuple[np.ndarray, np.ndarray],
-    *,
-    paired: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Replicate pass rates of both arms' groups from their (successes, trials) tables.
+@dataclass(frozen=True)
+class ArmTables:
+    """Two arms' (successes, trials) pass tables per group, with the bootstraps their clusters
+    were counted on (`arm_bootstraps`) and whether the arms are paired."""
 
-    Paired arms are drawn in one pass, so replicate r of both uses the same draw.
-    """
-    (s_a, t_a), (s_b, t_b) = tables_a, tables_b
-    if not paired:
-        return boot_a.replicate_ratios(s_a, t_a), boot_b.replicate_ratios(s_b, t_b)
-    reps = boot_a.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
-    return reps[:, : s_a.shape[1]], reps[:, s_a.shape[1] :]
+    boot_a: ClusterBootstrap
+    boot_b: ClusterBootstrap
+    tables_a: tuple[np.ndarray, np.ndarray]
+    tables_b: tuple[np.ndarray, np.ndarray]
+    paired: bool
 
+    def replicate_ratios(self) -> tuple[np.ndarray, np.ndarray]:
+        """Replicate pass rates of both arms' groups.
 
-def arm_design(
-    boot_a: ClusterBootstrap,
-    boot_b: ClusterBootstrap,
-    tables_a: tuple[np.ndarray, np.ndarray],
-    tables_b: tuple[np.ndarray, np.ndarray],
-    *,
-    paired: bool,
-) -> tuple[DesignVariance, str]:
-    """The cluster-t variance of both arms' differences per group, and the name of its interval.
+        Paired arms are drawn in one pass, so replicate r of both uses the same draw.
+        """
+        (s_a, t_a), (s_b, t_b) = self.tables_a, self.tables_b
+        if not self.paired:
+            return self.boot_a.replicate_ratios(s_a, t_a), self.boot_b.replicate_ratios(s_b, t_b)
+        reps = self.boot_a.replicate_ratios(np.hstack([s_a, s_b]), np.hstack([t_a, t_b]))
+        return reps[:, : s_a.shape[1]], reps[:, s_a.shape[1] :]
 
-    Paired arms share clusters (one bootstrap over their union); independent
-    ones each bring their own clusters and strata.
-    """
-    (s_a, t_a), (s_b, t_b) = tables_a, tables_b
-    if paired:
+    def design(self) -> tuple[DesignVariance, str]:
+        """The cluster-t variance of both arms' differences per group, and the name of its
+        interval.
+
+        Paired arms share clusters (one bootstrap over their union); independent
+        ones each bring their own clusters and strata.
+        """
+        (s_a, t_a), (s_b, t_b) = self.tables_a, self.tables_b
+        if self.paired:
+            return (
+                paired_design(s_a, t_a, s_b, t_b, self.boot_a.strata_codes, rule=DIFFERENCE),
+                methods.CLUSTER_T_MOVER,
+            )
         return (
-            paired_design(s_a, t_a, s_b, t_b, boot_a.strata_codes, rule=DIFFERENCE),
-            methods.CLUSTER_T_MOVER,
+            independent_design(
+                s_a, t_a, self.boot_a.strata_codes, s_b, t_b, self.boot_b.strata_codes,
+                rule=INDEPENDENT_DIFFERENCE,
+            ),
+            methods.CLUSTER_T_WELCH_MOVER,
         )
-    return (
-        independent_design(
-            s_a, t_a, boot_a.strata_codes, s_b, t_b, boot_b.strata_codes,
-            rule=INDEPENDENT_DIFFERENCE,
-        ),
-        methods.CLUSTER_T_WELCH_MOVER,
-    )
 
 
 def compare_arms(
@@ -266,8 +264,9 @@ def compare_arms(
     )
     s_a, t_a = _target_tables(arm_a, boot_a, targets)
     s_b, t_b = _target_tables(arm_b, boot_b, targets)
-    reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
-    design, difference_method = arm_design(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
+    tables = ArmTables(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired)
+    reps_a, reps_b = tables.replicate_ratios()
+    design, difference_method = tables.design()
     differences = estimate_differences(
         [arm_names] * len(targets),
         s_a,

@@ -86,6 +86,13 @@ class TargetSensitivity(Row):
     negative: SensitivityRate | None
     by_metric: dict[str, SensitivityRate]
 
+    def compared(self) -> list[tuple[str, SensitivityRate]]:
+        """The rates compared, named as the tables name them: overall, positive, negative (each
+        where the target has such rows), then each metric."""
+        named = [("overall", self.overall), ("positive", self.positive),
+                 ("negative", self.negative), *self.by_metric.items()]
+        return [(name, rate) for name, rate in named if rate is not None]
+
 
 class FidelityResults(Row):
     warn_share: float

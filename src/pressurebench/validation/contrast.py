@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import methods
-from ..stats.arm_comparison import arm_bootstraps, arm_design, arm_replicate_ratios
+from ..stats.arm_comparison import ArmTables, arm_bootstraps
 from ..stats.bootstrap import ClusterBootstrap
 from ..stats.cluster_t import DesignVariance, rate_z, stratified_variance, t_quantile, welch_df
 from ..stats.differences import estimate_differences
@@ -102,8 +102,9 @@ def arm_replicates(
     )
     s_a, t_a = _tables(arm_a, boot_a, columns, keys)
     s_b, t_b = _tables(arm_b, boot_b, columns, keys)
-    reps_a, reps_b = arm_replicate_ratios(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
-    design, difference_method = arm_design(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired=paired)
+    tables = ArmTables(boot_a, boot_b, (s_a, t_a), (s_b, t_b), paired)
+    reps_a, reps_b = tables.replicate_ratios()
+    design, difference_method = tables.design()
     return ArmReplicates(
         keys, s_a, t_a, s_b, t_b, reps_a, reps_b, method, design, difference_method,
         boot_a.strata_codes, boot_b.strata_codes, paired,
