@@ -341,6 +341,19 @@ def error_category(reason: str) -> str:
     return "other"
 
 
+def verdict_unless_error(
+    status: Status, error: str | None, verdict: tuple[object, ...], *,
+    error_with_verdict: str, ok_without_verdict: str,
+) -> None:
+    """The rule of every judged row: an ok row has each part of its verdict, an error row none
+    of them and a reason (a failed judgement is never read as a verdict)."""
+    if status == "error":
+        if any(part is not None for part in verdict) or not error:
+            raise ValueError(error_with_verdict)
+    elif any(part is None for part in verdict):
+        raise ValueError(ok_without_verdict)
+
+
 class JudgeVerdict(Row):
     model_id: str
     present: bool | None = None
@@ -366,11 +379,9 @@ class TurnVerdict(Row):
 
     @model_validator(mode="after")
     def _verdict_consistent(self):
-        if self.status == "error":
-            if self.present is not None or self.passed is not None or not self.error:
-                raise ValueError("an error turn carries no verdict and needs a reason")
-        elif self.present is None or self.passed is None:
-            raise ValueError("an ok turn needs a verdict")
+        verdict_unless_error(self.status, self.error, (self.present, self.passed),
+                             error_with_verdict="an error turn carries no verdict and needs a reason",
+                             ok_without_verdict="an ok turn needs a verdict")
         return self
 
 
@@ -482,11 +493,11 @@ class FidelityCheck(Row):
 
     @model_validator(mode="after")
     def _decided_or_error(self):
-        if self.status == "error":
-            if self.flagged is not None or self.decided_by is not None or not self.error:
-                raise ValueError("an undecided check carries no verdict and needs a reason")
-        elif self.flagged is None or self.decided_by is None:
-            raise ValueError("a decided check needs a verdict and what decided it")
+        verdict_unless_error(
+            self.status, self.error, (self.flagged, self.decided_by),
+            error_with_verdict="an undecided check carries no verdict and needs a reason",
+            ok_without_verdict="a decided check needs a verdict and what decided it",
+        )
         if (self.kind == "no_pressure") != (self.turn is None):
             raise ValueError("no_pressure is checked per conversation, every other kind per turn")
         return self
