@@ -246,21 +246,22 @@ class ModelApi:
         table = self.table_price
         return table is not None and table.rate("cache_read_mtok") is not None
 
+    def _price(self, from_params: float | None, table_rate: str) -> float | None:
+        """The params' price when the params set prices, else the price table's rate."""
+        if self.params_priced:
+            return from_params
+        table = self.table_price
+        return table.rate(table_rate) if table is not None else None
+
     @property
     def input_price(self) -> float | None:
         """USD per million uncached input tokens (the table's base rate for short prompts)."""
-        if self.params_priced:
-            return self.spec.price_per_mtok_in
-        table = self.table_price
-        return table.rate("input_mtok") if table is not None else None
+        return self._price(self.spec.price_per_mtok_in, "input_mtok")
 
     @property
     def output_price(self) -> float | None:
         """USD per million output tokens, hidden reasoning included."""
-        if self.params_priced:
-            return self.spec.price_per_mtok_out
-        table = self.table_price
-        return table.rate("output_mtok") if table is not None else None
+        return self._price(self.spec.price_per_mtok_out, "output_mtok")
 
     @property
     def cached_input_price(self) -> float:
