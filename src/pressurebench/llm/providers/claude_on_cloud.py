@@ -38,14 +38,6 @@ class ClaudeOnCloud(AnthropicProvider):
         found = CLOUD_SPELLING.match(self.spec.model)
         return found.group(1) if found else self.spec.model
 
-    @property
-    def endpoint_host(self) -> str | None:
-        """The host of `base_url` ("" when it names none); None: the SDK's default endpoint."""
-        from urllib.parse import urlsplit
-
-        url = self.spec.base_url
-        return None if url is None else urlsplit(url).hostname or ""
-
     def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
         """None: the clouds list their models through other APIs than the one calls use."""
         return None

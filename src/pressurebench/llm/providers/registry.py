@@ -150,11 +150,18 @@ class ModelApi:
         return self.spec.price_per_mtok_in is not None and self.spec.price_per_mtok_out is not None
 
     @property
+    def endpoint_host(self) -> str | None:
+        """The host of `base_url` ("" when it names none); None: no base_url, the provider's
+        own API."""
+        url = self.spec.base_url
+        return None if url is None else urlsplit(url).hostname or ""
+
+    @property
     def at_list_price_endpoint(self) -> bool:
         """Served by the provider's own API (no base_url, or one on its hosts), which bills its
         list prices; a proxy, a gateway or a self-hosted server may bill anything."""
-        url = self.spec.base_url
-        return url is None or urlsplit(url).hostname in self.list_price_hosts
+        host = self.endpoint_host
+        return host is None or host in self.list_price_hosts
 
     @cached_property
     def table_price(self) -> TablePrice | None:
