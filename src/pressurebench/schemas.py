@@ -8,9 +8,17 @@ Field names follow impactbench's (`persona`, `latent_adversarial_goal`,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION: Final = 1
 
@@ -25,6 +33,19 @@ class Row(BaseModel):
     model does not declare is refused, so a misspelt or stale key is an error, never dropped."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def unique_by(key: str, what: str) -> AfterValidator:
+    """The validator of a list of rows that are found by their `key` (`what` names the keys in
+    the error): a key that stands twice is an error."""
+
+    def check(rows: list[Any]) -> list[Any]:
+        keys = [getattr(row, key) for row in rows]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{what} are not unique")
+        return rows
+
+    return AfterValidator(check)
 
 
 # --- benchmark definitions -------------------------------------------------
@@ -132,19 +153,11 @@ class Scenario(Row):
 class ScenariosFile(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
-    rows: list[Scenario]
+    rows: Annotated[list[Scenario], unique_by("id", "scenario ids")]
     errors: list[GenerationError] = Field(default_factory=list)
     curated: list[str] = Field(
         default_factory=list, description="ids of rows taken from the curated scenarios file"
     )
-
-    @field_validator("rows")
-    @classmethod
-    def _unique(cls, rows: list[Scenario]):
-        ids = [r.id for r in rows]
-        if len(set(ids)) != len(ids):
-            raise ValueError("scenario ids are not unique")
-        return rows
 
 
 # --- usage and cost --------------------------------------------------------
