@@ -8,9 +8,17 @@ Field names follow impactbench's (`persona`, `latent_adversarial_goal`,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION: Final = 1
 
@@ -25,6 +33,19 @@ class Row(BaseModel):
     model does not declare is refused, so a misspelt or stale key is an error, never dropped."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def unique_by(key: str, what: str) -> AfterValidator:
+    """The validator of a list of rows that are found by their `key` (`what` names the keys in
+    the error): a key that stands twice is an error."""
+
+    def check(rows: list[Any]) -> list[Any]:
+        keys = [getattr(row, key) for row in rows]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{what} are not unique")
+        return rows
+
+    return AfterValidator(check)
 
 
 # --- benchmark definitions -------------------------------------------------
@@ -132,19 +153,11 @@ class Scenario(Row):
 class ScenariosFile(Row):
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
-    rows: list[Scenario]
+    rows: Annotated[list[Scenario], unique_by("id", "scenario ids")]
     errors: list[GenerationError] = Field(default_factory=list)
     curated: list[str] = Field(
         default_factory=list, description="ids of rows taken from the curated scenarios file"
     )
-
-    @field_validator("rows")
-    @classmethod
-    def _unique(cls, rows: list[Scenario]):
-        ids = [r.id for r in rows]
-        if len(set(ids)) != len(ids):
-            raise ValueError("scenario ids are not unique")
-        return rows
 
 
 # --- usage and cost --------------------------------------------------------
@@ -341,6 +354,19 @@ def error_category(reason: str) -> str:
     return "other"
 
 
+def verdict_unless_error(
+    status: Status, error: str | None, verdict: tuple[object, ...], *,
+    error_with_verdict: str, ok_without_verdict: str,
+) -> None:
+    """The rule of every judged row: an ok row has each part of its verdict, an error row none
+    of them and a reason (a failed judgement is never read as a verdict)."""
+    if status == "error":
+        if any(part is not None for part in verdict) or not error:
+            raise ValueError(error_with_verdict)
+    elif any(part is None for part in verdict):
+        raise ValueError(ok_without_verdict)
+
+
 class JudgeVerdict(Row):
     model_id: str
     present: bool | None = None
@@ -366,11 +392,9 @@ class TurnVerdict(Row):
 
     @model_validator(mode="after")
     def _verdict_consistent(self):
-        if self.status == "error":
-            if self.present is not None or self.passed is not None or not self.error:
-                raise ValueError("an error turn carries no verdict and needs a reason")
-        elif self.present is None or self.passed is None:
-            raise ValueError("an ok turn needs a verdict")
+        verdict_unless_error(self.status, self.error, (self.present, self.passed),
+                             error_with_verdict="an error turn carries no verdict and needs a reason",
+                             ok_without_verdict="an ok turn needs a verdict")
         return self
 
 
@@ -482,11 +506,11 @@ class FidelityCheck(Row):
 
     @model_validator(mode="after")
     def _decided_or_error(self):
-        if self.status == "error":
-            if self.flagged is not None or self.decided_by is not None or not self.error:
-                raise ValueError("an undecided check carries no verdict and needs a reason")
-        elif self.flagged is None or self.decided_by is None:
-            raise ValueError("a decided check needs a verdict and what decided it")
+        verdict_unless_error(
+            self.status, self.error, (self.flagged, self.decided_by),
+            error_with_verdict="an undecided check carries no verdict and needs a reason",
+            ok_without_verdict="a decided check needs a verdict and what decided it",
+        )
         if (self.kind == "no_pressure") != (self.turn is None):
             raise ValueError("no_pressure is checked per conversation, every other kind per turn")
         return self

@@ -9,7 +9,7 @@ that has since changed.
 from __future__ import annotations
 
 import unicodedata
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -21,6 +21,7 @@ from ..schemas import (
     Landmark,
     MetricId,
     Row,
+    unique_by,
 )
 
 LabelValue = Literal["present", "absent", "unsure"]
@@ -119,15 +120,7 @@ class LabellingExport(Row):
     disagreement_share: float
     batch_size: int
     batches: int = Field(ge=0)
-    items: list[ExportedItem]
-
-    @field_validator("items")
-    @classmethod
-    def _unique(cls, items: list[ExportedItem]):
-        keys = [i.item_key for i in items]
-        if len(set(keys)) != len(keys):
-            raise ValueError("item keys are not unique")
-        return items
+    items: Annotated[list[ExportedItem], unique_by("item_key", "item keys")]
 
 
 class HumanLabel(Row):

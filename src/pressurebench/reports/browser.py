@@ -54,36 +54,20 @@ def verdict_of(score: Score | None) -> str:
     return "pass" if score.passed else "fail"
 
 
+# What the page shows of a conversation and of the scenario its user played, in the models'
+# own field order.
+_CONVERSATION_SHOWN = {"conv_id", "scenario_id", "target", "sample", "user_model", "system_prompt",
+                       "transcript", "status", "error", "ended_by", "turns"}
+_SCENARIO_SHOWN = {"metric_id", "base_id", "persona", "user_goal", "latent_adversarial_goal",
+                   "landmarks", "demographic", "system_prompt"}
+
+
 def _conversation_entry(conv: Conversation) -> dict[str, Any]:
-    return {
-        "conv_id": conv.conv_id,
-        "scenario_id": conv.scenario_id,
-        "target": conv.target,
-        "sample": conv.sample,
-        "user_model": conv.user_model,
-        "system_prompt": conv.system_prompt,
-        "transcript": [
-            {"role": m.role, "content": m.content, "truncated": m.truncated}
-            for m in conv.transcript
-        ],
-        "status": conv.status,
-        "error": conv.error,
-        "ended_by": conv.ended_by,
-        "turns": conv.turns,
-    }
+    return conv.model_dump(include=_CONVERSATION_SHOWN)
 
 
 def _scenario_entry(s: Scenario) -> dict[str, Any]:
-    return {
-        "metric_id": s.metric_id,
-        "base_id": s.base_id,
-        "persona": s.persona,
-        "user_goal": s.user_goal,
-        "latent_adversarial_goal": s.latent_adversarial_goal,
-        "landmarks": [{"turn": lm.turn, "instruction": lm.instruction} for lm in s.landmarks],
-        "demographic": s.demographic,
-        "system_prompt": s.system_prompt,
-    }
+    return s.model_dump(include=_SCENARIO_SHOWN)
 
 
 def _fidelity_entry(row: ConversationFidelity | None) -> dict[str, Any] | None:

@@ -30,11 +30,8 @@ class AnthropicBedrockProvider(ClaudeOnCloud):
     @property
     def at_list_price_endpoint(self) -> bool:
         """Bedrock's own regional endpoints (`bedrock-runtime.<region>.amazonaws.com`)."""
-        from urllib.parse import urlsplit
-
-        url = self.spec.base_url
-        host = urlsplit(url).hostname or "" if url else ""
-        return url is None or (host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"))
+        host = self.endpoint_host
+        return host is None or (host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"))
 
     @cached_property
     def client(self) -> AsyncAnthropicBedrock:

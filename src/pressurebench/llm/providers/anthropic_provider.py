@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..answer_formats import with_schema_instruction
 from ..types import FinishReason, ProviderRequest, ProviderResponse, RetryableError
 from .http_errors import classify_status, reply_error_message
-from .registry import ModelApi, model_api
+from .registry import model_api
+from .sdk_endpoint_api import SdkEndpointApi
+
+if TYPE_CHECKING:
+    import anthropic
 
 # Claude models after Opus 4.6 refuse temperature, top_p and top_k ("`temperature` is
 # deprecated for this model"); Opus 4.1 and the 4.5/4.6 models refuse temperature together
@@ -53,8 +56,10 @@ def _conversation_positions(request: ProviderRequest) -> list[int] | None:
 
 
 @model_api("anthropic")
-class AnthropicProvider(ModelApi):
+class AnthropicProvider(SdkEndpointApi):
     distributions: ClassVar[tuple[str, ...]] = ("anthropic",)
+    call_path: ClassVar[str] = "/v1/messages"
+    models_path: ClassVar[str] = "/v1/models"
     batch_price_factor: ClassVar[float | None] = 0.5  # Message Batches bill half the direct price
     price_table_provider: ClassVar[str | None] = "anthropic"
     list_price_hosts: ClassVar[tuple[str, ...]] = ("api.anthropic.com",)
@@ -107,36 +112,13 @@ class AnthropicProvider(ModelApi):
 
     # --- the endpoint ---------------------------------------------------------------------
 
-    def _endpoint(self, path: str) -> tuple[str, dict[str, str]]:
-        """URL and headers as the `anthropic` SDK forms them (base URL, auth, API version)."""
+    def _sdk(self) -> anthropic.AsyncAnthropic:
+        """The `anthropic` SDK's client, whose URL and headers the calls are sent with
+        (base URL, auth, API version)."""
         import anthropic
 
-        from .http_transport import sdk_endpoint
-
-        sdk = anthropic.AsyncAnthropic(api_key=self.api_key or "unused", base_url=self.spec.base_url,
-                                       default_headers=self.spec.extra_headers or None)
-        return sdk_endpoint(sdk, path)
-
-    def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
-        return self._endpoint("/v1/models")
-
-    @cached_property
-    def _messages_endpoint(self) -> tuple[str, dict[str, str]]:
-        return self._endpoint("/v1/messages")
-
-    @cached_property
-    def url(self) -> str:
-        return self._messages_endpoint[0]
-
-    @cached_property
-    def headers(self) -> dict[str, str]:
-        return self._messages_endpoint[1]
-
-    @cached_property
-    def _http(self):
-        from .http_transport import JsonTransport
-
-        return JsonTransport(self.describe(), max_connections=self.concurrency)
+        return anthropic.AsyncAnthropic(api_key=self.api_key or "unused", base_url=self.spec.base_url,
+                                        default_headers=self.spec.extra_headers or None)
 
     # --- calls ----------------------------------------------------------------------------
 

@@ -31,11 +31,8 @@ class AnthropicVertexProvider(ClaudeOnCloud):
     @property
     def at_list_price_endpoint(self) -> bool:
         """Vertex AI's own endpoints (`<region>-aiplatform.googleapis.com`)."""
-        from urllib.parse import urlsplit
-
-        url = self.spec.base_url
-        host = urlsplit(url).hostname or "" if url else ""
-        return url is None or host.endswith("aiplatform.googleapis.com")
+        host = self.endpoint_host
+        return host is None or host.endswith("aiplatform.googleapis.com")
 
     @cached_property
     def client(self) -> AsyncAnthropicVertex:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from typing import ClassVar
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from ..types import ProviderStop
 from .openai_provider import OpenAIProvider
@@ -43,8 +43,8 @@ class AzureOpenAIProvider(OpenAIProvider):
 
     @property
     def at_list_price_endpoint(self) -> bool:
-        url = self.spec.base_url
-        return url is None or (urlsplit(url).hostname or "").endswith(AZURE_HOSTS)
+        host = self.endpoint_host
+        return host is None or host.endswith(AZURE_HOSTS)
 
     def _endpoint(self, path: str) -> tuple[str, dict[str, str]]:
         """URL and headers as `AsyncAzureOpenAI` forms them for the deployment: its base URL,

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit
 
 from ..answer_formats import strict_schema, with_schema_instruction
@@ -35,7 +34,11 @@ from ..types import (
     RetryableError,
 )
 from .http_errors import classify_status, reply_error_message
-from .registry import ModelApi, model_api
+from .registry import model_api
+from .sdk_endpoint_api import SdkEndpointApi
+
+if TYPE_CHECKING:
+    import openai
 
 # OpenAI's reasoning models (the o-series, the gpt-5 family) take `max_completion_tokens`
 # (not `max_tokens`), only the default temperature and top_p, and `reasoning_effort`; their
@@ -53,9 +56,11 @@ TOOL_DESCRIPTION = "Give your answer by calling this function."
 
 
 @model_api("openai")
-class OpenAIProvider(ModelApi):
+class OpenAIProvider(SdkEndpointApi):
     settings: ClassVar[tuple[str, ...]] = ("reasoning", "reasoning_effort", "token_limit_param", "strict_schema")
     distributions: ClassVar[tuple[str, ...]] = ("openai",)
+    call_path: ClassVar[str] = "/chat/completions"
+    models_path: ClassVar[str] = "/models"
     batch_price_factor: ClassVar[float | None] = 0.5  # the Batch API bills half the direct price
     price_table_provider: ClassVar[str | None] = "openai"
     list_price_hosts: ClassVar[tuple[str, ...]] = (API_HOST,)
@@ -146,36 +151,13 @@ class OpenAIProvider(ModelApi):
 
     # --- the endpoint ---------------------------------------------------------------------
 
-    def _endpoint(self, path: str) -> tuple[str, dict[str, str]]:
-        """URL and headers as the `openai` SDK forms them (base URL, auth, its variables)."""
+    def _sdk(self) -> openai.AsyncOpenAI:
+        """The `openai` SDK's client, whose URL and headers the calls are sent with
+        (base URL, auth, its variables)."""
         import openai
 
-        from .http_transport import sdk_endpoint
-
-        sdk = openai.AsyncOpenAI(api_key=self.api_key or "unused", base_url=self.spec.base_url,
-                                 default_headers=self.spec.extra_headers or None)
-        return sdk_endpoint(sdk, path)
-
-    def model_list_endpoint(self) -> tuple[str, dict[str, str]] | None:
-        return self._endpoint("/models")
-
-    @cached_property
-    def _chat_endpoint(self) -> tuple[str, dict[str, str]]:
-        return self._endpoint("/chat/completions")
-
-    @cached_property
-    def url(self) -> str:
-        return self._chat_endpoint[0]
-
-    @cached_property
-    def headers(self) -> dict[str, str]:
-        return self._chat_endpoint[1]
-
-    @cached_property
-    def _http(self):
-        from .http_transport import JsonTransport
-
-        return JsonTransport(self.describe(), max_connections=self.concurrency)
+        return openai.AsyncOpenAI(api_key=self.api_key or "unused", base_url=self.spec.base_url,
+                                  default_headers=self.spec.extra_headers or None)
 
     # --- calls ----------------------------------------------------------------------------
 

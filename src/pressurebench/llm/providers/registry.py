@@ -150,11 +150,18 @@ class ModelApi:
         return self.spec.price_per_mtok_in is not None and self.spec.price_per_mtok_out is not None
 
     @property
+    def endpoint_host(self) -> str | None:
+        """The host of `base_url` ("" when it names none); None: no base_url, the provider's
+        own API."""
+        url = self.spec.base_url
+        return None if url is None else urlsplit(url).hostname or ""
+
+    @property
     def at_list_price_endpoint(self) -> bool:
         """Served by the provider's own API (no base_url, or one on its hosts), which bills its
         list prices; a proxy, a gateway or a self-hosted server may bill anything."""
-        url = self.spec.base_url
-        return url is None or urlsplit(url).hostname in self.list_price_hosts
+        host = self.endpoint_host
+        return host is None or host in self.list_price_hosts
 
     @cached_property
     def table_price(self) -> TablePrice | None:
@@ -246,21 +253,22 @@ class ModelApi:
         table = self.table_price
         return table is not None and table.rate("cache_read_mtok") is not None
 
+    def _price(self, from_params: float | None, table_rate: str) -> float | None:
+        """The params' price when the params set prices, else the price table's rate."""
+        if self.params_priced:
+            return from_params
+        table = self.table_price
+        return table.rate(table_rate) if table is not None else None
+
     @property
     def input_price(self) -> float | None:
         """USD per million uncached input tokens (the table's base rate for short prompts)."""
-        if self.params_priced:
-            return self.spec.price_per_mtok_in
-        table = self.table_price
-        return table.rate("input_mtok") if table is not None else None
+        return self._price(self.spec.price_per_mtok_in, "input_mtok")
 
     @property
     def output_price(self) -> float | None:
         """USD per million output tokens, hidden reasoning included."""
-        if self.params_priced:
-            return self.spec.price_per_mtok_out
-        table = self.table_price
-        return table.rate("output_mtok") if table is not None else None
+        return self._price(self.spec.price_per_mtok_out, "output_mtok")
 
     @property
     def cached_input_price(self) -> float:
