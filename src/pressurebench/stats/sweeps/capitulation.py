@@ -48,13 +48,13 @@ from ..capitulation import (
     paired_differences,
 )
 from ..frame import GAVE_IN, ONSET_TIME
-from ..interval_rules import rules_lowered
 from . import sensitivity as sensitivity_coverage
 from .common import (
     BASE_PER_METRIC,
     LOW,
     METRICS,
     covers,
+    lowered,
     measured_rules,
     monte_carlo_error,
     seeded_runs,
@@ -243,10 +243,7 @@ def sweep_cell(
 
 def _sweep_cell(task: tuple) -> SweepCell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, n, hazard, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return sweep_cell(m, k, n, hazard, benchmarks=benchmarks,
-                          confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(sweep_cell, task)
 
 
 def sweep(

@@ -33,7 +33,6 @@ import numpy as np
 
 from .. import interval_rules, methods
 from ..differences import estimate_differences, paired_design
-from ..interval_rules import rules_lowered
 from .common import (
     BASE_PER_METRIC,
     METRICS,
@@ -42,6 +41,7 @@ from .common import (
     covered,
     covers,
     extremes,
+    lowered,
     measured_metrics,
     measured_rules,
     monte_carlo_error,
@@ -123,10 +123,7 @@ def simulate_cell(
 
 def _cell(task: tuple) -> Cell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, s, icc, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return simulate_cell(m, k, s, icc, benchmarks=benchmarks,
-                             confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(simulate_cell, task)
 
 
 def grid(

@@ -48,7 +48,7 @@ from ..bootstrap import ClusterBootstrap
 from ..differences import estimate_differences, independent_design, paired_design
 from ..interval_rules import rules_lowered
 from ..rates import estimate_rates
-from . import judge, stress_curves
+from . import grid, judge, stress_curves
 from .common import (
     BASE_PER_METRIC,
     LOW,
@@ -57,6 +57,7 @@ from .common import (
     covered,
     covers,
     extremes,
+    lowered,
     measured_metrics,
     measured_rules,
     monte_carlo_error,
@@ -161,19 +162,12 @@ WORLDS: dict[str, World] = {
                           **MIXED, **EVERY_STRESS),
 }
 
-# Interval types, the rule and side of `stats.interval_rules` governing each.
-RATE_GOVERNED_BY = {
-    "overall": ("rate", "pooled"),
-    "positive": ("rate", "pooled"),
-    "demographic value": ("rate", "pooled"),
-    "metric (min)": ("rate", "single"),
-    "metric (max)": ("rate", "single"),
-    "target difference": ("difference", "pooled"),
-    "metric difference (min)": ("difference", "single"),
-    "metric difference (max)": ("difference", "single"),
-    "demographic gap": ("demographic gap", "pooled"),
-    "independent contrast": ("independent difference", "pooled"),
-}
+# Interval types of the rates part: the coverage grid's, each governed by the rule and side of
+# `stats.interval_rules` that governs it there.
+RATE_GOVERNED_BY = {name: grid.GOVERNED_BY[name] for name in (
+    "overall", "positive", "demographic value", "metric (min)", "metric (max)",
+    "target difference", "metric difference (min)", "metric difference (max)",
+    "demographic gap", "independent contrast")}
 STATISTICS = tuple(RATE_GOVERNED_BY)
 GOVERNED_BY = {**RATE_GOVERNED_BY, **stress_curves.GOVERNED_BY, **judge.STRESS_GOVERNED_BY}
 # An ICC at or below this is "low" and at or above HIGH_ICC "high": a world with both is mixed,
@@ -443,10 +437,7 @@ def stress_cell(
 
 def _stress_cell(task: tuple) -> list[StressCell]:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    world, m, k, s, truth, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return stress_cell(world, m, k, s, truth, benchmarks=benchmarks,
-                           confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(stress_cell, task)
 
 
 def _part_cell(task: tuple) -> StressCell:

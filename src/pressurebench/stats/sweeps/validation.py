@@ -51,14 +51,18 @@ import numpy as np
 from pressurebench.stats import interval_rules, methods
 from pressurebench.stats.differences import estimate_differences, paired_design
 from pressurebench.stats.gap_contrasts import explained_shares
-from pressurebench.stats.interval_rules import rules_lowered
 from pressurebench.stats.rate_contrasts import ContrastSide, linear_contrasts
 
 from . import ranks
 from .common import (
+    BASE_PER_METRIC,
     HIGH,
     LOW,
+    METRICS,
+    coverage_shares,
     covers,
+    extremes,
+    lowered,
     measured_metrics,
     measured_rules,
     monte_carlo_error,
@@ -67,8 +71,6 @@ from .common import (
 )
 from .pages import by_design, coverage_range, rules_table, table, with_share, write_page
 
-METRICS = (4, 20)
-BASE_PER_METRIC = (2, 3, 5, 8, 12, 20, 30)
 SAMPLES = (1, 3)
 ICCS = (0.1, 0.5)
 SETTINGS = ("effect", "null")
@@ -253,19 +255,9 @@ def simulate_cell(metrics: int, k: int, samples: int, icc: float, setting: str, 
             [_side(unrelated, (1.0, -1.0), strata, mask), _side(mains, (-1.0, 1.0), strata, mask)],
             change, level, rule))
     for name, per_metric in found.items():
-        results[f"metric {name} (min)"], results[f"metric {name} (max)"] = _extremes(per_metric)
-    coverage = {name: float(cov[rep].mean()) if rep.any() else None
-                for name, (rep, cov) in results.items()}
-    reported = {name: float(rep.mean()) for name, (rep, _) in results.items()}
+        results[f"metric {name} (min)"], results[f"metric {name} (max)"] = extremes(per_metric)
+    coverage, reported = coverage_shares(results)
     return Cell(metrics, k, samples, icc, setting, coverage, reported)
-
-
-def _extremes(per_metric):
-    """The metrics with the lowest and the highest coverage among those reported."""
-    shares = [cov[rep].mean() if rep.any() else np.nan for rep, cov in per_metric]
-    if not np.isfinite(shares).any():
-        return per_metric[0], per_metric[0]
-    return per_metric[int(np.nanargmin(shares))], per_metric[int(np.nanargmax(shares))]
 
 
 def _share(tables, strata, gap: float, part: float, level: float, mask=None):
@@ -287,10 +279,7 @@ def _share(tables, strata, gap: float, part: float, level: float, mask=None):
 
 def _cell(task: tuple) -> Cell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, s, icc, setting, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return simulate_cell(m, k, s, icc, setting, benchmarks=benchmarks,
-                             confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(simulate_cell, task)
 
 
 def sweep(*, benchmarks: int = 2000, confidence_level: float = 0.95, seed: int = 2049,
