@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 from dataclasses import dataclass
 
@@ -49,18 +48,18 @@ from ..capitulation import (
     paired_differences,
 )
 from ..frame import GAVE_IN, ONSET_TIME
-from ..interval_rules import rules_lowered
 from . import sensitivity as sensitivity_coverage
 from .common import (
     BASE_PER_METRIC,
-    HIGH,
     LOW,
     METRICS,
     covers,
+    lowered,
     measured_rules,
     monte_carlo_error,
     seeded_runs,
 )
+from .pages import by_design, rules_table, summary, table, write_page, write_summary
 
 HAZARD_A, HAZARD_B = 1.0, 4.0  # mean hazard 0.2 per turn; intra-scenario correlation 1/6
 TURNS = 5
@@ -244,10 +243,7 @@ def sweep_cell(
 
 def _sweep_cell(task: tuple) -> SweepCell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, n, hazard, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return sweep_cell(m, k, n, hazard, benchmarks=benchmarks,
-                          confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(sweep_cell, task)
 
 
 def sweep(
@@ -282,11 +278,13 @@ def _bounds(cell: SweepCell, name: str) -> tuple[float, float] | None:
     return low, high
 
 
-def _range(low: float | None, high: float | None) -> str:
-    if low is None:
+def _range_at(cells: list[SweepCell], name: str) -> str:
+    """The lowest and highest coverage over turns of `name` in `cells`, ✗ where short."""
+    at = [bounds for c in cells if (bounds := _bounds(c, name)) is not None]
+    if not at:
         return "none"
-    flag = "" if covers(low) else " ✗"
-    return f"{low:.3f}–{high:.3f}{flag}"
+    low = min(lowest for lowest, _ in at)
+    return f"{low:.3f}–{max(highest for _, highest in at):.3f}{'' if covers(low) else ' ✗'}"
 
 
 def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level: float,
@@ -294,8 +292,6 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
     """The measured rules, then per number of metrics the lowest and highest coverage over
     turns, conversations per base scenario and hazard settings, then every cell."""
     mc = monte_carlo_error(benchmarks, confidence_level)
-    measured = measured_rules(cells, benchmarks, statistics=SWEEP_STATISTICS)
-    sizes = sorted({c.base_per_metric for c in cells})
     lines = [
         "## Capitulation bands and curve differences",
         "",
@@ -311,48 +307,20 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
             "(more where fewer benchmarks report a turn)."
         ),
         "",
-        "| statistic | rule | measured | package |",
-        "|---|---|---|---|",
-    ]
-    for name in SWEEP_STATISTICS:
-        rule, side = GOVERNED_BY[name]
-        found = measured[name]
-        lines.append(f"| {name} | {rule.statistic} ({side}) | "
-                     f"{'beyond the sweep' if found is None else found} | {rule_of(name)} |")
-    for m in sorted({c.metrics for c in cells}):
-        lines += [
-            "",
-            (f"### {m} metrics: lowest and highest coverage over turns, conversations per base "
-             "scenario and hazards"),
-            "",
-            "| statistic | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
-        ]
-        for name in SWEEP_STATISTICS:
-            row = [name]
-            for k in sizes:
-                at = [bounds for c in cells if c.metrics == m and c.base_per_metric == k
-                      and (bounds := _bounds(c, name)) is not None]
-                low = min((lowest for lowest, _ in at), default=None)
-                high = max((highest for _, highest in at), default=None)
-                text = _range(low, high)
-                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
-            lines.append("| " + " | ".join(row) + " |")
-    lines += [
+        *rules_table(SWEEP_STATISTICS,
+                     {name: (rule.statistic, side) for name, (rule, side) in GOVERNED_BY.items()},
+                     measured_rules(cells, benchmarks, statistics=SWEEP_STATISTICS), rule_of),
+        *by_design(cells, SWEEP_STATISTICS, rule_of=rule_of, shown=_range_at,
+                   over="turns, conversations per base scenario and hazards"),
         "",
         "### Every design: coverage lowest–highest over turns (share of points reported)",
         "",
-        "| metrics | k | conversations | hazard | " + " | ".join(SWEEP_STATISTICS) + " |",
-        "|---|---|---|---|" + "---|" * len(SWEEP_STATISTICS),
+        *table(["metrics", "k", "conversations", "hazard", *SWEEP_STATISTICS],
+               ([c.metrics, c.base_per_metric, c.per_base, c.hazard,
+                 *("none" if c.coverage[n] is None
+                   else f"{c.coverage[n]:.3f}–{c.highest[n]:.3f} ({c.reported[n]:.2f})"
+                   for n in SWEEP_STATISTICS)] for c in cells)),
     ]
-    for c in cells:
-        values = [
-            "none" if c.coverage[n] is None
-            else f"{c.coverage[n]:.3f}–{c.highest[n]:.3f} ({c.reported[n]:.2f})"
-            for n in SWEEP_STATISTICS
-        ]
-        lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.per_base} | {c.hazard} | "
-                     + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -362,28 +330,12 @@ def coverage_summary(curves: list[SweepCell], sensitivity: list, *, benchmarks: 
     `coverage_grid.coverage_table` gives it for the grid's: per statistic, number of metrics
     and base scenarios per metric, the lowest and highest coverage there (over turns,
     conversations per base scenario and hazards; over samples and ICC), rounded as shown."""
-    ranges: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for name in SWEEP_STATISTICS:
-        for c in curves:
-            bounds = _bounds(c, name)
-            if bounds is None:
-                continue
-            lowest, highest = bounds
-            found = ranges.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
-                str(c.base_per_metric), [lowest, highest])
-            found[0], found[1] = min(found[0], lowest), max(found[1], highest)
-    for name in sensitivity_coverage.STATISTICS:
-        for c in sensitivity:
-            value = c.coverage[name]
-            if value is None:
-                continue
-            found = ranges.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
-                str(c.base_per_metric), [value, value])
-            found[0], found[1] = min(found[0], value), max(found[1], value)
-    rounded = {name: {m: {k: [round(lo, 3), round(hi, 3)] for k, (lo, hi) in by_k.items()}
-                      for m, by_k in by_m.items()} for name, by_m in ranges.items()}
-    return {"benchmarks": benchmarks, "confidence_level": confidence_level, "band": [LOW, HIGH],
-            "coverage": rounded}
+    bounds = [(name, c.metrics, c.base_per_metric, *found) for name in SWEEP_STATISTICS
+              for c in curves if (found := _bounds(c, name)) is not None]
+    bounds += [(name, c.metrics, c.base_per_metric, value, value)
+               for name in sensitivity_coverage.STATISTICS
+               for c in sensitivity if (value := c.coverage[name]) is not None]
+    return summary(bounds, benchmarks=benchmarks, confidence_level=confidence_level)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -433,17 +385,11 @@ def main(argv: list[str] | None = None) -> None:
         curves,
         fidelity,
     ])
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        print(text)
+    write_page(text, args.out)
     if args.coverage_json:
-        summary = coverage_summary(cells, found, benchmarks=args.benchmarks,
-                                   confidence_level=args.confidence_level)
-        with open(args.coverage_json, "w", encoding="utf-8") as handle:
-            json.dump(summary, handle, indent=1, sort_keys=True)
-            handle.write("\n")
+        write_summary(coverage_summary(cells, found, benchmarks=args.benchmarks,
+                                       confidence_level=args.confidence_level),
+                      args.coverage_json)
 
 
 if __name__ == "__main__":

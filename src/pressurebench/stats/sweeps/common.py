@@ -20,6 +20,8 @@ from typing import Protocol, TypeVar
 import numpy as np
 from scipy.stats import beta
 
+from ..interval_rules import rules_lowered
+
 T = TypeVar("T")
 
 # The band an interval's coverage is read against: below LOW it claims a certainty it lacks,
@@ -165,6 +167,17 @@ def seeded_runs(
             for done in as_completed(running):
                 store(running[done], done.result())
     return [found[i] for i in range(len(tasks))]
+
+
+def lowered(simulate: Callable[..., T], task: tuple) -> T:
+    """`simulate(*design, benchmarks=, confidence_level=, rng=)` for a task `(*design,
+    benchmarks, confidence_level, stream)` of `seeded_runs`, the rules' withholding lowered
+    (`rules_lowered`) so that the designs below each rule are measured too: how a sweep's
+    picklable task runs one cell."""
+    *design, benchmarks, confidence_level, stream = task
+    with rules_lowered():
+        return simulate(*design, benchmarks=benchmarks, confidence_level=confidence_level,
+                        rng=np.random.default_rng(stream))
 
 
 def in_band(value: float | None, tolerance: float = 0.0) -> bool:

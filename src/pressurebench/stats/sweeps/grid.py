@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -75,6 +74,15 @@ from .common import (
     monte_carlo_error,
     probabilities,
     seeded_runs,
+)
+from .pages import (
+    by_design,
+    coverage_range,
+    listing,
+    summary,
+    table,
+    write_page,
+    write_summary,
 )
 
 SAMPLES = (1, 2, 5)
@@ -302,11 +310,12 @@ def _reported(cell: Cell, name: str) -> float:
 
 
 def _range(values: list[float | None], tolerance: float) -> str:
-    shown = [v for v in values if v is not None]
-    if not shown:
-        return "none"
-    flag = "" if all(in_band(v, tolerance) for v in shown) else " ✗"
-    return f"{min(shown):.3f}–{max(shown):.3f}{flag}"
+    return coverage_range([v for v in values if v is not None],
+                          lambda v: in_band(v, tolerance))
+
+
+def _beyond(found: int | None) -> str | int:
+    return "beyond the grid" if found is None else found
 
 
 def markdown(
@@ -321,7 +330,6 @@ def markdown(
     how the small designs' coverage moves with the quantile (`sensitivity`), then every cell."""
     mc = monte_carlo_error(benchmarks, confidence_level)
     tolerance = 2 * mc
-    sizes = sorted({c.base_per_metric for c in cells})
     metric_counts = sorted({c.metrics for c in cells})
     measured = measured_rules(cells, benchmarks, STATISTICS)
     in_band_from = band_rules(cells, benchmarks, STATISTICS)
@@ -359,42 +367,22 @@ def markdown(
             "why)."
         ),
         "",
-        "| interval type | rule | not short from | package | in band from |",
-        "|---|---|---|---|---|",
+        *table(
+            ["interval type", "rule", "not short from", "package", "in band from"],
+            ([name, "{} ({})".format(*GOVERNED_BY[name]), _beyond(measured[name]),
+              rule_of(name), _beyond(in_band_from[name])] for name in STATISTICS),
+        ),
+        *by_design(cells, STATISTICS, over="samples × ICC × rate", first="interval type",
+                   level="##", rule_of=rule_of,
+                   shown=lambda at, name: _range([c.coverage[name] for c in at], tolerance)),
     ]
-    for name in STATISTICS:
-        statistic, side = GOVERNED_BY[name]
-        found, band = measured[name], in_band_from[name]
-        lines.append(
-            f"| {name} | {statistic} ({side}) | "
-            f"{'beyond the grid' if found is None else found} | {rule_of(name)} | "
-            f"{'beyond the grid' if band is None else band} |"
-        )
-    for m in metric_counts:
-        lines += [
-            "",
-            f"## {m} metrics: lowest and highest coverage over samples × ICC × rate",
-            "",
-            "| interval type | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
-        ]
-        for name in STATISTICS:
-            row = [name]
-            for k in sizes:
-                values = [c.coverage[name] for c in cells if c.metrics == m and c.base_per_metric == k]
-                text = _range(values, tolerance)
-                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
-            lines.append("| " + " | ".join(row) + " |")
     bad = failures(cells, tolerance)
     short = [(c, n) for c, n in bad if _reported(c, n) < LOW]
     wide = [(c, n) for c, n in bad if _reported(c, n) > HIGH]
 
     def listed(pairs: list[tuple[Cell, str]]) -> str:
-        return "; ".join(
-            f"{name} at {c.metrics} metrics, k={c.base_per_metric}, samples={c.samples}, "
-            f"icc={c.icc}, rate={c.rate} ({c.coverage[name]:.3f})"
-            for c, name in pairs
-        ) or "none"
+        return listing(pairs, lambda c: f"at {c.metrics} metrics, k={c.base_per_metric}, "
+                       f"samples={c.samples}, icc={c.icc}, rate={c.rate}")
 
     lines += [
         "",
@@ -411,15 +399,11 @@ def markdown(
         "",
         "## Every cell",
         "",
-        "| metrics | k | samples | ICC | rate | " + " | ".join(STATISTICS) + " |",
-        "|---|---|---|---|---|" + "---|" * len(STATISTICS),
+        *table(["metrics", "k", "samples", "ICC", "rate", *STATISTICS],
+               ([c.metrics, c.base_per_metric, c.samples, c.icc, c.rate,
+                 *("none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}"
+                   for n in STATISTICS)] for c in cells)),
     ]
-    for c in cells:
-        shown = ["none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}" for n in STATISTICS]
-        lines.append(
-            f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | {c.rate} | "
-            + " | ".join(shown) + " |"
-        )
     return "\n".join(lines) + "\n"
 
 
@@ -450,17 +434,13 @@ def _sensitivity_markdown(sensitivity: dict[float, list[Cell]], tolerance: float
             f"keeps every cell at or above {LOW}."
         ),
         "",
-        "| interval type | design | " + " | ".join(FACTOR_NAMES[f] for f in factors) + " |",
-        "|---|---|" + "---|" * len(factors),
+        *table(["interval type", "design", *(FACTOR_NAMES[f] for f in factors)],
+               ([name, f"{m} metrics × {k}",
+                 *(_range([c.coverage[name] for c in sensitivity[f]
+                           if c.metrics == m and c.base_per_metric == k], tolerance)
+                   for f in factors)]
+                for name in STATISTICS for m, k in designs)),
     ]
-    for name in STATISTICS:
-        for m, k in designs:
-            row = [name, f"{m} metrics × {k}"]
-            for f in factors:
-                values = [c.coverage[name] for c in sensitivity[f]
-                          if c.metrics == m and c.base_per_metric == k]
-                row.append(_range(values, tolerance))
-            lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
@@ -468,24 +448,10 @@ def coverage_table(cells: list[Cell], *, benchmarks: int, confidence_level: floa
     """What `pressurebench.stats.interval_rules.grid_coverage` reads: per interval type, number
     of metrics and base scenarios per metric, the lowest and highest coverage over samples ×
     ICC × rate, as in the markdown's summary tables (rounded as they are shown)."""
-    coverage: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for name in STATISTICS:
-        per_metrics = coverage.setdefault(name, {})
-        for m in sorted({c.metrics for c in cells}):
-            for k in sorted({c.base_per_metric for c in cells}):
-                given = [value for c in cells
-                         if c.metrics == m and c.base_per_metric == k
-                         and (value := c.coverage[name]) is not None]
-                if given:
-                    per_metrics.setdefault(str(m), {})[str(k)] = [
-                        round(min(given), 3), round(max(given), 3)
-                    ]
-    return {
-        "benchmarks": benchmarks,
-        "confidence_level": confidence_level,
-        "band": [LOW, HIGH],
-        "coverage": coverage,
-    }
+    return summary(((name, c.metrics, c.base_per_metric, value, value)
+                    for c in cells for name in STATISTICS
+                    if (value := c.coverage[name]) is not None),
+                   benchmarks=benchmarks, confidence_level=confidence_level, names=STATISTICS)
 
 
 def summary_from_markdown(text: str) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -550,18 +516,10 @@ def main(argv: list[str] | None = None) -> None:
         seconds=time.perf_counter() - start,
         sensitivity=sensitivity,
     )
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        print(text)
+    write_page(text, args.out)
     if args.coverage_json:
-        table = coverage_table(
-            cells, benchmarks=args.benchmarks, confidence_level=args.confidence_level
-        )
-        with open(args.coverage_json, "w", encoding="utf-8") as handle:
-            json.dump(table, handle, indent=1, sort_keys=True)
-            handle.write("\n")
+        write_summary(coverage_table(cells, benchmarks=args.benchmarks,
+                                     confidence_level=args.confidence_level), args.coverage_json)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ from .common import (
     probabilities,
     seeded_runs,
 )
+from .pages import by_design, rules_table, table, write_page
 from .synthetic import synthetic_scores
 
 TRUE_RATES = {"a": 0.85, "b": 0.3}
@@ -580,9 +581,8 @@ def sweep_section(cells: list[SweepCell], benchmarks: int, seconds: float) -> li
     """The sweep's part of docs/judge_coverage.md: the rules it measures, the lowest and
     highest coverage per interval type and design, and every cell."""
     error = monte_carlo_error(benchmarks, 0.95)
-    measured = sweep_measured_rules(cells, benchmarks)
     sizes = sorted({c.base_per_metric for c in cells})
-    lines = [
+    return [
         "",
         "## Rules: fewest base scenarios per metric for a corrected interval",
         "",
@@ -611,52 +611,35 @@ def sweep_section(cells: list[SweepCell], benchmarks: int, seconds: float) -> li
             "target's demographic gap, no true gap."
         ),
         "",
-        "| interval type | rule | measured | package |",
-        "|---|---|---|---|",
-    ]
-    for name in SWEEP_STATISTICS:
-        statistic, side = SWEEP_GOVERNED_BY[name]
-        found = measured[name]
-        rule = interval_rules.RULES[statistic]
-        package = ("none (withheld at every design)"
-                   if side == "single" and rule.single_unsupported else sweep_rule_of(name))
-        lines.append(f"| {name} | {statistic} ({side}) | "
-                     f"{'beyond the sweep' if found is None else found} | {package} |")
-    for m in sorted({c.metrics for c in cells}):
-        lines += [
-            "",
-            (f"### {m} metrics: lowest and highest coverage over judges × label budgets "
-             "(lowest share reported)"),
-            "",
-            "| interval type | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
-        ]
-        for name in SWEEP_STATISTICS:
-            row = [name]
-            for k in sizes:
-                at = [c for c in cells if c.metrics == m and c.base_per_metric == k]
-                shown = [value for c in at if (value := c.coverage[name]) is not None]
-                text = "none" if not shown else f"{min(shown):.3f}–{max(shown):.3f}"
-                text += f" ({min(c.reported[name] for c in at):.2f})"
-                row.append(text if k >= sweep_rule_of(name) else f"withheld: {text}")
-            lines.append("| " + " | ".join(row) + " |")
-    lines += [
+        *rules_table(SWEEP_STATISTICS, SWEEP_GOVERNED_BY, sweep_measured_rules(cells, benchmarks),
+                     _package, first="interval type"),
+        *by_design(cells, SWEEP_STATISTICS, rule_of=sweep_rule_of, shown=_shown_at,
+                   over="judges × label budgets (lowest share reported)",
+                   first="interval type", withheld="withheld: {}"),
         "",
         "### Every design: coverage (share reported)",
         "",
-        "| metrics | base / metric | judge | labels / cell | " + " | ".join(SWEEP_STATISTICS)
-        + " |",
-        "|---:|---:|---|---:|" + "---:|" * len(SWEEP_STATISTICS),
+        *table(["metrics", "base / metric", "judge", "labels / cell", *SWEEP_STATISTICS],
+               ([c.metrics, c.base_per_metric, c.judge, c.per_cell,
+                 *(("none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}")
+                   + f" ({c.reported[n]:.2f})" for n in SWEEP_STATISTICS)] for c in cells),
+               align=["---:", "---:", "---", "---:", *["---:"] * len(SWEEP_STATISTICS)]),
     ]
-    for c in cells:
-        values = [
-            ("none" if c.coverage[n] is None else f"{c.coverage[n]:.3f}")
-            + f" ({c.reported[n]:.2f})"
-            for n in SWEEP_STATISTICS
-        ]
-        lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.judge} | {c.per_cell} | "
-                     + " | ".join(values) + " |")
-    return lines
+
+
+def _package(name: str) -> int | str:
+    """What the package requires for sweep interval type `name`."""
+    statistic, side = SWEEP_GOVERNED_BY[name]
+    if side == "single" and interval_rules.RULES[statistic].single_unsupported:
+        return "none (withheld at every design)"
+    return sweep_rule_of(name)
+
+
+def _shown_at(cells: list[SweepCell], name: str) -> str:
+    """The lowest and highest coverage of `name` in `cells`, and its lowest share reported."""
+    shown = [value for c in cells if (value := c.coverage[name]) is not None]
+    text = "none" if not shown else f"{min(shown):.3f}–{max(shown):.3f}"
+    return text + f" ({min(c.reported[name] for c in cells):.2f})"
 
 
 def document(
@@ -726,11 +709,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             rows = list(grid_rows(args.replications, BUDGETS, judges, args.base))
             text = document(rows, args.replications, small, swept)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        print(text, end="")
+    write_page(text, args.out, end="")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from pressurebench.stats.bootstrap import ClusterBootstrap, percentile_interval
 from pressurebench.stats.rank_ceiling import CEILING_FOR_INTERVAL, split_taus
 
 from .common import monte_carlo_error, probabilities, seeded_runs
+from .pages import table
 
 TARGETS = (3, 5, 8)
 BASE_PER_METRIC = (3, 5, 8, 12, 20, 30)
@@ -175,8 +176,7 @@ def markdown_section(*, benchmarks: int, confidence_level: float, seed: int, job
 
 
 def _coverage_table(cells: list[RankCell], sizes: list[int], value) -> list[str]:
-    lines = ["| targets | pairing | truth | " + " | ".join(f"{k} per metric" for k in sizes)
-             + " |", "|---|---|---|" + "---|" * len(sizes)]
+    rows = []
     for n, pairing, truth in itertools.product(sorted({c.targets for c in cells}), PAIRINGS,
                                                TRUTHS):
         row = [str(n), pairing, truth]
@@ -188,8 +188,8 @@ def _coverage_table(cells: list[RankCell], sizes: list[int], value) -> list[str]
             shares = [c.reported for c in found]
             row.append(text if value is _every_tau or value is _every_rho
                        else f"{text} ({min(shares):.2f}–{max(shares):.2f})")
-        lines.append("| " + " | ".join(row) + " |")
-    return lines
+        rows.append(row)
+    return table(["targets", "pairing", "truth", *(f"{k} per metric" for k in sizes)], rows)
 
 
 def _every_tau(c: RankCell) -> float | None:
@@ -258,10 +258,8 @@ def section(cells: list[RankCell], *, benchmarks: int, confidence_level: float) 
         "",
         "### An arm that changes nothing: mean τ-b beside the mean noise ceiling",
         "",
-        "| targets | pairing | samples | ICC | " + " | ".join(f"{k} per metric" for k in sizes)
-        + " |",
-        "|---|---|---|---|" + "---|" * len(sizes),
     ]
+    rows = []
     for n, pairing, s, icc in itertools.product(
             sorted({c.targets for c in cells}), PAIRINGS, sorted({c.samples for c in cells}),
             sorted({c.icc for c in cells})):
@@ -276,5 +274,7 @@ def section(cells: list[RankCell], *, benchmarks: int, confidence_level: float) 
             c = found[0]
             ceiling = "—" if c.mean_ceiling is None else f"{c.mean_ceiling:.2f}"
             row.append(f"{c.mean_estimate:.2f} / {ceiling}")
-        lines.append("| " + " | ".join(row) + " |")
+        rows.append(row)
+    lines += table(["targets", "pairing", "samples", "ICC", *(f"{k} per metric" for k in sizes)],
+                   rows)
     return "\n".join(lines) + "\n"

@@ -33,7 +33,6 @@ import numpy as np
 
 from .. import interval_rules, methods
 from ..differences import estimate_differences, paired_design
-from ..interval_rules import rules_lowered
 from .common import (
     BASE_PER_METRIC,
     METRICS,
@@ -42,6 +41,7 @@ from .common import (
     covered,
     covers,
     extremes,
+    lowered,
     measured_metrics,
     measured_rules,
     monte_carlo_error,
@@ -49,6 +49,7 @@ from .common import (
     seeded_runs,
 )
 from .grid import Cell
+from .pages import by_design, coverage_range, rules_table, table, with_share
 
 SAMPLES = (1, 4)
 ICCS = (0.1, 0.5)
@@ -122,10 +123,7 @@ def simulate_cell(
 
 def _cell(task: tuple) -> Cell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, s, icc, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return simulate_cell(m, k, s, icc, benchmarks=benchmarks,
-                             confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(simulate_cell, task)
 
 
 def grid(
@@ -150,19 +148,10 @@ def rule_of(name: str) -> int:
     return getattr(interval_rules.SENSITIVITY, GOVERNED_BY[name])
 
 
-def _range(values: list[float]) -> str:
-    if not values:
-        return "none"
-    flag = "" if all(covers(v) for v in values) else " ✗"
-    return f"{min(values):.3f}–{max(values):.3f}{flag}"
-
-
 def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
              seconds: float) -> str:
     """The measured rules, the lowest and highest coverage per design size, every cell."""
     mc = monte_carlo_error(benchmarks, confidence_level)
-    measured = measured_rules(cells, benchmarks, statistics=STATISTICS)
-    sizes = sorted({c.base_per_metric for c in cells})
     lines = [
         "## Fidelity sensitivity difference",
         "",
@@ -180,41 +169,19 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
             f"standard error ±{mc:.4f}."
         ),
         "",
-        "| statistic | rule | measured | package |",
-        "|---|---|---|---|",
-    ]
-    for name in STATISTICS:
-        found = measured[name]
-        lines.append(f"| {name} | sensitivity difference ({GOVERNED_BY[name]}) | "
-                     f"{'beyond the sweep' if found is None else found} | {rule_of(name)} |")
-    for m in sorted({c.metrics for c in cells}):
-        lines += [
-            "",
-            (f"### {m} metrics: lowest and highest coverage over conversations per base "
-             "scenario and ICC"),
-            "",
-            "| statistic | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
-        ]
-        for name in STATISTICS:
-            row = [name]
-            for k in sizes:
-                given = [value for c in cells if c.metrics == m
-                         and c.base_per_metric == k and (value := c.coverage[name]) is not None]
-                text = _range(given)
-                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
-            lines.append("| " + " | ".join(row) + " |")
-    lines += [
+        *rules_table(STATISTICS, {name: (interval_rules.SENSITIVITY.statistic, side)
+                                  for name, side in GOVERNED_BY.items()},
+                     measured_rules(cells, benchmarks, statistics=STATISTICS), rule_of),
+        *by_design(cells, STATISTICS, rule_of=rule_of,
+                   over="conversations per base scenario and ICC",
+                   shown=lambda at, name: coverage_range(
+                       [value for c in at if (value := c.coverage[name]) is not None], covers)),
         "",
         "### Every design: coverage (share of benchmarks reported)",
         "",
-        "| metrics | k | conversations | ICC | " + " | ".join(STATISTICS) + " |",
-        "|---|---|---|---|" + "---|" * len(STATISTICS),
+        *table(["metrics", "k", "conversations", "ICC", *STATISTICS],
+               ([c.metrics, c.base_per_metric, c.samples, c.icc,
+                 *(with_share(c.coverage[n], c.reported[n]) for n in STATISTICS)]
+                for c in cells)),
     ]
-    for c in cells:
-        shown = ["none" if c.coverage[n] is None
-                 else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in STATISTICS]
-        lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | "
-                     + " | ".join(shown) + " |")
     return "\n".join(lines) + "\n"
-

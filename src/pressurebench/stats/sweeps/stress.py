@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,21 +48,30 @@ from ..bootstrap import ClusterBootstrap
 from ..differences import estimate_differences, independent_design, paired_design
 from ..interval_rules import rules_lowered
 from ..rates import estimate_rates
-from . import judge, stress_curves
+from . import grid, judge, stress_curves
 from .common import (
     BASE_PER_METRIC,
-    HIGH,
     LOW,
     METRICS,
     coverage_shares,
     covered,
     covers,
     extremes,
+    lowered,
     measured_metrics,
     measured_rules,
     monte_carlo_error,
     probabilities,
     seeded_runs,
+)
+from .pages import (
+    by_design,
+    listing,
+    rules_table,
+    summary,
+    table,
+    write_page,
+    write_summary,
 )
 
 SAMPLES = (1, 3)
@@ -154,19 +162,12 @@ WORLDS: dict[str, World] = {
                           **MIXED, **EVERY_STRESS),
 }
 
-# Interval types, the rule and side of `stats.interval_rules` governing each.
-RATE_GOVERNED_BY = {
-    "overall": ("rate", "pooled"),
-    "positive": ("rate", "pooled"),
-    "demographic value": ("rate", "pooled"),
-    "metric (min)": ("rate", "single"),
-    "metric (max)": ("rate", "single"),
-    "target difference": ("difference", "pooled"),
-    "metric difference (min)": ("difference", "single"),
-    "metric difference (max)": ("difference", "single"),
-    "demographic gap": ("demographic gap", "pooled"),
-    "independent contrast": ("independent difference", "pooled"),
-}
+# Interval types of the rates part: the coverage grid's, each governed by the rule and side of
+# `stats.interval_rules` that governs it there.
+RATE_GOVERNED_BY = {name: grid.GOVERNED_BY[name] for name in (
+    "overall", "positive", "demographic value", "metric (min)", "metric (max)",
+    "target difference", "metric difference (min)", "metric difference (max)",
+    "demographic gap", "independent contrast")}
 STATISTICS = tuple(RATE_GOVERNED_BY)
 GOVERNED_BY = {**RATE_GOVERNED_BY, **stress_curves.GOVERNED_BY, **judge.STRESS_GOVERNED_BY}
 # An ICC at or below this is "low" and at or above HIGH_ICC "high": a world with both is mixed,
@@ -436,10 +437,7 @@ def stress_cell(
 
 def _stress_cell(task: tuple) -> list[StressCell]:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    world, m, k, s, truth, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return stress_cell(world, m, k, s, truth, benchmarks=benchmarks,
-                           confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(stress_cell, task)
 
 
 def _part_cell(task: tuple) -> StressCell:
@@ -553,19 +551,9 @@ def coverage_table(cells: list[StressCell], *, benchmarks: int, confidence_level
     """What `interval_rules.grid_coverage` reads for the stress grid: per interval type,
     number of metrics and base scenarios per metric, the lowest and highest coverage over
     samples × worlds (rounded as the page shows them)."""
-    coverage: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for c in cells:
-        for name, value in c.coverage.items():
-            if value is None:
-                continue
-            _, high = _bounds(c, name)
-            found = coverage.setdefault(name, {}).setdefault(str(c.metrics), {}).setdefault(
-                str(c.base_per_metric), [value, high])
-            found[0], found[1] = min(found[0], value), max(found[1], high)
-    rounded = {name: {m: {k: [round(lo, 3), round(hi, 3)] for k, (lo, hi) in by_k.items()}
-                      for m, by_k in by_m.items()} for name, by_m in coverage.items()}
-    return {"benchmarks": benchmarks, "confidence_level": confidence_level, "band": [LOW, HIGH],
-            "coverage": rounded}
+    return summary(((name, c.metrics, c.base_per_metric, *_bounds(c, name))
+                    for c in cells for name, value in c.coverage.items() if value is not None),
+                   benchmarks=benchmarks, confidence_level=confidence_level)
 
 
 def _bounds(cell: StressCell, name: str) -> tuple[float, float]:
@@ -595,6 +583,12 @@ def _range(cells: list[StressCell], name: str, benchmarks: int) -> str:
     return f"{low:.3f}–{high:.3f}{flag}"
 
 
+def _shown(cell: StressCell, name: str) -> str:
+    """A cell's coverage of `name` (lowest–highest where they differ; "none": never reported)."""
+    low, high = cell.coverage[name], cell.high(name)
+    return "none" if low is None else f"{low:.3f}" if high == low else f"{low:.3f}–{high:.3f}"
+
+
 PART_TITLES = {"rates": "Rates, differences and gaps", "curves": "Capitulation curves",
                "sensitivity": "Fidelity sensitivity difference",
                "judge": "Judge-corrected rates"}
@@ -602,11 +596,9 @@ PART_TITLES = {"rates": "Rates, differences and gaps", "curves": "Capitulation c
 
 def _part_markdown(part: str, cells: list[StressCell], benchmarks: int) -> list[str]:
     statistics, worlds, _, counted = PARTS[part]
-    sizes = sorted({c.base_per_metric for c in cells})
     size = part_benchmarks(part, benchmarks)
-    measured = measured_rules(cells, size, statistics)
     tolerance = 2 * monte_carlo_error(size, 0.95)
-    lines = [
+    return [
         "",
         f"## {PART_TITLES[part]}",
         "",
@@ -614,36 +606,15 @@ def _part_markdown(part: str, cells: list[StressCell], benchmarks: int) -> list[
         f"{size} simulated studies per cell (✗: short of {LOW} by more than "
         f"±{tolerance:.4f})."),
         "",
-        "| world | what departs from the coverage grid's world |",
-        "|---|---|",
-        *(f"| {w} | {what} |" for w, what in worlds.items()
-          if any(c.world == w for c in cells)),
+        *table(["world", "what departs from the coverage grid's world"],
+               ((w, what) for w, what in worlds.items() if any(c.world == w for c in cells))),
         "",
-        "| interval type | rule | not short from | package |",
-        "|---|---|---|---|",
+        *rules_table(statistics, GOVERNED_BY, measured_rules(cells, size, statistics), rule_of,
+                     first="interval type", found="not short from", beyond="beyond the grid"),
+        *by_design(cells, statistics, over=f"{counted} × worlds", first="interval type",
+                   rule_of=rule_of, shown=lambda at, name: _range(
+                       [c for c in at if c.coverage[name] is not None], name, benchmarks)),
     ]
-    for name in statistics:
-        statistic, side = GOVERNED_BY[name]
-        found = measured[name]
-        lines.append(f"| {name} | {statistic} ({side}) | "
-                     f"{'beyond the grid' if found is None else found} | {rule_of(name)} |")
-    for m in sorted({c.metrics for c in cells}):
-        lines += [
-            "",
-            f"### {m} metrics: lowest and highest coverage over {counted} × worlds",
-            "",
-            "| interval type | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
-        ]
-        for name in statistics:
-            row = [name]
-            for k in sizes:
-                at = [c for c in cells if c.metrics == m and c.base_per_metric == k
-                      and c.coverage[name] is not None]
-                text = _range(at, name, benchmarks)
-                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
-            lines.append("| " + " | ".join(row) + " |")
-    return lines
 
 
 def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: float,
@@ -697,12 +668,10 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
                 "clustered metric's variance covers these too often (too wide)."
             ),
             "",
-            "| metrics | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
+            *table(["metrics", *(f"{k} per metric" for k in sizes)],
+                   ([m, *(f"{low_icc[(m, k)]:.3f}" if (m, k) in low_icc else "none"
+                          for k in sizes)] for m in sorted({c.metrics for c in cells}))),
         ]
-        for m in sorted({c.metrics for c in cells}):
-            lines.append(f"| {m} | " + " | ".join(
-                f"{low_icc[(m, k)]:.3f}" if (m, k) in low_icc else "none" for k in sizes) + " |")
     short = [(c, n) for c in cells for n in c.coverage
              if c.base_per_metric >= rule_of(n) and _short(c, n, benchmarks)]
     lines += [
@@ -711,9 +680,8 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
         "",
         (f"Beyond two Monte-Carlo standard errors, among the cells the package reports (at or "
          f"above each type's rule): {len(short)}: "
-         + ("; ".join(f"{n} in \"{c.world}\" at {c.metrics} metrics, k={c.base_per_metric} "
-                      f"(planned {c.planned}), samples={c.samples} ({c.coverage[n]:.3f})"
-                      for c, n in short) or "none")
+         + listing(short, lambda c: f"in \"{c.world}\" at {c.metrics} metrics, "
+                   f"k={c.base_per_metric} (planned {c.planned}), samples={c.samples}")
          + "."),
     ]
     for part in PARTS:
@@ -725,17 +693,11 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
             "",
             f"## Every cell: {PART_TITLES[part].lower()}",
             "",
-            "| world | metrics | k | planned | studies | samples | " + " | ".join(statistics)
-            + " |",
-            "|---|---|---|---|---|---|" + "---|" * len(statistics),
+            *table(["world", "metrics", "k", "planned", "studies", "samples", *statistics],
+                   ([c.world, c.metrics, c.base_per_metric, c.planned,
+                     c.benchmarks or part_benchmarks(c.part, benchmarks), c.samples,
+                     *(_shown(c, n) for n in statistics)] for c in of_part)),
         ]
-        for c in of_part:
-            values = ["none" if c.coverage[n] is None else
-                      f"{c.coverage[n]:.3f}" if c.high(n) == c.coverage[n] else
-                      f"{c.coverage[n]:.3f}–{c.high(n):.3f}" for n in statistics]
-            studies = c.benchmarks or part_benchmarks(c.part, benchmarks)
-            lines.append(f"| {c.world} | {c.metrics} | {c.base_per_metric} | {c.planned} | "
-                         f"{studies} | {c.samples} | " + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -768,12 +730,7 @@ def main(argv: list[str] | None = None) -> None:
                + (f" --coverage-json {args.coverage_json}" if args.coverage_json else ""))
     text = markdown(cells, benchmarks=args.benchmarks, confidence_level=args.confidence_level,
                     seconds=time.perf_counter() - start, command=command)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-    else:
-        print(text)
+    write_page(text, args.out)
     if args.coverage_json:
-        table = coverage_table(cells, benchmarks=args.benchmarks,
-                               confidence_level=args.confidence_level)
-        Path(args.coverage_json).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n",
-                                            encoding="utf-8")
+        write_summary(coverage_table(cells, benchmarks=args.benchmarks,
+                                     confidence_level=args.confidence_level), args.coverage_json)

@@ -51,23 +51,26 @@ import numpy as np
 from pressurebench.stats import interval_rules, methods
 from pressurebench.stats.differences import estimate_differences, paired_design
 from pressurebench.stats.gap_contrasts import explained_shares
-from pressurebench.stats.interval_rules import rules_lowered
 from pressurebench.stats.rate_contrasts import ContrastSide, linear_contrasts
 
 from . import ranks
 from .common import (
+    BASE_PER_METRIC,
     HIGH,
     LOW,
+    METRICS,
+    coverage_shares,
     covers,
+    extremes,
+    lowered,
     measured_metrics,
     measured_rules,
     monte_carlo_error,
     probabilities,
     seeded_runs,
 )
+from .pages import by_design, coverage_range, rules_table, table, with_share, write_page
 
-METRICS = (4, 20)
-BASE_PER_METRIC = (2, 3, 5, 8, 12, 20, 30)
 SAMPLES = (1, 3)
 ICCS = (0.1, 0.5)
 SETTINGS = ("effect", "null")
@@ -252,19 +255,9 @@ def simulate_cell(metrics: int, k: int, samples: int, icc: float, setting: str, 
             [_side(unrelated, (1.0, -1.0), strata, mask), _side(mains, (-1.0, 1.0), strata, mask)],
             change, level, rule))
     for name, per_metric in found.items():
-        results[f"metric {name} (min)"], results[f"metric {name} (max)"] = _extremes(per_metric)
-    coverage = {name: float(cov[rep].mean()) if rep.any() else None
-                for name, (rep, cov) in results.items()}
-    reported = {name: float(rep.mean()) for name, (rep, _) in results.items()}
+        results[f"metric {name} (min)"], results[f"metric {name} (max)"] = extremes(per_metric)
+    coverage, reported = coverage_shares(results)
     return Cell(metrics, k, samples, icc, setting, coverage, reported)
-
-
-def _extremes(per_metric):
-    """The metrics with the lowest and the highest coverage among those reported."""
-    shares = [cov[rep].mean() if rep.any() else np.nan for rep, cov in per_metric]
-    if not np.isfinite(shares).any():
-        return per_metric[0], per_metric[0]
-    return per_metric[int(np.nanargmin(shares))], per_metric[int(np.nanargmax(shares))]
 
 
 def _share(tables, strata, gap: float, part: float, level: float, mask=None):
@@ -286,10 +279,7 @@ def _share(tables, strata, gap: float, part: float, level: float, mask=None):
 
 def _cell(task: tuple) -> Cell:
     """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    m, k, s, icc, setting, benchmarks, confidence_level, stream = task
-    with rules_lowered():
-        return simulate_cell(m, k, s, icc, setting, benchmarks=benchmarks,
-                             confidence_level=confidence_level, rng=np.random.default_rng(stream))
+    return lowered(simulate_cell, task)
 
 
 def sweep(*, benchmarks: int = 2000, confidence_level: float = 0.95, seed: int = 2049,
@@ -308,21 +298,12 @@ def rule_of(name: str) -> int:
     return getattr(interval_rules.RULES[statistic], side)
 
 
-def _range(values: list[float], tolerance: float) -> str:
-    if not values:
-        return "none"
-    flag = "" if all(covers(v, tolerance) for v in values) else " ✗"
-    return f"{min(values):.3f}–{max(values):.3f}{flag}"
-
-
 def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, seconds: float,
              ranks: str) -> str:
     """The page: the measured rules, the lowest and highest coverage per design size, every
     cell, then the rank correlations' section (`ranks`)."""
     mc = monte_carlo_error(benchmarks, confidence_level)
     tolerance = 2 * mc
-    measured = measured_rules(cells, benchmarks, statistics=STATISTICS)
-    sizes = sorted({c.base_per_metric for c in cells})
     lines = [
         "# Coverage of the validation studies' contrasts",
         "",
@@ -353,42 +334,19 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
             f"{LOW}–{HIGH}."
         ),
         "",
-        "| statistic | rule | measured | package |",
-        "|---|---|---|---|",
-    ]
-    for name in STATISTICS:
-        statistic, side = GOVERNED_BY[name]
-        found = measured[name]
-        lines.append(f"| {name} | {statistic} ({side}) | "
-                     f"{'beyond the sweep' if found is None else found} | {rule_of(name)} |")
-    for m in sorted({c.metrics for c in cells}):
-        lines += [
-            "",
-            f"### {m} metrics: lowest and highest coverage over samples, ICC and setting",
-            "",
-            "| statistic | " + " | ".join(f"{k} per metric" for k in sizes) + " |",
-            "|---|" + "---|" * len(sizes),
-        ]
-        for name in STATISTICS:
-            row = [name]
-            for k in sizes:
-                given = [value for c in cells if c.metrics == m
-                         and c.base_per_metric == k and (value := c.coverage[name]) is not None]
-                text = _range(given, tolerance)
-                row.append(text if k >= rule_of(name) else f"({text}, withheld)")
-            lines.append("| " + " | ".join(row) + " |")
-    lines += [
+        *rules_table(STATISTICS, GOVERNED_BY,
+                     measured_rules(cells, benchmarks, statistics=STATISTICS), rule_of),
+        *by_design(cells, STATISTICS, rule_of=rule_of, over="samples, ICC and setting",
+                   shown=lambda at, name: coverage_range(
+                       [value for c in at if (value := c.coverage[name]) is not None],
+                       lambda v: covers(v, tolerance))),
         "",
         "### Every design: coverage (share of benchmarks given an interval)",
         "",
-        "| metrics | k | samples | ICC | setting | " + " | ".join(POOLED) + " |",
-        "|---|---|---|---|---|" + "---|" * len(POOLED),
+        *table(["metrics", "k", "samples", "ICC", "setting", *POOLED],
+               ([c.metrics, c.base_per_metric, c.samples, c.icc, c.setting,
+                 *(with_share(c.coverage[n], c.reported[n]) for n in POOLED)] for c in cells)),
     ]
-    for c in cells:
-        shown = ["none" if c.coverage[n] is None
-                 else f"{c.coverage[n]:.3f} ({c.reported[n]:.2f})" for n in POOLED]
-        lines.append(f"| {c.metrics} | {c.base_per_metric} | {c.samples} | {c.icc} | "
-                     f"{c.setting} | " + " | ".join(shown) + " |")
     return "\n".join(lines) + "\n\n" + ranks
 
 
@@ -410,11 +368,7 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed + 1, jobs=args.jobs)
     text = markdown(cells, benchmarks=args.benchmarks, confidence_level=args.confidence_level,
                     seconds=seconds, ranks=rank_section)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        print(text)
+    write_page(text, args.out)
 
 
 if __name__ == "__main__":
