@@ -163,9 +163,10 @@ def design_effect_df(
     delta method, 2 (SS_W / SS_T)² (1 / (k − 1) + 1 / (N − k)) with SS_W the spread within
     base scenarios, k the base scenarios and N the rows. Where scenarios barely cluster the
     rows within them carry most of it and the design effect is far steadier than the variance's
-    k − 1 degrees of freedom say: a metric at ICC 0.05 beside one at 0.8 covered 0.996 on
-    k − 1 at 5 base scenarios per metric of one sample, 0.983 on these (the stress grid,
-    docs/stress_coverage.md). The spread is learned from the rows that go the minority way: m
+    k − 1 degrees of freedom say: metrics at ICC 0.05 beside one at 0.8 covered 0.985 on
+    average on k − 1 at 6 base scenarios per metric of one sample, 0.974 on these
+    (tests/stats/test_stress_grid.py; docs/stress_coverage.md has the whole grid). The spread
+    is learned from the rows that go the minority way: m
     of them say no more of it than a Poisson count of m does (relative variance 1 / m), so the
     degrees of freedom are at most 2m, and never fewer than the design's k − 1. A rate over
     several metrics keeps the Satterthwaite degrees of freedom of its strata
