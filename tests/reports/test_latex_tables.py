@@ -178,6 +178,30 @@ def test_the_agreement_csv_holds_numbers_and_leaves_what_was_not_measured_empty(
     assert {r["statistic"] for r in rows} >= {"all agree", "fleiss kappa", "krippendorff alpha"}
 
 
+def test_the_report_and_the_latex_table_show_the_agreement_csv_holds():
+    """Two samples on 3 base scenarios per metric: the share whose samples all agree has a value
+    but no interval. The report's view, the LaTeX table and the CSV come from one frame: the same
+    numbers, and the reason for the missing interval in the caption."""
+    from pressurebench.reports import views
+
+    scores = synthetic_scores(target_rates={"a": 0.6, "b": 0.5}, metrics=4, base_per_metric=3,
+                              samples=2, seed=4)
+    results = build_results(scores, resamples=50, confidence_level=0.95, seed=1, benchmark="b")
+    frame = export_tables.agreement_frame(results)
+    pooled = frame[(frame["statistic"] == "all agree") & frame["target"].isna()].iloc[0]
+    assert pooled["value"] > 0 and pd.isna(pooled["ci_low"]) and pooled["reason"]
+    tex = latex.agreement_table(frame, results, "tab:agreement")
+    caption = tex[tex.index("\\caption{"):tex.index("\\label{")]
+    assert latex.latex_escape(latex.data_reason(pooled["reason"])) in caption
+    assert f"Samples, all targets & {int(pooled['items'])} & " in tex
+    shown = views.agreement_frame(results).set_index("scope")
+    assert shown.loc["samples: all targets", "all agree"] == f"{pooled['value']:.2f}"
+    assert shown.loc["samples: all targets", "items"] == int(pooled["items"])
+    kappa = frame[frame["statistic"].str.endswith(" kappa") & frame["target"].eq("a")].iloc[0]
+    assert shown.loc["samples: a", "kappa"].startswith(f"{kappa['value']:.2f} [")
+    assert pooled["reason"] in shown.loc["samples: all targets", "note"]
+
+
 def test_a_caption_keeps_the_reason_and_drops_the_advice():
     import numpy as np
 

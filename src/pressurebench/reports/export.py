@@ -133,8 +133,8 @@ def paper_tables(results: Results, names: dict[str, str], errors: pd.DataFrame
             "user broke, minus on all of them, in percentage points, with "
             f"{latex.latex_escape(level)} intervals; paired: the same base scenarios.",
             "fidelity-sensitivity", ["target", "rate_on"], ["target"])
-    out["agreement"] = (export_tables.agreement_frame(results),
-                        latex.agreement_table(results, f"tab:{b}-agreement"))
+    agreement = export_tables.agreement_frame(results)
+    out["agreement"] = (agreement, latex.agreement_table(agreement, results, f"tab:{b}-agreement"))
     out["interval_coverage"] = (export_tables.interval_coverage_frame(results),
                                 latex.interval_coverage_table(results, f"tab:{b}-interval-coverage"))
     out["errors"] = (errors, latex.table_float(

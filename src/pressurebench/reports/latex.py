@@ -22,7 +22,7 @@ import pandas as pd
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
 from . import latex_fit as fit
-from .export_tables import FIDELITY_KIND_LABELS, rate_estimate
+from .export_tables import FIDELITY_KIND_LABELS, agreement_scopes, rate_estimate
 from .tables import frame_records, method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
@@ -321,42 +321,40 @@ def _turn_order(key: str):
     return (0, int(key)) if str(key).isdigit() else (1, str(key))
 
 
-def _coefficient_cell(est, percent: bool) -> str:
-    """A share (in %) or a coefficient (two decimals), its interval beneath, or a dash."""
-    if est is None or est.value is None:
+def _coefficient_cell(row: Mapping[str, Any] | None, percent: bool) -> str:
+    """A share (in %) or a coefficient (two decimals) of a row of `export_tables.AGREEMENT_COLUMNS`,
+    its interval beneath, or a dash."""
+    if row is None or row["value"] is None:
         return DASH
 
     def show(v):
         return _percent(v, 0) if percent else f"{v:.2f}"
 
-    value = _percent(est.value) if percent else f"{est.value:.2f}"
-    interval = (f"[{show(est.ci_low)}, {show(est.ci_high)}]"
-                if est.ci_low is not None and est.ci_high is not None else DASH)
+    value = _percent(row["value"]) if percent else f"{row['value']:.2f}"
+    interval = (f"[{show(row['ci_low'])}, {show(row['ci_high'])}]"
+                if row["ci_low"] is not None and row["ci_high"] is not None else DASH)
     return (f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{value}\\\\"
             f"\\scriptsize {interval}\\end{{tabular}}")
 
 
-def agreement_table(results: Results, label: str) -> str:
-    """Agreement of repeated samples (per target and pooled) and of the judges of the panel:
-    items, share of items whose samples all agree (%), kappa and alpha, intervals beneath."""
+def agreement_table(frame: pd.DataFrame, results: Results, label: str) -> str:
+    """`export_tables.agreement_frame` typeset: agreement of repeated samples (per target and
+    pooled) and of the judges of the panel: items, share of items whose samples all agree (%),
+    kappa and alpha, intervals beneath."""
     written, key = target_names(list(results.targets))
     body, reasons = [], []
-    scopes = [(f"Samples, {written[t]}", results.targets[t].sample_agreement)
-              for t in sorted(results.targets)]
-    scopes.append(("Samples, all targets", results.sample_agreement))
-    for name, sa in scopes:
-        body.append([name, str(sa.n_items) if sa.all_agree.value is not None else DASH,
-                     _coefficient_cell(sa.all_agree, True),
-                     _coefficient_cell(sa.fleiss_kappa, False),
-                     _coefficient_cell(sa.krippendorff_alpha, False)])
-        reasons += [sa.reason, sa.fleiss_kappa.reason, sa.krippendorff_alpha.reason]
-    ja = results.judge_agreement
-    judges = len(ja.judges)
-    body.append([f"Judges ({judges})", str(ja.kappa.n_items) if ja.kappa.value is not None
-                 else DASH, DASH, _coefficient_cell(ja.kappa, False),
-                 _coefficient_cell(ja.krippendorff_alpha, False)])
-    reasons += [ja.reason, ja.kappa.reason, ja.krippendorff_alpha.reason]
+    for of, target, by in agreement_scopes(frame):
+        judged = of == "judges"
+        first = by["kappa" if judged else "all agree"]
+        name = (f"Judges ({len(results.judge_agreement.judges)})" if judged
+                else f"Samples, {written[target] if target else 'all targets'}")
+        body.append([name, str(int(first["items"])) if first["items"] is not None else DASH,
+                     DASH if judged else _coefficient_cell(by["all agree"], True),
+                     _coefficient_cell(by["kappa"], False),
+                     _coefficient_cell(by["alpha"], False)])
+        reasons += [r["reason"] for r in by.values()]
     level = f"{results.statistics.confidence_level:.0%}"
+    ja = results.judge_agreement
     kappa = f"{ja.kappa_method.capitalize()}'s" if ja.kappa_method else "Cohen's or Fleiss'"
     caption = (f"Agreement of verdicts in {latex_escape(results.benchmark)}: between the samples "
                "of each scenario (per target and pooled; share of items whose samples all agree, "

@@ -20,6 +20,8 @@ from ..schemas import (
     ScenariosFile,
     ScoresFile,
 )
+from .export_tables import agreement_frame as agreement_table_frame
+from .export_tables import agreement_scopes
 from .notebook_display import MISSING
 
 
@@ -125,29 +127,33 @@ def layout_for(params_path: str, benchmark: str, arm: str | None = None):
 
 
 def agreement_frame(results) -> pd.DataFrame:
-    """Inter-sample agreement per target and pooled, and judge-panel agreement, with CIs.
+    """`export_tables.agreement_frame` for reading: inter-sample agreement per target and
+    pooled, and judge-panel agreement, one row per scope with each statistic and its interval.
 
-    A measure that cannot be computed (one sample, one judge, no variation) shows
-    its reason instead of a number.
+    A measure that cannot be computed (one sample, one judge, no variation) shows its reason
+    instead of a number; its items are then not counted.
     """
 
-    def fmt(est) -> str:
-        if est.value is None:
-            return "—"
-        ci = "" if est.ci_low is None else f" [{est.ci_low:.2f}, {est.ci_high:.2f}]"
-        return f"{est.value:.2f}{ci}"
+    def shown(row: dict | None) -> str:
+        if row is None or row["value"] is None:
+            return MISSING
+        interval = "" if row["ci_low"] is None else f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        return f"{row['value']:.2f}{interval}"
 
-    rows = []
-    scopes = [(t, r.sample_agreement) for t, r in results.targets.items()]
-    scopes.append(("all targets", results.sample_agreement))
-    for scope, sa in scopes:
-        rows.append({"scope": f"samples: {scope}", "items": sa.n_items, "all agree": fmt(sa.all_agree),
-                     "kappa": fmt(sa.fleiss_kappa), "alpha": fmt(sa.krippendorff_alpha),
-                     "note": sa.reason or "Fleiss' kappa; Krippendorff's alpha (nominal)"})
     ja = results.judge_agreement
-    rows.append({"scope": "judges: " + (", ".join(ja.judges) or "—"), "items": ja.kappa.n_items,
-                 "all agree": "", "kappa": fmt(ja.kappa), "alpha": fmt(ja.krippendorff_alpha),
-                 "note": ja.reason or f"{ja.kappa_method} kappa"})
+    rows = []
+    for of, target, by in agreement_scopes(agreement_table_frame(results)):
+        judged = of == "judges"
+        scope = ("judges: " + (", ".join(ja.judges) or MISSING) if judged
+                 else f"samples: {target or 'all targets'}")
+        counted = [r["items"] for r in by.values() if r["items"] is not None]  # one per scope
+        reasons = list(dict.fromkeys(r["reason"] for r in by.values() if r["reason"]))
+        method = f"{ja.kappa_method} kappa" if judged else (
+            "Fleiss' kappa; Krippendorff's alpha (nominal)")
+        rows.append({"scope": scope, "items": int(counted[0]) if counted else MISSING,
+                     "all agree": "" if judged else shown(by.get("all agree")),
+                     "kappa": shown(by.get("kappa")), "alpha": shown(by.get("alpha")),
+                     "note": "; ".join(reasons) or method})
     return pd.DataFrame(rows, columns=["scope", "items", "all agree", "kappa", "alpha", "note"])
 
 
