@@ -20,8 +20,6 @@ from ..schemas import (
     ScenariosFile,
     ScoresFile,
 )
-from .export_tables import agreement_frame as agreement_table_frame
-from .export_tables import agreement_scopes
 from .notebook_display import MISSING
 
 
@@ -133,6 +131,9 @@ def agreement_frame(results) -> pd.DataFrame:
     A measure that cannot be computed (one sample, one judge, no variation) shows its reason
     instead of a number; its items are then not counted.
     """
+    # Here, not at the top: the stages that show only views import no statistics.
+    from .export_tables import agreement_frame as agreement_table_frame
+    from .export_tables import agreement_scopes
 
     def shown(row: dict | None) -> str:
         if row is None or row["value"] is None:
