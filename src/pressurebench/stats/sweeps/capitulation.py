@@ -53,11 +53,10 @@ from .common import (
     MeasuredDesign,
     Sweep,
     covers,
-    measured_rules,
     monte_carlo_error,
     sweep_designs,
 )
-from .pages import by_design, rules_table, summary, table, write_page, write_summary
+from .pages import by_design, measured_rules_table, summary, table, write_page, write_summary
 
 HAZARD_A, HAZARD_B = 1.0, 4.0  # mean hazard 0.2 per turn; intra-scenario correlation 1/6
 TURNS = 5
@@ -294,9 +293,9 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
             "(more where fewer benchmarks report a turn)."
         ),
         "",
-        *rules_table(SWEEP_STATISTICS,
-                     {name: (rule.statistic, side) for name, (rule, side) in GOVERNED_BY.items()},
-                     measured_rules(cells, benchmarks, statistics=SWEEP_STATISTICS), rule_of),
+        *measured_rules_table(
+            cells, benchmarks, SWEEP_STATISTICS,
+            {name: (rule.statistic, side) for name, (rule, side) in GOVERNED_BY.items()}, rule_of),
         *by_design(cells, SWEEP_STATISTICS, rule_of=rule_of, shown=_range_at,
                    over="turns, conversations per base scenario and hazards"),
         "",

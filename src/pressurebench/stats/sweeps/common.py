@@ -9,6 +9,7 @@ verdict here allows two such errors.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import itertools
 import pickle
@@ -213,6 +214,25 @@ def lowered(simulate: Callable[..., T], task: tuple) -> T:
     with rules_lowered():
         return simulate(*design, benchmarks=benchmarks, confidence_level=confidence_level,
                         rng=np.random.default_rng(stream))
+
+
+def add_sweep_options(parser: argparse.ArgumentParser, defaults: Sweep) -> None:
+    """A sweep's command-line options for every field of `Sweep` (`defaults` its own; two
+    worker processes unless told otherwise), read back by `asked_sweep`."""
+    parser.add_argument("--benchmarks", type=int, default=defaults.benchmarks)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    parser.add_argument("--metrics", type=int, nargs="+", default=list(defaults.metrics))
+    parser.add_argument("--base-per-metric", type=int, nargs="+",
+                        default=list(defaults.base_per_metric))
+    parser.add_argument("--confidence-level", type=float, default=defaults.confidence_level)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+
+
+def asked_sweep(args: argparse.Namespace) -> Sweep:
+    """The `Sweep` that the options `add_sweep_options` added ask for."""
+    return Sweep(benchmarks=args.benchmarks, seed=args.seed,
+                 confidence_level=args.confidence_level, metrics=tuple(args.metrics),
+                 base_per_metric=tuple(args.base_per_metric), jobs=args.jobs)
 
 
 def sweep_designs(simulate: Callable[..., T], run: Sweep, *axes: Sequence) -> list[T]:

@@ -63,6 +63,8 @@ from .common import (
     LOW,
     MeasuredDesign,
     Sweep,
+    add_sweep_options,
+    asked_sweep,
     band_rules,
     columns,
     coverage_shares,
@@ -471,13 +473,7 @@ def summary_from_markdown(text: str) -> dict[str, dict[str, dict[str, list[float
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=int, default=DEFAULTS.benchmarks)
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
-    parser.add_argument("--metrics", type=int, nargs="+", default=list(DEFAULTS.metrics))
-    parser.add_argument("--base-per-metric", type=int, nargs="+",
-                        default=list(DEFAULTS.base_per_metric))
-    parser.add_argument("--confidence-level", type=float, default=DEFAULTS.confidence_level)
-    parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    add_sweep_options(parser, DEFAULTS)
     parser.add_argument(
         "--sensitivity", action="store_true",
         help="also measure the small designs with narrower quantiles (a section of the page)",
@@ -493,9 +489,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    grid = Sweep(benchmarks=args.benchmarks, seed=args.seed,
-                 confidence_level=args.confidence_level, metrics=tuple(args.metrics),
-                 base_per_metric=tuple(args.base_per_metric), jobs=args.jobs)
+    grid = asked_sweep(args)
     cells = coverage_grid(grid, cache=args.cache)
     sensitivity = None
     if args.sensitivity:

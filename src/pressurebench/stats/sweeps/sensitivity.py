@@ -36,16 +36,14 @@ from .common import (
     columns,
     coverage_shares,
     covered,
-    covers,
     measured_metrics,
-    measured_rules,
     metric_ends,
     monte_carlo_error,
     probabilities,
     sweep_designs,
 )
 from .grid import Cell
-from .pages import by_design, coverage_range, rules_table, table, with_share
+from .pages import by_design, measured_rules_table, short_ranges, table, with_share
 
 SAMPLES = (1, 4)
 ICCS = (0.1, 0.5)
@@ -152,13 +150,12 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
             f"standard error ±{mc:.4f}."
         ),
         "",
-        *rules_table(STATISTICS, {name: (interval_rules.SENSITIVITY.statistic, side)
-                                  for name, side in GOVERNED_BY.items()},
-                     measured_rules(cells, benchmarks, statistics=STATISTICS), rule_of),
+        *measured_rules_table(cells, benchmarks, STATISTICS,
+                              {name: (interval_rules.SENSITIVITY.statistic, side)
+                               for name, side in GOVERNED_BY.items()}, rule_of),
         *by_design(cells, STATISTICS, rule_of=rule_of,
                    over="conversations per base scenario and ICC",
-                   shown=lambda at, name: coverage_range(
-                       [value for c in at if (value := c.coverage[name]) is not None], covers)),
+                   shown=short_ranges()),
         "",
         "### Every design: coverage (share of benchmarks reported)",
         "",

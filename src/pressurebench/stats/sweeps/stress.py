@@ -53,12 +53,13 @@ from .common import (
     LOW,
     MeasuredDesign,
     Sweep,
+    add_sweep_options,
+    asked_sweep,
     coverage_shares,
     covered,
     covers,
     lowered,
     measured_metrics,
-    measured_rules,
     metric_ends,
     monte_carlo_error,
     probabilities,
@@ -67,7 +68,7 @@ from .common import (
 from .pages import (
     by_design,
     listing,
-    rules_table,
+    measured_rules_table,
     summary,
     table,
     write_page,
@@ -603,8 +604,9 @@ def _part_markdown(part: str, cells: list[StressCell], benchmarks: int) -> list[
         *table(["world", "what departs from the coverage grid's world"],
                ((w, what) for w, what in worlds.items() if any(c.world == w for c in cells))),
         "",
-        *rules_table(statistics, GOVERNED_BY, measured_rules(cells, size, statistics), rule_of,
-                     first="interval type", found="not short from", beyond="beyond the grid"),
+        *measured_rules_table(cells, size, statistics, GOVERNED_BY, rule_of,
+                              first="interval type", found="not short from",
+                              beyond="beyond the grid"),
         *by_design(cells, statistics, over=f"{counted} × worlds", first="interval type",
                    rule_of=rule_of, shown=lambda at, name: _range(
                        [c for c in at if c.coverage[name] is not None], name, benchmarks)),
@@ -697,16 +699,10 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=int, default=DEFAULTS.benchmarks)
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
-    parser.add_argument("--metrics", type=int, nargs="+", default=list(DEFAULTS.metrics))
-    parser.add_argument("--base-per-metric", type=int, nargs="+",
-                        default=list(DEFAULTS.base_per_metric))
+    add_sweep_options(parser, DEFAULTS)
     parser.add_argument("--part", action="append", choices=list(PARTS),
                         help="only these parts (repeatable)")
     parser.add_argument("--world", action="append", help="only these worlds (repeatable)")
-    parser.add_argument("--confidence-level", type=float, default=DEFAULTS.confidence_level)
-    parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
     parser.add_argument("--cache", type=Path,
                         help="keep each finished cell here and reuse it: an interrupted run "
                         "resumes, and runs of parts can share the folder")
@@ -714,10 +710,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--coverage-json", help="also write the package's copy of the summary")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    run = Sweep(benchmarks=args.benchmarks, seed=args.seed,
-                confidence_level=args.confidence_level, metrics=tuple(args.metrics),
-                base_per_metric=tuple(args.base_per_metric), jobs=args.jobs)
-    cells = stress_grid(run, parts=tuple(args.part or PARTS),
+    cells = stress_grid(asked_sweep(args), parts=tuple(args.part or PARTS),
                         worlds=tuple(args.world) if args.world else None, cache=args.cache)
     command = (f"python -m pressurebench.stats.sweeps stress --benchmarks {args.benchmarks} "
                f"--jobs {args.jobs} --out {args.out or '-'}"

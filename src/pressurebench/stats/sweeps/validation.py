@@ -59,15 +59,13 @@ from .common import (
     MeasuredDesign,
     Sweep,
     coverage_shares,
-    covers,
     measured_metrics,
-    measured_rules,
     metric_ends,
     monte_carlo_error,
     probabilities,
     sweep_designs,
 )
-from .pages import by_design, coverage_range, rules_table, table, with_share, write_page
+from .pages import by_design, measured_rules_table, short_ranges, table, with_share, write_page
 
 SAMPLES = (1, 3)
 ICCS = (0.1, 0.5)
@@ -324,12 +322,9 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
             f"{LOW}–{HIGH}."
         ),
         "",
-        *rules_table(STATISTICS, GOVERNED_BY,
-                     measured_rules(cells, benchmarks, statistics=STATISTICS), rule_of),
+        *measured_rules_table(cells, benchmarks, STATISTICS, GOVERNED_BY, rule_of),
         *by_design(cells, STATISTICS, rule_of=rule_of, over="samples, ICC and setting",
-                   shown=lambda at, name: coverage_range(
-                       [value for c in at if (value := c.coverage[name]) is not None],
-                       lambda v: covers(v, tolerance))),
+                   shown=short_ranges(tolerance)),
         "",
         "### Every design: coverage (share of benchmarks given an interval)",
         "",
