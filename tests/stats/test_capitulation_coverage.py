@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pressurebench.stats.sweeps import capitulation as capitulation_coverage
 from pressurebench.stats.sweeps import sensitivity as sensitivity_coverage
-from pressurebench.stats.sweeps.common import LOW, monte_carlo_error
+from pressurebench.stats.sweeps.common import LOW, Sweep, monte_carlo_error
 
 BENCHMARKS = 2000
 
@@ -30,8 +30,8 @@ def test_capitulation_rules_are_never_below_what_the_sweep_measures():
     clustered hazard (the setting that decides the curve difference's rule): bands, one
     metric's band and the curve difference cover at their rules and above."""
     cells = capitulation_coverage.sweep(
-        benchmarks=BENCHMARKS, metrics=(4,), base_per_metric=(3, 5), per_base=(1, 4),
-        hazards=("Beta(0.25, 1), ICC 0.44",), seed=5,
+        Sweep(benchmarks=BENCHMARKS, seed=5, metrics=(4,), base_per_metric=(3, 5)),
+        per_base=(1, 4), hazards=("Beta(0.25, 1), ICC 0.44",),
     )
     assert {c.base_per_metric for c in cells} == {3, 5}
     assert not _short(cells, capitulation_coverage.SWEEP_STATISTICS,
@@ -44,7 +44,7 @@ def test_sensitivity_rule_is_never_below_what_the_sweep_measures():
     and of breaking: the sensitivity difference over all metrics and on one metric covers at
     its rule and above (on one metric a symmetric cluster-t interval fell to 0.70–0.90 here)."""
     cells = sensitivity_coverage.grid(
-        benchmarks=BENCHMARKS, metrics=(4,), base_per_metric=(3, 20), samples=(1, 4),
-        iccs=(0.5,), seed=9,
+        Sweep(benchmarks=BENCHMARKS, seed=9, metrics=(4,), base_per_metric=(3, 20)),
+        samples=(1, 4), iccs=(0.5,),
     )
     assert not _short(cells, sensitivity_coverage.STATISTICS, sensitivity_coverage.rule_of)

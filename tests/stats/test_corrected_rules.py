@@ -5,6 +5,7 @@ the part finds covering less than 0.93 beyond Monte-Carlo error."""
 
 from __future__ import annotations
 
+from pressurebench.stats.sweeps.common import Sweep
 from pressurebench.stats.sweeps.judge import (
     SWEEP_STATISTICS,
     sweep,
@@ -22,8 +23,8 @@ def test_no_corrected_rule_is_below_what_a_part_of_the_sweep_measures():
     Monte-Carlo standard errors: ±0.036): per interval type, the package's rule is at least
     the smallest of these designs from which every one covers (`measured_rules`), or, where
     none does, above them all."""
-    cells = sweep(benchmarks=BENCHMARKS, metrics=(4,), bases=BASES, judges=("Se 0.6, Sp 0.6",),
-                  per_cell=(10,), seed=5)
+    cells = sweep(Sweep(benchmarks=BENCHMARKS, seed=5, metrics=(4,), base_per_metric=BASES),
+                  judges=("Se 0.6, Sp 0.6",), per_cell=(10,))
     measured = sweep_measured_rules(cells, BENCHMARKS)
     below = {
         name: (measured[name], sweep_rule_of(name))

@@ -14,6 +14,7 @@ from pressurebench.stats.interval_rules import DIFFERENCE, RATE
 from pressurebench.stats.sweeps.common import (
     HIGH,
     LOW,
+    Sweep,
     band_rules,
     measured_rules,
     monte_carlo_error,
@@ -39,8 +40,8 @@ def test_every_rule_covers_within_the_band_at_its_threshold():
     thresholds = tuple(sorted({rule_of(name) for name in STATISTICS}))
     benchmarks = 600
     cells = coverage_grid(
-        benchmarks=benchmarks, metrics=(4,), base_per_metric=thresholds, samples=(2,),
-        iccs=(0.1, 0.5), seed=7,
+        Sweep(benchmarks=benchmarks, seed=7, metrics=(4,), base_per_metric=thresholds),
+        samples=(2,), iccs=(0.1, 0.5),
     )
     low = LOW - 2 * monte_carlo_error(benchmarks, 0.95)
     outside = [
@@ -70,7 +71,7 @@ def test_below_its_rule_a_statistic_is_withheld_with_the_design_that_gives_one()
 
 def _cell(k: int, **coverage: float) -> Cell:
     values = {name: coverage.get(name.replace(" ", "_"), 0.95) for name in STATISTICS}
-    return Cell(4, k, 2, 0.1, 0.7, values, dict.fromkeys(STATISTICS, 1.0))
+    return Cell(4, k, 2, 0.1, 0.7, coverage=values, reported=dict.fromkeys(STATISTICS, 1.0))
 
 
 def test_the_band_holds_from_the_design_where_no_larger_one_leaves_it_beyond_monte_carlo_error():
@@ -94,12 +95,12 @@ def test_the_quantile_sensitivity_measures_the_same_benchmarks_with_a_narrower_q
     """`only` draws a design's cells from the streams the whole grid gives them, so a factor
     of 1 reproduces the grid's cells and the normal quantile differs from them only through
     the quantile: never wider, so never covering more."""
-    kwargs = {"benchmarks": 60, "metrics": (4,), "base_per_metric": (3, 5), "samples": (2,),
-              "iccs": (0.1,), "seed": 11}
-    whole = coverage_grid(**kwargs)
+    run = Sweep(benchmarks=60, seed=11, metrics=(4,), base_per_metric=(3, 5))
+    kwargs = {"samples": (2,), "iccs": (0.1,)}
+    whole = coverage_grid(run, **kwargs)
     only = frozenset({(4, 5)})
-    again = coverage_grid(**kwargs, only=only)
-    normal = coverage_grid(**kwargs, only=only, df_factor=math.inf)
+    again = coverage_grid(run, **kwargs, only=only)
+    normal = coverage_grid(run, **kwargs, only=only, df_factor=math.inf)
     assert [c.coverage for c in again] == [c.coverage for c in whole if c.base_per_metric == 5]
     names = ("overall", "positive", "target difference", "demographic gap")
     pairs = [(z.coverage[n], t.coverage[n]) for t, z in zip(again, normal) for n in names]

@@ -10,7 +10,7 @@ import pytest
 
 from pressurebench.stats.sweeps import ranks as rank_coverage
 from pressurebench.stats.sweeps import validation as validation_coverage
-from pressurebench.stats.sweeps.common import LOW, monte_carlo_error
+from pressurebench.stats.sweeps.common import LOW, Sweep, monte_carlo_error
 
 BENCHMARKS = 400
 
@@ -19,8 +19,9 @@ BENCHMARKS = 400
 def test_the_contrasts_rules_are_never_below_what_the_sweep_measures():
     """4 metrics, 3 and 5 base scenarios per metric (the pooled rules, and the share's), 1 or 3
     conversations, ICC 0.5, with and without an effect."""
-    cells = validation_coverage.sweep(benchmarks=BENCHMARKS, metrics=(4,), base_per_metric=(3, 5),
-                                      samples=(1, 3), iccs=(0.5,), seed=11)
+    cells = validation_coverage.sweep(
+        Sweep(benchmarks=BENCHMARKS, seed=11, metrics=(4,), base_per_metric=(3, 5)),
+        samples=(1, 3), iccs=(0.5,))
     low = LOW - 2 * monte_carlo_error(BENCHMARKS, 0.95)
     short = [(name, c.base_per_metric, c.samples, c.setting, round(c.coverage[name], 3))
              for c in cells for name in validation_coverage.STATISTICS

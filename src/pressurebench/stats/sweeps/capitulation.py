@@ -29,9 +29,8 @@ writes the sweep's tables with those of the fidelity sensitivity difference
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -50,16 +49,14 @@ from ..capitulation import (
 from ..frame import GAVE_IN, ONSET_TIME
 from . import sensitivity as sensitivity_coverage
 from .common import (
-    BASE_PER_METRIC,
     LOW,
-    METRICS,
+    MeasuredDesign,
+    Sweep,
     covers,
-    lowered,
-    measured_rules,
     monte_carlo_error,
-    seeded_runs,
+    sweep_designs,
 )
-from .pages import by_design, rules_table, summary, table, write_page, write_summary
+from .pages import by_design, measured_rules_table, summary, table, write_page, write_summary
 
 HAZARD_A, HAZARD_B = 1.0, 4.0  # mean hazard 0.2 per turn; intra-scenario correlation 1/6
 TURNS = 5
@@ -142,17 +139,15 @@ BATCH = 250
 
 
 @dataclass(frozen=True)
-class SweepCell:
-    """One design and, per statistic, its lowest and highest coverage over turns among the
-    benchmarks where it was reported, and the share of (benchmark, turn) points reported."""
+class SweepCell(MeasuredDesign):
+    """One design (conversations per base scenario and hazard setting after its metrics and
+    base scenarios per metric) and, per statistic, its lowest (`coverage`) and highest
+    coverage over turns among the benchmarks where it was reported (None: never), and the
+    share of (benchmark, turn) points reported."""
 
-    metrics: int
-    base_per_metric: int
     per_base: int
     hazard: str
-    coverage: dict[str, float | None]  # lowest over turns; None: never reported
     highest: dict[str, float | None]
-    reported: dict[str, float]
 
 
 def simulate_tables(
@@ -238,29 +233,20 @@ def sweep_cell(
         coverage[name] = float(shown.min()) if shown.size else None
         highest[name] = float(shown.max()) if shown.size else None
         shares[name] = float(reported[name].sum() / (benchmarks * TURNS))
-    return SweepCell(metrics, base_per_metric, per_base, hazard, coverage, highest, shares)
+    return SweepCell(metrics, base_per_metric, per_base, hazard, highest, coverage=coverage,
+                     reported=shares)
 
 
-def _sweep_cell(task: tuple) -> SweepCell:
-    """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    return lowered(sweep_cell, task)
+# How the sweep runs unless told otherwise.
+DEFAULTS = Sweep(benchmarks=2000, seed=2026)
 
 
 def sweep(
-    *,
-    benchmarks: int = 2000,
-    confidence_level: float = 0.95,
-    seed: int = 2026,
-    metrics: tuple[int, ...] = METRICS,
-    base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
-    per_base: tuple[int, ...] = PER_BASE,
+    run: Sweep = DEFAULTS, *, per_base: tuple[int, ...] = PER_BASE,
     hazards: tuple[str, ...] = tuple(HAZARDS),
-    jobs: int = 1,
 ) -> list[SweepCell]:
     """Every cell of the sweep, each from its own seeded stream, measured below the rules."""
-    designs = [(*design, benchmarks, confidence_level)
-               for design in itertools.product(metrics, base_per_metric, per_base, hazards)]
-    return seeded_runs(_sweep_cell, designs, seed=seed, jobs=jobs)
+    return sweep_designs(sweep_cell, run, per_base, hazards)
 
 
 def rule_of(name: str) -> int:
@@ -307,9 +293,9 @@ def sweep_markdown(cells: list[SweepCell], *, benchmarks: int, confidence_level:
             "(more where fewer benchmarks report a turn)."
         ),
         "",
-        *rules_table(SWEEP_STATISTICS,
-                     {name: (rule.statistic, side) for name, (rule, side) in GOVERNED_BY.items()},
-                     measured_rules(cells, benchmarks, statistics=SWEEP_STATISTICS), rule_of),
+        *measured_rules_table(
+            cells, benchmarks, SWEEP_STATISTICS,
+            {name: (rule.statistic, side) for name, (rule, side) in GOVERNED_BY.items()}, rule_of),
         *by_design(cells, SWEEP_STATISTICS, rule_of=rule_of, shown=_range_at,
                    over="turns, conversations per base scenario and hazards"),
         "",
@@ -351,15 +337,15 @@ def main(argv: list[str] | None = None) -> None:
         "beside each interval",
     )
     args = parser.parse_args(argv)
+    asked = {"benchmarks": args.benchmarks, "confidence_level": args.confidence_level,
+             "jobs": args.jobs}
     start = time.perf_counter()
-    cells = sweep(benchmarks=args.benchmarks, confidence_level=args.confidence_level,
-                  jobs=args.jobs)
+    cells = sweep(replace(DEFAULTS, **asked))
     curves = sweep_markdown(cells, benchmarks=args.benchmarks,
                             confidence_level=args.confidence_level,
                             seconds=time.perf_counter() - start)
     start = time.perf_counter()
-    found = sensitivity_coverage.grid(benchmarks=args.benchmarks,
-                                      confidence_level=args.confidence_level, jobs=args.jobs)
+    found = sensitivity_coverage.grid(replace(sensitivity_coverage.DEFAULTS, **asked))
     fidelity = sensitivity_coverage.markdown(found, benchmarks=args.benchmarks,
                                              confidence_level=args.confidence_level,
                                              seconds=time.perf_counter() - start)

@@ -9,10 +9,14 @@ verdict here allows two such errors.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import itertools
 import pickle
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -41,6 +45,33 @@ class Measured(Protocol):
 
     @property
     def coverage(self) -> dict[str, float | None]: ...
+
+
+@dataclass(frozen=True)
+class MeasuredDesign:
+    """What every sweep's cell holds: its number of metrics and base scenarios per metric (the
+    rest of its design follows in each sweep's own fields) and, per interval type, its
+    coverage among the benchmarks where the interval was reported (None: never) and the share
+    of benchmarks where it was (given by name, after the design)."""
+
+    metrics: int
+    base_per_metric: int
+    coverage: dict[str, float | None] = field(kw_only=True)
+    reported: dict[str, float] = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What a sweep is run with: simulated benchmarks per design, the seed every design's
+    stream is spawned from, the intervals' level, the numbers of metrics and of base scenarios
+    per metric its own axes are crossed with, and the worker processes."""
+
+    benchmarks: int
+    seed: int
+    confidence_level: float = 0.95
+    metrics: tuple[int, ...] = METRICS
+    base_per_metric: tuple[int, ...] = BASE_PER_METRIC
+    jobs: int = 1
 
 
 def probabilities(means: np.ndarray, icc: np.ndarray | float, u: np.ndarray) -> np.ndarray:
@@ -79,12 +110,17 @@ def measured_metrics(n_metrics: int) -> list[int]:
     return sorted({0, n_metrics // 3, 2 * n_metrics // 3, n_metrics - 1})
 
 
-def extremes(per_metric):
-    """The metrics with the lowest and the highest coverage among those reported."""
+def metric_ends(
+    name: str, per_metric: list[tuple[np.ndarray, np.ndarray]]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """"`name` (min)" and "`name` (max)", as every sweep names them: of the measured metrics'
+    (reported, covered) per benchmark, those with the lowest and the highest coverage among
+    the benchmarks given an interval (the first metric for both where none was)."""
     shares = [cov[rep].mean() if rep.any() else np.nan for rep, cov in per_metric]
-    if not np.isfinite(shares).any():
-        return per_metric[0], per_metric[0]
-    return per_metric[int(np.nanargmin(shares))], per_metric[int(np.nanargmax(shares))]
+    lowest = highest = 0
+    if np.isfinite(shares).any():
+        lowest, highest = int(np.nanargmin(shares)), int(np.nanargmax(shares))
+    return {f"{name} (min)": per_metric[lowest], f"{name} (max)": per_metric[highest]}
 
 
 def coverage_shares(
@@ -178,6 +214,35 @@ def lowered(simulate: Callable[..., T], task: tuple) -> T:
     with rules_lowered():
         return simulate(*design, benchmarks=benchmarks, confidence_level=confidence_level,
                         rng=np.random.default_rng(stream))
+
+
+def add_sweep_options(parser: argparse.ArgumentParser, defaults: Sweep) -> None:
+    """A sweep's command-line options for every field of `Sweep` (`defaults` its own; two
+    worker processes unless told otherwise), read back by `asked_sweep`."""
+    parser.add_argument("--benchmarks", type=int, default=defaults.benchmarks)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    parser.add_argument("--metrics", type=int, nargs="+", default=list(defaults.metrics))
+    parser.add_argument("--base-per-metric", type=int, nargs="+",
+                        default=list(defaults.base_per_metric))
+    parser.add_argument("--confidence-level", type=float, default=defaults.confidence_level)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+
+
+def asked_sweep(args: argparse.Namespace) -> Sweep:
+    """The `Sweep` that the options `add_sweep_options` added ask for."""
+    return Sweep(benchmarks=args.benchmarks, seed=args.seed,
+                 confidence_level=args.confidence_level, metrics=tuple(args.metrics),
+                 base_per_metric=tuple(args.base_per_metric), jobs=args.jobs)
+
+
+def sweep_designs(simulate: Callable[..., T], run: Sweep, *axes: Sequence) -> list[T]:
+    """`simulate(metrics, base_per_metric, *design, benchmarks=, confidence_level=, rng=)` for
+    every design of `run`'s metrics × base scenarios per metric × `axes`, in that order, each
+    from its own seeded stream and measured below the rules (`lowered`): how a sweep runs its
+    designs (`simulate` a module's function, so that workers can run it)."""
+    designs = [(*design, run.benchmarks, run.confidence_level)
+               for design in itertools.product(run.metrics, run.base_per_metric, *axes)]
+    return seeded_runs(partial(lowered, simulate), designs, seed=run.seed, jobs=run.jobs)
 
 
 def in_band(value: float | None, tolerance: float = 0.0) -> bool:

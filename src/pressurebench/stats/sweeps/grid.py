@@ -59,18 +59,20 @@ from ..differences import estimate_differences, independent_design, paired_desig
 from ..interval_rules import rules_lowered
 from ..rates import estimate_rates
 from .common import (
-    BASE_PER_METRIC,
     HIGH,
     LOW,
-    METRICS,
+    MeasuredDesign,
+    Sweep,
+    add_sweep_options,
+    asked_sweep,
     band_rules,
     columns,
     coverage_shares,
     covered,
-    extremes,
     in_band,
     measured_metrics,
     measured_rules,
+    metric_ends,
     monte_carlo_error,
     probabilities,
     seeded_runs,
@@ -110,35 +112,31 @@ STATISTICS = (
     "paired contrast",
     "independent contrast",
 )
-# Which rule (`stats.interval_rules`) and which of its sides governs each interval type.
+# Which rule (`stats.interval_rules`) and which of its sides governs each interval type: per
+# rule and side, the types it governs.
 GOVERNED_BY = {
-    "overall": ("rate", "pooled"),
-    "demographic value": ("rate", "pooled"),
-    "positive": ("rate", "pooled"),
-    "metric (min)": ("rate", "single"),
-    "metric (max)": ("rate", "single"),
-    "target difference": ("difference", "pooled"),
-    "paired contrast": ("difference", "pooled"),
-    "metric difference (min)": ("difference", "single"),
-    "metric difference (max)": ("difference", "single"),
-    "independent contrast": ("independent difference", "pooled"),
-    "demographic gap": ("demographic gap", "pooled"),
-    "metric gap (min)": ("demographic gap", "single"),
-    "metric gap (max)": ("demographic gap", "single"),
+    name: (statistic, side)
+    for statistic, side, names in (
+        ("rate", "pooled", ("overall", "demographic value", "positive")),
+        ("rate", "single", ("metric (min)", "metric (max)")),
+        ("difference", "pooled", ("target difference", "paired contrast")),
+        ("difference", "single", ("metric difference (min)", "metric difference (max)")),
+        ("independent difference", "pooled", ("independent contrast",)),
+        ("demographic gap", "pooled", ("demographic gap",)),
+        ("demographic gap", "single", ("metric gap (min)", "metric gap (max)")),
+    )
+    for name in names
 }
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One design and, per interval type, its coverage among benchmarks where it was reported."""
+class Cell(MeasuredDesign):
+    """One design (samples per variant, ICC and true rate after its metrics and base scenarios
+    per metric) and, per interval type, its coverage among benchmarks where it was reported."""
 
-    metrics: int
-    base_per_metric: int
     samples: int
     icc: float
     rate: float
-    coverage: dict[str, float | None]  # None: never reported
-    reported: dict[str, float]  # share of benchmarks with an interval
 
 
 def _rate_coverage(strata_boot, successes, trials, truth, level):
@@ -218,7 +216,7 @@ def simulate_cell(
         )
     for name, found in (("metric", per_metric), ("metric difference", metric_differences),
                         ("metric gap", metric_gaps)):
-        results[f"{name} (min)"], results[f"{name} (max)"] = extremes(found)
+        results.update(metric_ends(name, found))
 
     positive = np.isin(codes, np.arange(0, n_metrics, 2))[:, None]
     results["positive"] = _rate_coverage(
@@ -240,20 +238,19 @@ def simulate_cell(
         methods.CLUSTER_T_WELCH_MOVER,
     )
     coverage, reported = coverage_shares(results)
-    return Cell(n_metrics, k, samples, icc, rate, coverage, reported)
+    return Cell(n_metrics, k, samples, icc, rate, coverage=coverage, reported=reported)
+
+
+# How the grid runs unless told otherwise.
+DEFAULTS = Sweep(benchmarks=1000, seed=2025)
 
 
 def coverage_grid(
+    run: Sweep = DEFAULTS,
     *,
-    benchmarks: int = 1000,
-    confidence_level: float = 0.95,
-    seed: int = 2025,
-    metrics: tuple[int, ...] = METRICS,
-    base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
     samples: tuple[int, ...] = SAMPLES,
     iccs: tuple[float, ...] = ICCS,
     rates: tuple[tuple[float, float], ...] = RATES,
-    jobs: int = 1,
     df_factor: float = 1.0,
     only: frozenset[tuple[int, int]] | None = None,
     cache: Path | None = None,
@@ -263,13 +260,13 @@ def coverage_grid(
     `only`, just the cells of those (metrics, base scenarios per metric), on the same
     streams as in the whole grid)."""
     designs = [
-        (m, k, s, icc, rate, spread, benchmarks, confidence_level, df_factor)
+        (m, k, s, icc, rate, spread, run.benchmarks, run.confidence_level, df_factor)
         for m, k, s, icc, (rate, spread) in itertools.product(
-            metrics, base_per_metric, samples, iccs, rates
+            run.metrics, run.base_per_metric, samples, iccs, rates
         )
     ]
     keep = None if only is None else (lambda design: (design[0], design[1]) in only)
-    return seeded_runs(_cell, designs, seed=seed, jobs=jobs, keep=keep, cache=cache)
+    return seeded_runs(_cell, designs, seed=run.seed, jobs=run.jobs, keep=keep, cache=cache)
 
 
 def _cell(task: tuple) -> Cell:
@@ -476,12 +473,7 @@ def summary_from_markdown(text: str) -> dict[str, dict[str, dict[str, list[float
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
-    parser.add_argument("--metrics", type=int, nargs="+", default=list(METRICS))
-    parser.add_argument("--base-per-metric", type=int, nargs="+", default=list(BASE_PER_METRIC))
-    parser.add_argument("--confidence-level", type=float, default=0.95)
-    parser.add_argument("--seed", type=int, default=2025)
+    add_sweep_options(parser, DEFAULTS)
     parser.add_argument(
         "--sensitivity", action="store_true",
         help="also measure the small designs with narrower quantiles (a section of the page)",
@@ -497,18 +489,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    grid = {"benchmarks": args.benchmarks, "confidence_level": args.confidence_level,
-            "seed": args.seed, "metrics": tuple(args.metrics),
-            "base_per_metric": tuple(args.base_per_metric), "jobs": args.jobs,
-            "cache": args.cache}
-    cells = coverage_grid(**grid)
+    grid = asked_sweep(args)
+    cells = coverage_grid(grid, cache=args.cache)
     sensitivity = None
     if args.sensitivity:
         only = frozenset(itertools.product(SENSITIVITY_METRICS, SENSITIVITY_BASE_PER_METRIC))
         sensitivity = {1.0: [c for c in cells if (c.metrics, c.base_per_metric) in only]}
         for factor in FACTOR_NAMES:
             if factor != 1.0:
-                sensitivity[factor] = coverage_grid(**grid, df_factor=factor, only=only)
+                sensitivity[factor] = coverage_grid(grid, df_factor=factor, only=only,
+                                                    cache=args.cache)
     text = markdown(
         cells,
         benchmarks=args.benchmarks,

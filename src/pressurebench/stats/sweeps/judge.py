@@ -36,10 +36,9 @@ are measured as `common.measured_rules` measures the others
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -57,13 +56,15 @@ from ..ppi import ppi_differences, ppi_rates, ppi_tables
 from ..rates import grouped_rates
 from .common import (
     LOW,
+    MeasuredDesign,
+    Sweep,
     coverage_shares,
-    extremes,
     measured_metrics,
     measured_rules,
+    metric_ends,
     monte_carlo_error,
     probabilities,
-    seeded_runs,
+    sweep_designs,
 )
 from .pages import by_design, rules_table, table, write_page
 from .synthetic import synthetic_scores
@@ -389,11 +390,9 @@ def budget_section(rows: list[str]) -> list[str]:
 # default judge and a worse one, with labels.per_cell's default and a small budget that still
 # gives a correction (`stats.ppi.MIN_LABELLED_PER_METRIC` is 2), rules lowered to 2 base
 # scenarios per metric, from which the corrected rules are measured (`measured_rules`).
-SWEEP_METRICS = (4, 20)
-SWEEP_BASES = (2, 3, 5, 8, 12, 20, 30)
 SWEEP_JUDGES = ("Se 0.8, Sp 0.9", "Se 0.6, Sp 0.6")
 SWEEP_PER_CELL = (10, 3)
-SWEEP_BENCHMARKS = 300
+SWEEP = Sweep(benchmarks=300, seed=2025)
 # Interval types of the sweep and the rule (`stats.interval_rules`) and side governing each.
 SWEEP_GOVERNED_BY = {
     f"rate {TRUE_RATES['a']}": ("corrected rate", "pooled"),
@@ -411,23 +410,22 @@ MOSTLY_REPORTED = 0.5
 
 
 @dataclass(frozen=True)
-class SweepCell:
-    """One design of the sweep and, per interval type, its coverage among the benchmarks where
+class SweepCell(MeasuredDesign):
+    """One design of the sweep (judge and labels per target × metric after its metrics and
+    base scenarios per metric) and, per interval type, its coverage among the benchmarks where
     it was reported (None: never) and the share of benchmarks where it was."""
 
-    metrics: int
-    base_per_metric: int
     judge: str
     per_cell: int
-    coverage: dict[str, float | None]
-    reported: dict[str, float]
 
 
-def corrected_intervals(scores: pd.DataFrame, labels: pd.DataFrame, metrics: int) -> dict:
-    """Per interval type of the sweep: for each of its intervals in this benchmark, whether it
-    was reported and whether it covered the truth, as the package computes them
-    (`corrected_rates` groups the same way): the targets' corrected rates, each metric's, the
-    paired difference a − b and each target's demographic gap (no true gap)."""
+def corrected_intervals(
+    scores: pd.DataFrame, labels: pd.DataFrame, metrics: int, level: float
+) -> dict:
+    """Per interval type of the sweep: for each of its intervals (at confidence `level`) in
+    this benchmark, whether it was reported and whether it covered the truth, as the package
+    computes them (`corrected_rates` groups the same way): the targets' corrected rates, each
+    metric's, the paired difference a − b and each target's demographic gap (no true gap)."""
     bootstrap = _bootstrap(scores)
     human, weight = human_passes(scores, label_items(labels))
     cluster, strata = bootstrap.codes(scores["base_id"]), bootstrap.strata_codes
@@ -446,13 +444,13 @@ def corrected_intervals(scores: pd.DataFrame, labels: pd.DataFrame, metrics: int
 
     found: dict[str, list[tuple[bool, bool]]] = {}
     keys, tables = tables_of(["target"])
-    rates = ppi_rates(tables, strata, 0.95)
+    rates = ppi_rates(tables, strata, level)
     for target in ("a", "b"):
         found[f"rate {TRUE_RATES[target]}"] = [judged(rates, keys.index((target,)), TRUE_RATES[target])]
-    diff = ppi_differences(tables, strata, [(keys.index(("a",)), keys.index(("b",)))], 0.95)
+    diff = ppi_differences(tables, strata, [(keys.index(("a",)), keys.index(("b",)))], level)
     found["difference a − b"] = [judged(diff, 0, TRUE_RATES["a"] - TRUE_RATES["b"])]
     keys, tables = tables_of(["target", "metric_id"])
-    rates = ppi_rates(tables, strata, 0.95)
+    rates = ppi_rates(tables, strata, level)
     offsets = np.linspace(-METRIC_SPREAD, METRIC_SPREAD, metrics)
     found["metric rate"] = [
         judged(rates, keys.index((target, f"m{m + 1:02d}")), TRUE_RATES[target] + offsets[m])
@@ -460,7 +458,7 @@ def corrected_intervals(scores: pd.DataFrame, labels: pd.DataFrame, metrics: int
     ]
     keys, tables = tables_of(["target", DEMOGRAPHIC_PREFIX + "tone"])
     gaps = ppi_differences(
-        tables, strata, [(keys.index((t, "x")), keys.index((t, "y"))) for t in ("a", "b")], 0.95
+        tables, strata, [(keys.index((t, "x")), keys.index((t, "y"))) for t in ("a", "b")], level
     )
     for i, target in enumerate(("a", "b")):
         found[f"gap at {TRUE_RATES[target]}"] = [judged(gaps, i, 0.0)]
@@ -496,7 +494,8 @@ def stress_coverage(
     for _ in range(benchmarks):
         scores, labels, _ = simulate(rng, metrics=metrics, base_per_metric=k,
                                      labelled_per_group=per_cell, rater_accuracy=1.0, **judge)
-        for name, got in corrected_intervals(scores, labels, metrics).items():
+        for name, got in corrected_intervals(scores, labels, metrics,
+                                             confidence_level).items():
             runs.setdefault(name, []).append(got)
     groups = {"corrected rate": [n for n in runs if n.startswith("rate ")],
               "corrected difference": ["difference a − b"],
@@ -512,49 +511,38 @@ def stress_coverage(
     return out
 
 
-def sweep_cell(task: tuple) -> SweepCell:
-    """One design of the sweep from its own stream, the rules lowered (a picklable task)."""
-    metrics, base, judge, per_cell, benchmarks, stream = task
-    rng = np.random.default_rng(stream)
+def sweep_cell(
+    metrics: int, base: int, judge: str, per_cell: int, *, benchmarks: int,
+    confidence_level: float, rng: np.random.Generator,
+) -> SweepCell:
+    """One design of the sweep: `benchmarks` simulated benchmarks' corrected intervals and
+    whether they cover (call within `rules_lowered` to measure below the rules)."""
     runs: dict[str, list] = {}
-    with rules_lowered():
-        for _ in range(benchmarks):
-            scores, labels, _ = simulate(
-                rng, metrics=metrics, base_per_metric=base, labelled_per_group=per_cell,
-                rater_accuracy=1.0, **JUDGES[judge],
-            )
-            for name, got in corrected_intervals(scores, labels, metrics).items():
-                runs.setdefault(name, []).append(got)
+    for _ in range(benchmarks):
+        scores, labels, _ = simulate(
+            rng, metrics=metrics, base_per_metric=base, labelled_per_group=per_cell,
+            rater_accuracy=1.0, **JUDGES[judge],
+        )
+        for name, got in corrected_intervals(scores, labels, metrics, confidence_level).items():
+            runs.setdefault(name, []).append(got)
     coverage: dict[str, float | None] = {}
     reported: dict[str, float] = {}
     for name, got in runs.items():
         arrays = np.array(got, dtype=bool)  # (benchmarks, intervals, (reported, covered))
         columns = [(arrays[:, j, 0], arrays[:, j, 1]) for j in range(arrays.shape[1])]
-        by_type: dict[str, tuple[np.ndarray, np.ndarray]]
-        if name == "metric rate":
-            by_type = dict(zip(("metric rate (min)", "metric rate (max)"), extremes(columns)))
-        else:
-            by_type = {name: columns[0]}
+        by_type = metric_ends(name, columns) if name == "metric rate" else {name: columns[0]}
         covered, given = coverage_shares(by_type)
         coverage.update(covered)
         reported.update(given)
-    return SweepCell(metrics, base, judge, per_cell, coverage, reported)
+    return SweepCell(metrics, base, judge, per_cell, coverage=coverage, reported=reported)
 
 
 def sweep(
-    *,
-    benchmarks: int = SWEEP_BENCHMARKS,
-    metrics: tuple[int, ...] = SWEEP_METRICS,
-    bases: tuple[int, ...] = SWEEP_BASES,
-    judges: tuple[str, ...] = SWEEP_JUDGES,
+    run: Sweep = SWEEP, *, judges: tuple[str, ...] = SWEEP_JUDGES,
     per_cell: tuple[int, ...] = SWEEP_PER_CELL,
-    seed: int = 2025,
-    jobs: int = 1,
 ) -> list[SweepCell]:
-    """Every design of the sweep, each from its own seeded stream."""
-    designs = [(*design, benchmarks)
-               for design in itertools.product(metrics, bases, judges, per_cell)]
-    return seeded_runs(sweep_cell, designs, seed=seed, jobs=jobs)
+    """Every design of the sweep, each from its own seeded stream, measured below the rules."""
+    return sweep_designs(sweep_cell, run, judges, per_cell)
 
 
 def sweep_rule_of(name: str) -> int:
@@ -688,7 +676,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", help="write the markdown here instead of printing it")
     parser.add_argument("--small-budgets-only", action="store_true",
                         help="only the table of label budgets too small for a correction")
-    parser.add_argument("--sweep-benchmarks", type=int, default=SWEEP_BENCHMARKS,
+    parser.add_argument("--sweep-benchmarks", type=int, default=SWEEP.benchmarks,
                         help="simulated benchmarks per design of the sweep (0: no sweep)")
     parser.add_argument("--sweep-only", action="store_true",
                         help="only the sweep's rules and tables")
@@ -697,7 +685,7 @@ def main(argv: list[str] | None = None) -> None:
     swept: list[str] = []
     if args.sweep_benchmarks:
         start = time.perf_counter()
-        cells = sweep(benchmarks=args.sweep_benchmarks, jobs=args.jobs)
+        cells = sweep(replace(SWEEP, benchmarks=args.sweep_benchmarks, jobs=args.jobs))
         swept = sweep_section(cells, args.sweep_benchmarks, time.perf_counter() - start)
     if args.sweep_only:
         text = "\n".join(swept) + "\n"

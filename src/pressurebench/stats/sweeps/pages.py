@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from .common import HIGH, LOW, Measured
+from .common import HIGH, LOW, Measured, MeasuredDesign, covers, measured_rules
 
 
 class Designed(Protocol):
@@ -57,6 +57,18 @@ def rules_table(
     )
 
 
+def measured_rules_table(
+    cells: Sequence[Measured], benchmarks: int, names: Sequence[str],
+    governed_by: Mapping[str, tuple[str, str]], package: Callable[[str], object], *,
+    first: str = "statistic", found: str = "measured", beyond: str = "beyond the sweep",
+) -> list[str]:
+    """`rules_table` of the rules `cells` measure (`common.measured_rules`, each read with the
+    Monte-Carlo error of `benchmarks` studies unless it counts its own): how most sweeps show
+    their rules."""
+    return rules_table(names, governed_by, measured_rules(cells, benchmarks, names), package,
+                       first=first, found=found, beyond=beyond)
+
+
 def by_design(
     cells: Sequence[C], statistics: Sequence[str], *, over: str,
     shown: Callable[[list[C], str], str], rule_of: Callable[[str], int],
@@ -92,6 +104,18 @@ def coverage_range(values: Sequence[float], ok: Callable[[float], bool]) -> str:
         return "none"
     flag = "" if all(ok(v) for v in values) else " ✗"
     return f"{min(values):.3f}–{max(values):.3f}{flag}"
+
+
+def short_ranges(tolerance: float = 0.0) -> Callable[[Sequence[MeasuredDesign], str], str]:
+    """What `by_design` shows of most sweeps' cells: a statistic's lowest and highest coverage
+    among the cells that reported it (`coverage_range`), ✗ where one falls short of the band
+    by more than `tolerance` (`common.covers`)."""
+
+    def shown(cells: Sequence[MeasuredDesign], name: str) -> str:
+        return coverage_range([value for c in cells if (value := c.coverage[name]) is not None],
+                              lambda value: covers(value, tolerance))
+
+    return shown
 
 
 def listing(pairs: Sequence[tuple[Measured, str]], where: Callable[[Any], str]) -> str:

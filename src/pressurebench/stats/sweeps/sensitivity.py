@@ -27,29 +27,23 @@ docs/capitulation_coverage.md.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from .. import interval_rules, methods
 from ..differences import estimate_differences, paired_design
 from .common import (
-    BASE_PER_METRIC,
-    METRICS,
+    Sweep,
     columns,
     coverage_shares,
     covered,
-    covers,
-    extremes,
-    lowered,
     measured_metrics,
-    measured_rules,
+    metric_ends,
     monte_carlo_error,
     probabilities,
-    seeded_runs,
+    sweep_designs,
 )
 from .grid import Cell
-from .pages import by_design, coverage_range, rules_table, table, with_share
+from .pages import by_design, measured_rules_table, short_ranges, table, with_share
 
 SAMPLES = (1, 4)
 ICCS = (0.1, 0.5)
@@ -114,33 +108,20 @@ def simulate_cell(
         mask = (codes == m)[:, None]
         per_metric.append(difference_coverage(s_kept * mask, t_kept * mask, s_all * mask, t_all * mask,
                                       codes, true_difference(means[[m]]), level))
-    results["metric sensitivity (min)"], results["metric sensitivity (max)"] = extremes(
-        per_metric
-    )
+    results.update(metric_ends("metric sensitivity", per_metric))
     coverage, reported = coverage_shares(results)
-    return Cell(metrics, k, samples, icc, RATE, coverage, reported)
+    return Cell(metrics, k, samples, icc, RATE, coverage=coverage, reported=reported)
 
 
-def _cell(task: tuple) -> Cell:
-    """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    return lowered(simulate_cell, task)
+# How the sweep runs unless told otherwise.
+DEFAULTS = Sweep(benchmarks=2000, seed=2027)
 
 
 def grid(
-    *,
-    benchmarks: int = 2000,
-    confidence_level: float = 0.95,
-    seed: int = 2027,
-    metrics: tuple[int, ...] = METRICS,
-    base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
-    samples: tuple[int, ...] = SAMPLES,
-    iccs: tuple[float, ...] = ICCS,
-    jobs: int = 1,
+    run: Sweep = DEFAULTS, *, samples: tuple[int, ...] = SAMPLES, iccs: tuple[float, ...] = ICCS
 ) -> list[Cell]:
     """Every design, each from its own seeded stream, measured below the rules."""
-    designs = [(*design, benchmarks, confidence_level)
-               for design in itertools.product(metrics, base_per_metric, samples, iccs)]
-    return seeded_runs(_cell, designs, seed=seed, jobs=jobs)
+    return sweep_designs(simulate_cell, run, samples, iccs)
 
 
 def rule_of(name: str) -> int:
@@ -169,13 +150,12 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float,
             f"standard error ±{mc:.4f}."
         ),
         "",
-        *rules_table(STATISTICS, {name: (interval_rules.SENSITIVITY.statistic, side)
-                                  for name, side in GOVERNED_BY.items()},
-                     measured_rules(cells, benchmarks, statistics=STATISTICS), rule_of),
+        *measured_rules_table(cells, benchmarks, STATISTICS,
+                              {name: (interval_rules.SENSITIVITY.statistic, side)
+                               for name, side in GOVERNED_BY.items()}, rule_of),
         *by_design(cells, STATISTICS, rule_of=rule_of,
                    over="conversations per base scenario and ICC",
-                   shown=lambda at, name: coverage_range(
-                       [value for c in at if (value := c.coverage[name]) is not None], covers)),
+                   shown=short_ranges()),
         "",
         "### Every design: coverage (share of benchmarks reported)",
         "",

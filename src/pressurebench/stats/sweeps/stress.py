@@ -50,16 +50,17 @@ from ..interval_rules import rules_lowered
 from ..rates import estimate_rates
 from . import grid, judge, stress_curves
 from .common import (
-    BASE_PER_METRIC,
     LOW,
-    METRICS,
+    MeasuredDesign,
+    Sweep,
+    add_sweep_options,
+    asked_sweep,
     coverage_shares,
     covered,
     covers,
-    extremes,
     lowered,
     measured_metrics,
-    measured_rules,
+    metric_ends,
     monte_carlo_error,
     probabilities,
     seeded_runs,
@@ -67,7 +68,7 @@ from .common import (
 from .pages import (
     by_design,
     listing,
-    rules_table,
+    measured_rules_table,
     summary,
     table,
     write_page,
@@ -176,7 +177,7 @@ LOW_ICC, HIGH_ICC = 0.1, 0.5
 
 
 @dataclass(frozen=True)
-class StressCell:
+class StressCell(MeasuredDesign):
     """One design in one world of one part of the grid ("rates", "curves", "sensitivity" or
     "judge"): per interval type its coverage among the benchmarks where it was reported (None:
     never; for curves the lowest over turns, `highest` the highest) and the share reported; per
@@ -186,12 +187,8 @@ class StressCell:
     with `base_per_metric` (`benchmarks` of them): see `stress_cell`."""
 
     part: str
-    metrics: int
-    base_per_metric: int
     samples: int
     world: str
-    coverage: dict[str, float | None]
-    reported: dict[str, float]
     highest: dict[str, float | None] = field(default_factory=dict)
     metric_coverage: tuple[tuple[float, float | None], ...] = field(default=())
     planned: int = 0
@@ -412,7 +409,7 @@ def stress_cell(
         per_difference.append(_difference(strata, a_m, b_m, truth[("metric difference", m)],
                                           level, **difference))
     for name, found in (("metric", per_metric), ("metric difference", per_difference)):
-        results[f"{name} (min)"], results[f"{name} (max)"] = extremes(found)
+        results.update(metric_ends(name, found))
     per_metric_results = dict(zip(measured_metrics(metrics), per_metric))
     if world.lost == 0:
         ended = {k: np.ones(benchmarks, dtype=bool)}
@@ -429,7 +426,8 @@ def stress_cell(
         metric_coverage = tuple(
             (float(iccs[m]), float(cov[chosen][rep[chosen]].mean()) if rep[chosen].any() else None)
             for m, (rep, cov) in per_metric_results.items())
-        cells.append(StressCell("rates", metrics, ended_with, samples, world_name, coverage, reported,
+        cells.append(StressCell(metrics, ended_with, "rates", samples, world_name,
+                                coverage=coverage, reported=reported,
                                 metric_coverage=metric_coverage, planned=k,
                                 benchmarks=int(chosen.sum())))
     return cells
@@ -452,8 +450,8 @@ def _part_cell(task: tuple) -> StressCell:
     with rules_lowered():
         found = measure(world, m, k, s, benchmarks=benchmarks, confidence_level=confidence_level,
                         rng=np.random.default_rng(stream))
-    return StressCell(part, m, k, s, world, {n: v[0] for n, v in found.items()},
-                      {n: v[2] for n, v in found.items()},
+    return StressCell(m, k, part, s, world, coverage={n: v[0] for n, v in found.items()},
+                      reported={n: v[2] for n, v in found.items()},
                       highest={n: v[1] for n, v in found.items()}, planned=k)
 
 
@@ -477,17 +475,13 @@ PARTS = {
 }
 
 
+# How the grid runs unless told otherwise.
+DEFAULTS = Sweep(benchmarks=1000, seed=2028)
+
+
 def stress_grid(
-    *,
-    benchmarks: int = 1000,
-    confidence_level: float = 0.95,
-    seed: int = 2028,
-    metrics: tuple[int, ...] = METRICS,
-    base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
-    parts: tuple[str, ...] = tuple(PARTS),
-    worlds: tuple[str, ...] | None = None,
-    jobs: int = 1,
-    cache: Path | None = None,
+    run: Sweep = DEFAULTS, *, parts: tuple[str, ...] = tuple(PARTS),
+    worlds: tuple[str, ...] | None = None, cache: Path | None = None,
 ) -> list[StressCell]:
     """Every design in every world of every part, each from its own seeded stream, measured
     below the rules (`worlds`: only these, of whichever part has them); for the rates, the
@@ -497,23 +491,24 @@ def stress_grid(
         _, names, samples, _ = PARTS[part]
         chosen = [w for w in names if worlds is None or w in worlds]
         if part == "rates":
-            kinds = list(itertools.product(chosen, metrics, samples))
-            truths = dict(zip(kinds, seeded_runs(_population, kinds, seed=seed + 1, jobs=jobs,
-                                                 cache=cache)))
-            designs = [(w, m, k, s, truths[(w, m, s)], benchmarks, confidence_level)
-                       for w, m, k, s in itertools.product(chosen, metrics, base_per_metric,
-                                                           samples)]
-            cells += [c for found in seeded_runs(_stress_cell, designs, seed=seed, jobs=jobs,
-                                                 cache=cache) for c in found]
+            kinds = list(itertools.product(chosen, run.metrics, samples))
+            truths = dict(zip(kinds, seeded_runs(_population, kinds, seed=run.seed + 1,
+                                                 jobs=run.jobs, cache=cache)))
+            designs = [(w, m, k, s, truths[(w, m, s)], run.benchmarks, run.confidence_level)
+                       for w, m, k, s in itertools.product(chosen, run.metrics,
+                                                           run.base_per_metric, samples)]
+            cells += [c for found in seeded_runs(_stress_cell, designs, seed=run.seed,
+                                                 jobs=run.jobs, cache=cache) for c in found]
             continue
         # Judge-corrected rates are simulated row by row: the 4-metric designs only, and at
         # most JUDGE_BENCHMARKS studies per cell.
-        counts = tuple(m for m in metrics if part != "judge" or m == min(metrics))
-        size = part_benchmarks(part, benchmarks)
-        part_designs = [(part, w, m, k, s, size, confidence_level)
-                        for w, m, k, s in itertools.product(chosen, counts, base_per_metric,
+        counts = tuple(m for m in run.metrics if part != "judge" or m == min(run.metrics))
+        size = part_benchmarks(part, run.benchmarks)
+        part_designs = [(part, w, m, k, s, size, run.confidence_level)
+                        for w, m, k, s in itertools.product(chosen, counts, run.base_per_metric,
                                                             samples)]
-        cells += seeded_runs(_part_cell, part_designs, seed=seed + 10 * n, jobs=jobs, cache=cache)
+        cells += seeded_runs(_part_cell, part_designs, seed=run.seed + 10 * n, jobs=run.jobs,
+                             cache=cache)
     return cells
 
 
@@ -609,8 +604,9 @@ def _part_markdown(part: str, cells: list[StressCell], benchmarks: int) -> list[
         *table(["world", "what departs from the coverage grid's world"],
                ((w, what) for w, what in worlds.items() if any(c.world == w for c in cells))),
         "",
-        *rules_table(statistics, GOVERNED_BY, measured_rules(cells, size, statistics), rule_of,
-                     first="interval type", found="not short from", beyond="beyond the grid"),
+        *measured_rules_table(cells, size, statistics, GOVERNED_BY, rule_of,
+                              first="interval type", found="not short from",
+                              beyond="beyond the grid"),
         *by_design(cells, statistics, over=f"{counted} × worlds", first="interval type",
                    rule_of=rule_of, shown=lambda at, name: _range(
                        [c for c in at if c.coverage[name] is not None], name, benchmarks)),
@@ -703,15 +699,10 @@ def markdown(cells: list[StressCell], *, benchmarks: int, confidence_level: floa
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
-    parser.add_argument("--metrics", type=int, nargs="+", default=list(METRICS))
-    parser.add_argument("--base-per-metric", type=int, nargs="+", default=list(BASE_PER_METRIC))
+    add_sweep_options(parser, DEFAULTS)
     parser.add_argument("--part", action="append", choices=list(PARTS),
                         help="only these parts (repeatable)")
     parser.add_argument("--world", action="append", help="only these worlds (repeatable)")
-    parser.add_argument("--confidence-level", type=float, default=0.95)
-    parser.add_argument("--seed", type=int, default=2028)
     parser.add_argument("--cache", type=Path,
                         help="keep each finished cell here and reuse it: an interrupted run "
                         "resumes, and runs of parts can share the folder")
@@ -719,12 +710,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--coverage-json", help="also write the package's copy of the summary")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    cells = stress_grid(
-        benchmarks=args.benchmarks, confidence_level=args.confidence_level, seed=args.seed,
-        metrics=tuple(args.metrics), base_per_metric=tuple(args.base_per_metric),
-        parts=tuple(args.part or PARTS), worlds=tuple(args.world) if args.world else None,
-        jobs=args.jobs, cache=args.cache,
-    )
+    cells = stress_grid(asked_sweep(args), parts=tuple(args.part or PARTS),
+                        worlds=tuple(args.world) if args.world else None, cache=args.cache)
     command = (f"python -m pressurebench.stats.sweeps stress --benchmarks {args.benchmarks} "
                f"--jobs {args.jobs} --out {args.out or '-'}"
                + (f" --coverage-json {args.coverage_json}" if args.coverage_json else ""))

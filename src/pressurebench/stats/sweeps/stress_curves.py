@@ -24,7 +24,7 @@ import numpy as np
 from ..capitulation import curve_differences, estimate_curves, kaplan_meier
 from . import sensitivity
 from .capitulation import TURNS, points_covered
-from .common import coverage_shares, extremes, measured_metrics, probabilities
+from .common import coverage_shares, measured_metrics, metric_ends, probabilities
 
 HAZARD_MEAN = 0.2
 
@@ -220,8 +220,7 @@ def sensitivity_coverage(
         per_metric.append(sensitivity.difference_coverage(
             s_kept * mask, t_kept * mask, s_all * mask, t_all * mask, codes,
             sensitivity.true_difference(means[[m]]), level))
-    results["metric sensitivity (min)"], results["metric sensitivity (max)"] = extremes(
-        per_metric)
+    results.update(metric_ends("metric sensitivity", per_metric))
     coverage, shares = coverage_shares(results)
     return {name: (coverage[name], coverage[name], shares[name]) for name in coverage}
 

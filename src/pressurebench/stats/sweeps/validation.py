@@ -42,7 +42,6 @@ writes the page (`make validation-coverage` does the same).
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
 from dataclasses import dataclass
 
@@ -55,21 +54,18 @@ from pressurebench.stats.rate_contrasts import ContrastSide, linear_contrasts
 
 from . import ranks
 from .common import (
-    BASE_PER_METRIC,
     HIGH,
     LOW,
-    METRICS,
+    MeasuredDesign,
+    Sweep,
     coverage_shares,
-    covers,
-    extremes,
-    lowered,
     measured_metrics,
-    measured_rules,
+    metric_ends,
     monte_carlo_error,
     probabilities,
-    seeded_runs,
+    sweep_designs,
 )
-from .pages import by_design, coverage_range, rules_table, table, with_share, write_page
+from .pages import by_design, measured_rules_table, short_ranges, table, with_share, write_page
 
 SAMPLES = (1, 3)
 ICCS = (0.1, 0.5)
@@ -99,17 +95,14 @@ GOVERNED_BY = {**{name: (RULE_OF_NAME[name], "pooled") for name in POOLED},
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One design and setting, and per statistic its coverage among benchmarks given an
-    interval (None: never given one) and the share given one."""
+class Cell(MeasuredDesign):
+    """One design (conversations per variant, ICC and setting after its metrics and base
+    scenarios per metric), and per statistic its coverage among benchmarks given an interval
+    (None: never given one) and the share given one."""
 
-    metrics: int
-    base_per_metric: int
     samples: int
     icc: float
     setting: str
-    coverage: dict[str, float | None]
-    reported: dict[str, float]
 
 
 def _columns(x: np.ndarray) -> np.ndarray:
@@ -255,9 +248,9 @@ def simulate_cell(metrics: int, k: int, samples: int, icc: float, setting: str, 
             [_side(unrelated, (1.0, -1.0), strata, mask), _side(mains, (-1.0, 1.0), strata, mask)],
             change, level, rule))
     for name, per_metric in found.items():
-        results[f"metric {name} (min)"], results[f"metric {name} (max)"] = extremes(per_metric)
+        results.update(metric_ends(f"metric {name}", per_metric))
     coverage, reported = coverage_shares(results)
-    return Cell(metrics, k, samples, icc, setting, coverage, reported)
+    return Cell(metrics, k, samples, icc, setting, coverage=coverage, reported=reported)
 
 
 def _share(tables, strata, gap: float, part: float, level: float, mask=None):
@@ -277,19 +270,14 @@ def _share(tables, strata, gap: float, part: float, level: float, mask=None):
     return _covered(shares, part / gap)
 
 
-def _cell(task: tuple) -> Cell:
-    """One cell from its own stream, the rules lowered (a picklable task for the workers)."""
-    return lowered(simulate_cell, task)
+# How the sweep runs unless told otherwise.
+DEFAULTS = Sweep(benchmarks=2000, seed=2049)
 
 
-def sweep(*, benchmarks: int = 2000, confidence_level: float = 0.95, seed: int = 2049,
-          metrics: tuple[int, ...] = METRICS, base_per_metric: tuple[int, ...] = BASE_PER_METRIC,
-          samples: tuple[int, ...] = SAMPLES, iccs: tuple[float, ...] = ICCS,
-          settings: tuple[str, ...] = SETTINGS, jobs: int = 1) -> list[Cell]:
+def sweep(run: Sweep = DEFAULTS, *, samples: tuple[int, ...] = SAMPLES,
+          iccs: tuple[float, ...] = ICCS, settings: tuple[str, ...] = SETTINGS) -> list[Cell]:
     """Every design, each from its own seeded stream, measured below the rules."""
-    designs = [(*design, benchmarks, confidence_level) for design in
-               itertools.product(metrics, base_per_metric, samples, iccs, settings)]
-    return seeded_runs(_cell, designs, seed=seed, jobs=jobs)
+    return sweep_designs(simulate_cell, run, samples, iccs, settings)
 
 
 def rule_of(name: str) -> int:
@@ -334,12 +322,9 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
             f"{LOW}–{HIGH}."
         ),
         "",
-        *rules_table(STATISTICS, GOVERNED_BY,
-                     measured_rules(cells, benchmarks, statistics=STATISTICS), rule_of),
+        *measured_rules_table(cells, benchmarks, STATISTICS, GOVERNED_BY, rule_of),
         *by_design(cells, STATISTICS, rule_of=rule_of, over="samples, ICC and setting",
-                   shown=lambda at, name: coverage_range(
-                       [value for c in at if (value := c.coverage[name]) is not None],
-                       lambda v: covers(v, tolerance))),
+                   shown=short_ranges(tolerance)),
         "",
         "### Every design: coverage (share of benchmarks given an interval)",
         "",
@@ -352,16 +337,16 @@ def markdown(cells: list[Cell], *, benchmarks: int, confidence_level: float, sec
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=int, default=2000)
+    parser.add_argument("--benchmarks", type=int, default=DEFAULTS.benchmarks)
     parser.add_argument("--rank-benchmarks", type=int, default=1000)
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
-    parser.add_argument("--confidence-level", type=float, default=0.95)
-    parser.add_argument("--seed", type=int, default=2049)
+    parser.add_argument("--confidence-level", type=float, default=DEFAULTS.confidence_level)
+    parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
     parser.add_argument("--out", help="write the page here (default: print it)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    cells = sweep(benchmarks=args.benchmarks, confidence_level=args.confidence_level,
-                  seed=args.seed, jobs=args.jobs)
+    cells = sweep(Sweep(benchmarks=args.benchmarks, seed=args.seed,
+                        confidence_level=args.confidence_level, jobs=args.jobs))
     seconds = time.perf_counter() - start
     rank_section = ranks.markdown_section(
         benchmarks=args.rank_benchmarks, confidence_level=args.confidence_level,
