@@ -35,6 +35,13 @@ class Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def optional(description: str, **constraints: Any) -> Any:
+    """A field that may be left out: null unless given (then within `constraints`, the
+    keywords of `Field`), and what leaving it out means in its `description`. Null is the
+    absence of a value, never a stand-in for 0 or for a default a reader must guess."""
+    return Field(default=None, description=description, **constraints)
+
+
 def unique_by(key: str, what: str) -> AfterValidator:
     """The validator of a list of rows that are found by their `key` (`what` names the keys in
     the error): a key that stands twice is an error."""
