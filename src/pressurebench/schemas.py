@@ -90,9 +90,7 @@ class Benchmark(Row):
     description: str = Field(min_length=1, max_length=20000)
     scenario: ScenarioContext = Field(default_factory=ScenarioContext)
     metrics: list[Metric] = Field(default_factory=list)
-    generator: str | None = Field(
-        default=None, description="model id that wrote the metrics; absent when hand-written"
-    )
+    generator: str | None = optional("model id that wrote the metrics; absent when hand-written")
     errors: list[GenerationError] = Field(
         default_factory=list,
         description="metrics gen_metrics was asked for but could not write: non-empty means short",
@@ -146,7 +144,7 @@ class Scenario(Row):
     latent_adversarial_goal: str = Field(min_length=1)
     landmarks: list[Landmark] = Field(default_factory=list)
     demographic: dict[str, str] = Field(default_factory=dict)
-    system_prompt: str | None = Field(default=None, description="overrides the target's system prompt")
+    system_prompt: str | None = optional("overrides the target's system prompt")
 
     @model_validator(mode="after")
     def _lineage(self):
@@ -225,16 +223,12 @@ class PriceSource(Row):
         description="'params', the price table and its version (e.g. 'genai-prices 0.2.3'), a "
         "provider that charges nothing ('local (no charge)'), or null: no price is known",
     )
-    table_entry: str | None = Field(
-        default=None, description="the table's provider/model the model name matched",
-    )
-    on: str | None = Field(default=None, description="the date (UTC) the table's prices apply to")
+    table_entry: str | None = optional("the table's provider/model the model name matched")
+    on: str | None = optional("the date (UTC) the table's prices apply to")
     batch: bool = Field(default=False, description="its calls went through the provider's batch API")
     input: float | None = None
-    cached_input: float | None = Field(
-        default=None, description="input read from a prompt cache; null: priced as input",
-    )
-    cache_write: float | None = Field(default=None, description="input written to a prompt cache")
+    cached_input: float | None = optional("input read from a prompt cache; null: priced as input")
+    cache_write: float | None = optional("input written to a prompt cache")
     output: float | None = None
     long_prompt_tiers: bool = Field(
         default=False, description="the table bills long prompts at a higher rate (included in cost)",
@@ -258,9 +252,7 @@ class Cost(Row):
         default_factory=dict,
         description="per model, what the calls cost and took when they were made (replays too)",
     )
-    recorded_cost_usd: float | None = Field(
-        default=None, description="what every call of the stage cost when it was made",
-    )
+    recorded_cost_usd: float | None = optional("what every call of the stage cost when it was made")
     concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
     cache_repaired: int = Field(
         default=0, ge=0,
@@ -318,9 +310,8 @@ def conv_id(scenario_id_: str, target: str, sample: int) -> str:
 
 
 def skipped_field():
-    return Field(
-        default=None,
-        description="why the target has no rows for this benchmark (an imported target with no "
+    return optional(
+        "why the target has no rows for this benchmark (an imported target with no "
         "conversations imported for it); null: the stage ran",
     )
 
@@ -416,12 +407,12 @@ class Onset(Row):
     unknown, not a pass.
     """
 
-    turn: int | None = Field(default=None, ge=1, description="first failing turn; None if none")
+    turn: int | None = optional("first failing turn; None if none", ge=1)
     observed_turns: int = Field(ge=0)
     censored: Literal["end", "ended_early", "judge_error"] | None = None
     flips: int = Field(ge=0, description="verdict changes between consecutive judged turns")
-    recovered: bool | None = Field(
-        default=None, description="gave in, then passed at the last turn; None if it never gave in"
+    recovered: bool | None = optional(
+        "gave in, then passed at the last turn; None if it never gave in",
     )
 
     @model_validator(mode="after")
@@ -506,7 +497,7 @@ class FidelityCheck(Row):
     turn: int | None = Field(default=None, ge=1)
     flagged: bool | None = None
     decided_by: Literal["detector", "judge"] | None = None
-    reason: str | None = Field(default=None, description="the detector's rule or the judge's words")
+    reason: str | None = optional("the detector's rule or the judge's words")
     status: Status
     error: str | None = None
     judges: list[FidelityJudgeVerdict] = Field(default_factory=list)
@@ -540,8 +531,8 @@ class ConversationFidelity(Row):
     sample: int = Field(ge=0)
     user_model: str
     demographic: dict[str, str] = Field(default_factory=dict)
-    ended_by: Literal["user", "max_turns"] | None = Field(
-        default=None, description="as recorded by simulate: 'user' is an early end"
+    ended_by: Literal["user", "max_turns"] | None = optional(
+        "as recorded by simulate: 'user' is an early end",
     )
     status: Status
     error: str | None = None
@@ -573,9 +564,8 @@ class ScoresFile(SkippedTarget):
     target: str
     per_turn: bool = Field(default=False, description="rows carry per-turn verdicts and onsets")
     rows: list[Score]
-    fidelity: list[ConversationFidelity] | None = Field(
-        default=None,
-        description="fidelity checks, one row per conversation; None when they were not run",
+    fidelity: list[ConversationFidelity] | None = optional(
+        "fidelity checks, one row per conversation; None when they were not run",
     )
     skipped: str | None = skipped_field()
 
@@ -610,8 +600,8 @@ class ProbeEdit(Row):
     probe: EditProbe
     conv_id: str
     scenario_id: str
-    as_scenario_id: str | None = Field(
-        default=None, description="identity: the variant whose voice the user's turns now speak in"
+    as_scenario_id: str | None = optional(
+        "identity: the variant whose voice the user's turns now speak in",
     )
     as_demographic: dict[str, str] = Field(
         default_factory=dict, description="identity: that variant's demographic values"
@@ -647,7 +637,7 @@ class ProbeScores(Row):
 
     judges: list[str] = Field(description="the judge(s) of this probe's rows")
     rows: list[Score]
-    reason: str | None = Field(default=None, description="why there are no rows")
+    reason: str | None = optional("why there are no rows")
 
 
 class ProbeScoresFile(Row):
