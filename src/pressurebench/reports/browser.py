@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..io import atomic_write_text, read_artifact, read_yaml_model
+from ..io import read_artifact, read_yaml_model
 from ..paths import Layout
 from ..schemas import (
     Benchmark,
@@ -41,7 +41,13 @@ from ..schemas import (
     ScoresFile,
 )
 from ..stage_run import now_iso
-from .safety import content_security_policy, json_for_script, read_template_asset, template_env
+from .safety import (
+    content_security_policy,
+    json_for_script,
+    read_template_asset,
+    template_env,
+    write_page,
+)
 
 NOT_SCORED = "not scored: the scores file has no row for this conversation"
 NO_CONVERSATION = "conversation not found in the conversations files"
@@ -225,9 +231,7 @@ def write_transcript_browser(
         scores=[s for f in files for s in f.rows],
         fidelity=[c for f in files for c in f.fidelity or []],
     )
-    out_path = Path(out_path)
-    atomic_write_text(out_path, render_browser(data, title or f"{benchmark}: transcripts", notes))
-    return out_path
+    return write_page(out_path, render_browser(data, title or f"{benchmark}: transcripts", notes))
 
 
 def write_transcript_browser_for(
