@@ -155,9 +155,21 @@ class Scenario(Row):
         return self
 
 
-class ScenariosFile(Row):
+class BenchmarkFile(Row):
+    """What every artifact file of one benchmark starts with: its schema version, then the
+    benchmark it belongs to."""
+
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
+
+
+class TargetFile(BenchmarkFile):
+    """An artifact file of one target of a benchmark: the target follows the benchmark."""
+
+    target: str
+
+
+class ScenariosFile(BenchmarkFile):
     rows: Annotated[list[Scenario], unique_by("id", "scenario ids")]
     errors: list[GenerationError] = Field(default_factory=list)
     curated: list[str] = Field(
@@ -274,13 +286,19 @@ class Message(Row):
 SPEAKER_LABELS = {"user": "User", "assistant": "Assistant"}
 
 
-class Conversation(Row):
+class ConversationRow(Row):
+    """A row about one conversation: which it is (its id, its scenario's lineage, the target
+    that replied, the sample) comes first."""
+
     conv_id: str
     scenario_id: str
     base_id: str
     metric_id: str
     target: str
     sample: int = Field(ge=0)
+
+
+class Conversation(ConversationRow):
     demographic: dict[str, str] = Field(default_factory=dict)
     user_model: str
     system_prompt: str | None = None
@@ -316,7 +334,7 @@ def skipped_field():
     )
 
 
-class SkippedTarget(Row):
+class SkippedTarget(TargetFile):
     """A file of a target the benchmark does not run (its `skipped` says why) holds no row."""
 
     @model_validator(mode="after")
@@ -327,9 +345,6 @@ class SkippedTarget(Row):
 
 
 class ConversationsFile(SkippedTarget):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
     rows: list[Conversation]
     skipped: str | None = skipped_field()
 
@@ -514,7 +529,7 @@ class FidelityCheck(Row):
         return self
 
 
-class ConversationFidelity(Row):
+class ConversationFidelity(ConversationRow):
     """Every fidelity check of one conversation, and what they add up to.
 
     `broken`: some user check found a break (True); none did and all were
@@ -523,12 +538,6 @@ class ConversationFidelity(Row):
     likewise over the target's replies.
     """
 
-    conv_id: str
-    scenario_id: str
-    base_id: str
-    metric_id: str
-    target: str
-    sample: int = Field(ge=0)
     user_model: str
     demographic: dict[str, str] = Field(default_factory=dict)
     ended_by: Literal["user", "max_turns"] | None = optional(
@@ -559,9 +568,6 @@ class ConversationFidelity(Row):
 
 
 class ScoresFile(SkippedTarget):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
     per_turn: bool = Field(default=False, description="rows carry per-turn verdicts and onsets")
     rows: list[Score]
     fidelity: list[ConversationFidelity] | None = optional(
@@ -622,10 +628,7 @@ class ProbeEdit(Row):
         return self
 
 
-class ProbeEditsFile(Row):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
+class ProbeEditsFile(TargetFile):
     editor: str = Field(description="the model that wrote the edits (roles.generator)")
     probes: list[EditProbe]
     scenario_ids: list[str] = Field(description="the study subset's scenario rows")
@@ -640,10 +643,7 @@ class ProbeScores(Row):
     reason: str | None = optional("why there are no rows")
 
 
-class ProbeScoresFile(Row):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
+class ProbeScoresFile(TargetFile):
     evaluators: list[str] = Field(description="the main arm's judge(s)")
     probes: dict[str, ProbeScores]
 
