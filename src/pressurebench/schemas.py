@@ -35,11 +35,14 @@ class Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def optional(description: str, **constraints: Any) -> Any:
-    """A field that may be left out: null unless given (then within `constraints`, the
-    keywords of `Field`), and what leaving it out means in its `description`. Null is the
-    absence of a value, never a stand-in for 0 or for a default a reader must guess."""
-    return Field(default=None, description=description, **constraints)
+def optional(
+    description: str, *, ge: float | None = None, gt: float | None = None,
+    le: float | None = None, max_length: int | None = None,
+) -> Any:
+    """A field that may be left out: null unless given (then within the bounds, as `Field`
+    takes them), and what leaving it out means in its `description`. Null is the absence of a
+    value, never a stand-in for 0 or for a default a reader must guess."""
+    return Field(default=None, description=description, ge=ge, gt=gt, le=le, max_length=max_length)
 
 
 def unique_by(key: str, what: str) -> AfterValidator:
