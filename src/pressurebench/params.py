@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .errors import ConfigError
 from .io import read_yaml, validate_as
+from .schemas import optional
 from .workspace import dotenv_files
 
 # Ids become DVC param paths (`models.<id>`) and directory names, so no dots or slashes:
@@ -57,9 +58,8 @@ class ImportedConversations(Section):
         pattern=r"^[0-9a-f]{64}$",
         description="digest of the normalized copy: a copy changed by hand is refused",
     )
-    cluster_by: str | None = Field(
-        default=None,
-        description="the field whose value clusters the intervals (`group` or a metadata "
+    cluster_by: str | None = optional(
+        "the field whose value clusters the intervals (`group` or a metadata "
         "field); null: each conversation is its own cluster",
     )
 
@@ -80,75 +80,62 @@ class ModelSpec(Section):
         description="the provider's model name, or for the local provider a GGUF file path or a "
         "bundled model's name",
     )
-    base_url: str | None = Field(
-        default=None,
-        description="the endpoint of an OpenAI-compatible server (vLLM, Ollama, a llama.cpp server); "
+    base_url: str | None = optional(
+        "the endpoint of an OpenAI-compatible server (vLLM, Ollama, a llama.cpp server); "
         "default: the provider's own API",
     )
-    api_key_env: str | None = Field(
-        default=None,
-        description="the environment variable (or `.env` entry) holding the key; the key itself is "
+    api_key_env: str | None = optional(
+        "the environment variable (or `.env` entry) holding the key; the key itself is "
         "never written in the params",
     )
-    temperature: float | None = Field(
-        default=None, ge=0.0, le=2.0,
-        description="sampling temperature; left out of requests when not set (the provider's default)",
+    temperature: float | None = optional(
+        "sampling temperature; left out of requests when not set (the provider's default)",
+        ge=0.0, le=2.0,
     )
-    top_p: float | None = Field(
-        default=None, gt=0.0, le=1.0,
-        description="nucleus sampling; left out of requests when not set (the provider's default)",
+    top_p: float | None = optional(
+        "nucleus sampling; left out of requests when not set (the provider's default)",
+        gt=0.0, le=1.0,
     )
     max_tokens: int = Field(
         default=512, ge=1, le=32768,
         description="tokens of a reply; a reasoning model gets `reasoning_tokens` more for its hidden reasoning",
     )
-    seed: Seed | None = Field(
-        default=None, description="sent to providers that take a sampling seed",
-    )
-    max_concurrency: int | None = Field(
-        default=None, ge=1, le=4096,
-        description="calls in flight at most; default: 8 for API providers, 4 for the local one "
+    seed: Seed | None = optional("sent to providers that take a sampling seed")
+    max_concurrency: int | None = optional(
+        "calls in flight at most; default: 8 for API providers, 4 for the local one "
         "(one per llama.cpp context); a 429 halves it for a while",
+        ge=1, le=4096,
     )
-    requests_per_minute: float | None = Field(
-        default=None, gt=0, description="spaces call starts to stay within the provider's limit",
+    requests_per_minute: float | None = optional(
+        "spaces call starts to stay within the provider's limit", gt=0,
     )
-    tokens_per_minute: float | None = Field(
-        default=None, gt=0,
-        description="the provider's tokens-per-minute limit: calls wait for room instead of a 429",
+    tokens_per_minute: float | None = optional(
+        "the provider's tokens-per-minute limit: calls wait for room instead of a 429", gt=0,
     )
-    price_per_mtok_in: float | None = Field(
-        default=None, ge=0,
-        description="USD per million input tokens; with price_per_mtok_out it overrides the price "
+    price_per_mtok_in: float | None = optional(
+        "USD per million input tokens; with price_per_mtok_out it overrides the price "
         "table; a model neither prices has an unknown cost, never 0",
+        ge=0,
     )
-    price_per_mtok_out: float | None = Field(
-        default=None, ge=0,
-        description="USD per million output tokens (reasoning tokens are billed as output)",
+    price_per_mtok_out: float | None = optional(
+        "USD per million output tokens (reasoning tokens are billed as output)", ge=0,
     )
-    price_per_mtok_cached_in: float | None = Field(
-        default=None, ge=0,
-        description=(
-            "input read from the provider's prompt cache (OpenAI cached input, Anthropic cache "
-            "read); default: unknown, so cached input is priced at price_per_mtok_in (and the "
-            "cost says so)"
-        ),
+    price_per_mtok_cached_in: float | None = optional(
+        "input read from the provider's prompt cache (OpenAI cached input, Anthropic cache "
+        "read); default: unknown, so cached input is priced at price_per_mtok_in (and the "
+        "cost says so)",
+        ge=0,
     )
-    price_per_mtok_cache_write: float | None = Field(
-        default=None, ge=0,
-        description=(
-            "input written to Anthropic's prompt cache; default: 1.25x price_per_mtok_in "
-            "(2x with `prompt_cache: 1h`)"
-        ),
+    price_per_mtok_cache_write: float | None = optional(
+        "input written to Anthropic's prompt cache; default: 1.25x price_per_mtok_in "
+        "(2x with `prompt_cache: 1h`)",
+        ge=0,
     )
-    price_table: bool | None = Field(
-        default=None,
-        description=(
-            "price the model from the pinned price table (genai-prices) when the params give "
-            "no price_per_mtok_in/out: by default only at the provider's own API (no base_url, "
-            "or one on its hosts); true also through another base_url that bills the provider's "
-            "list prices (a proxy), false never (cost unknown without params prices)"
-        ),
+    price_table: bool | None = optional(
+        "price the model from the pinned price table (genai-prices) when the params give "
+        "no price_per_mtok_in/out: by default only at the provider's own API (no base_url, "
+        "or one on its hosts); true also through another base_url that bills the provider's "
+        "list prices (a proxy), false never (cost unknown without params prices)",
     )
     prompt_cache: Literal["auto", "off", "1h"] = Field(
         default="auto",
@@ -158,41 +145,32 @@ class ModelSpec(Section):
             "`1h` the same with Anthropic's 1-hour cache, `off` asks for none"
         ),
     )
-    system_prompt: str | None = Field(
-        default=None, max_length=20000,
-        description="the system prompt this model gets as a target where neither its scenario "
+    system_prompt: str | None = optional(
+        "the system prompt this model gets as a target where neither its scenario "
         "nor the benchmark's `scenario.user_context` sets one",
+        max_length=20000,
     )
     extra_headers: dict[str, str] = Field(
         default_factory=dict,
         description="HTTP headers added to every request; never part of a cache key or a call record",
     )
     timeout_s: float = Field(default=120.0, gt=0, description="seconds one request may take")
-    structured_output: StructuredOutput | None = Field(
-        default=None,
-        description=(
-            "how structured answers are asked for: `json_schema` (response_format; the OpenAI "
-            "default; for Gemini its response schema with responseMimeType application/json), "
-            "`json_object` (response_format json_object with the schema beside it, as "
-            "llama.cpp's server takes it, and in the prompt), `tool` (one forced tool call; the "
-            "Anthropic default) or `prompt` (the schema in the prompt only); every answer is "
-            "validated, and re-asked when invalid (run.repair_retries)"
-        ),
+    structured_output: StructuredOutput | None = optional(
+        "how structured answers are asked for: `json_schema` (response_format; the OpenAI "
+        "default; for Gemini its response schema with responseMimeType application/json), "
+        "`json_object` (response_format json_object with the schema beside it, as "
+        "llama.cpp's server takes it, and in the prompt), `tool` (one forced tool call; the "
+        "Anthropic default) or `prompt` (the schema in the prompt only); every answer is "
+        "validated, and re-asked when invalid (run.repair_retries)",
     )
-    strict_schema: bool | None = Field(
-        default=None,
-        description=(
-            "OpenAI strict structured outputs (`strict: true`, the schema rewritten as strict mode "
-            "requires); default: on at OpenAI's own API, off for other servers"
-        ),
+    strict_schema: bool | None = optional(
+        "OpenAI strict structured outputs (`strict: true`, the schema rewritten as strict mode "
+        "requires); default: on at OpenAI's own API, off for other servers",
     )
-    reasoning: bool | None = Field(
-        default=None,
-        description="an OpenAI reasoning model; default: recognised by name (o1, o3, o4-mini, gpt-5...)",
+    reasoning: bool | None = optional(
+        "an OpenAI reasoning model; default: recognised by name (o1, o3, o4-mini, gpt-5...)",
     )
-    reasoning_effort: ReasoningEffort | None = Field(
-        default=None, description="sent to OpenAI reasoning models when set",
-    )
+    reasoning_effort: ReasoningEffort | None = optional("sent to OpenAI reasoning models when set")
     reasoning_tokens: int = Field(
         default=4096, ge=0, le=131072,
         description=(
@@ -200,39 +178,30 @@ class ModelSpec(Section):
             "reasoning cannot leave no room for the answer"
         ),
     )
-    thinking_budget: int | None = Field(
-        default=None, ge=-1, le=32768,
-        description=(
-            "Gemini 2.5 models' thinking budget in tokens (google provider): -1 lets the model "
-            "decide, 0 turns thinking off where the model allows it; thinking tokens are billed "
-            "as output and get room on top of max_tokens (this budget, or reasoning_tokens)"
-        ),
+    thinking_budget: int | None = optional(
+        "Gemini 2.5 models' thinking budget in tokens (google provider): -1 lets the model "
+        "decide, 0 turns thinking off where the model allows it; thinking tokens are billed "
+        "as output and get room on top of max_tokens (this budget, or reasoning_tokens)",
+        ge=-1, le=32768,
     )
-    thinking_level: Literal["minimal", "low", "medium", "high"] | None = Field(
-        default=None,
-        description="Gemini 3 models' thinking level (google provider); not with thinking_budget",
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None = optional(
+        "Gemini 3 models' thinking level (google provider); not with thinking_budget",
     )
-    region: str | None = Field(
-        default=None,
-        description="the cloud region of Claude on Bedrock (default AWS_REGION) or on Vertex AI "
+    region: str | None = optional(
+        "the cloud region of Claude on Bedrock (default AWS_REGION) or on Vertex AI "
         "(default CLOUD_ML_REGION)",
     )
-    project_id: str | None = Field(
-        default=None,
-        description="the Google Cloud project of Claude on Vertex AI (default "
+    project_id: str | None = optional(
+        "the Google Cloud project of Claude on Vertex AI (default "
         "ANTHROPIC_VERTEX_PROJECT_ID)",
     )
-    api_version: str | None = Field(
-        default=None,
-        description="the Azure OpenAI API version (`api-version`; default OPENAI_API_VERSION)",
+    api_version: str | None = optional(
+        "the Azure OpenAI API version (`api-version`; default OPENAI_API_VERSION)",
     )
-    token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(
-        default=None,
-        description=(
-            "the OpenAI-compatible request field that carries the token limit; default: "
-            "max_completion_tokens at OpenAI's own API and for reasoning models, max_tokens "
-            "for other servers"
-        ),
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] | None = optional(
+        "the OpenAI-compatible request field that carries the token limit; default: "
+        "max_completion_tokens at OpenAI's own API and for reasoning models, max_tokens "
+        "for other servers",
     )
     batch: bool = Field(
         default=False,
@@ -247,34 +216,27 @@ class ModelSpec(Section):
         description="fields added to every request body as they are (OpenAI and Anthropic providers)",
     )
     n_ctx: int = Field(default=4096, ge=256, le=1_048_576, description="context window (local provider only)")
-    n_threads: int | None = Field(
-        default=None, ge=1, le=256,
-        description="CPU cores the model's calls share (local provider only; default: every core)",
+    n_threads: int | None = optional(
+        "CPU cores the model's calls share (local provider only; default: every core)",
+        ge=1, le=256,
     )
-    repeat_penalty: float | None = Field(
-        default=None, gt=0.0, le=2.0,
-        description="llama.cpp's penalty on the last 64 generated tokens; 1 is none (local provider only)",
+    repeat_penalty: float | None = optional(
+        "llama.cpp's penalty on the last 64 generated tokens; 1 is none (local provider only)",
+        gt=0.0, le=2.0,
     )
-    requantize: Literal["q8_0"] | None = Field(
-        default=None,
-        description=(
-            "run on the GGUF file's weights converted once to this type (local provider only): "
-            "llama.cpp's fast CPU matrix kernels cover Q8_0 but not, e.g., Q4_1, and Q8_0 holds "
-            "4- and 5-bit weights almost exactly"
-        ),
+    requantize: Literal["q8_0"] | None = optional(
+        "run on the GGUF file's weights converted once to this type (local provider only): "
+        "llama.cpp's fast CPU matrix kernels cover Q8_0 but not, e.g., Q4_1, and Q8_0 holds "
+        "4- and 5-bit weights almost exactly",
     )
-    weight_repacking: bool | None = Field(
-        default=None,
-        description=(
-            "let llama.cpp lay the weights out for the CPU's matrix instructions (its extra "
-            "buffer types: AMX, repacked AVX/NEON layouts; local provider only); default: on, "
-            "except on CPUs where llama.cpp reports AMX, whose path crashes llama.cpp 0.3.36's build"
-        ),
+    weight_repacking: bool | None = optional(
+        "let llama.cpp lay the weights out for the CPU's matrix instructions (its extra "
+        "buffer types: AMX, repacked AVX/NEON layouts; local provider only); default: on, "
+        "except on CPUs where llama.cpp reports AMX, whose path crashes llama.cpp 0.3.36's build",
     )
 
-    imported: dict[BenchmarkId, ImportedConversations] | None = Field(
-        default=None,
-        description="per benchmark, the conversations imported as this target's (imported "
+    imported: dict[BenchmarkId, ImportedConversations] | None = optional(
+        "per benchmark, the conversations imported as this target's (imported "
         "provider only; written by `pressurebench import`)",
     )
 
@@ -339,9 +301,8 @@ class Roles(Section):
         description="judges each conversation, blind; a list is a panel deciding by majority "
         "(ties undetermined)",
     )
-    fidelity: ModelId | list[ModelId] | None = Field(
-        default=None,
-        description="the fidelity judge(s) of the simulated user and target test awareness; "
+    fidelity: ModelId | list[ModelId] | None = optional(
+        "the fidelity judge(s) of the simulated user and target test awareness; "
         "None: the evaluator (panel)",
     )
 
@@ -487,9 +448,8 @@ class Validation(Section):
         description="models that each re-judge the main arm's conversations of the study subset "
         "in place of the evaluator",
     )
-    targets: list[ModelId] | None = Field(
-        default=None,
-        description="targets the studies run on (written out as a list under DVC); null: every "
+    targets: list[ModelId] | None = optional(
+        "targets the studies run on (written out as a list under DVC); null: every "
         "simulated (not imported) target",
     )
     fraction: float = Field(
@@ -588,10 +548,10 @@ class Run(Section):
         default=86400.0, gt=0,
         description="how long a run waits for a batch; the batch is kept and polled by the next run",
     )
-    max_cost_usd: float | None = Field(
-        default=None, gt=0,
-        description="stop before a call that could take what the cache directory's calls have cost "
+    max_cost_usd: float | None = optional(
+        "stop before a call that could take what the cache directory's calls have cost "
         "(list prices, counted from when a cap is set) past this; raise it and run again to continue",
+        gt=0,
     )
     stop_after_rejections: int = Field(
         default=3, ge=1, le=1000,

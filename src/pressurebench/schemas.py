@@ -35,6 +35,16 @@ class Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def optional(
+    description: str, *, ge: float | None = None, gt: float | None = None,
+    le: float | None = None, max_length: int | None = None,
+) -> Any:
+    """A field that may be left out: null unless given (then within the bounds, as `Field`
+    takes them), and what leaving it out means in its `description`. Null is the absence of a
+    value, never a stand-in for 0 or for a default a reader must guess."""
+    return Field(default=None, description=description, ge=ge, gt=gt, le=le, max_length=max_length)
+
+
 def unique_by(key: str, what: str) -> AfterValidator:
     """The validator of a list of rows that are found by their `key` (`what` names the keys in
     the error): a key that stands twice is an error."""
@@ -83,9 +93,7 @@ class Benchmark(Row):
     description: str = Field(min_length=1, max_length=20000)
     scenario: ScenarioContext = Field(default_factory=ScenarioContext)
     metrics: list[Metric] = Field(default_factory=list)
-    generator: str | None = Field(
-        default=None, description="model id that wrote the metrics; absent when hand-written"
-    )
+    generator: str | None = optional("model id that wrote the metrics; absent when hand-written")
     errors: list[GenerationError] = Field(
         default_factory=list,
         description="metrics gen_metrics was asked for but could not write: non-empty means short",
@@ -139,7 +147,7 @@ class Scenario(Row):
     latent_adversarial_goal: str = Field(min_length=1)
     landmarks: list[Landmark] = Field(default_factory=list)
     demographic: dict[str, str] = Field(default_factory=dict)
-    system_prompt: str | None = Field(default=None, description="overrides the target's system prompt")
+    system_prompt: str | None = optional("overrides the target's system prompt")
 
     @model_validator(mode="after")
     def _lineage(self):
@@ -150,9 +158,21 @@ class Scenario(Row):
         return self
 
 
-class ScenariosFile(Row):
+class BenchmarkFile(Row):
+    """What every artifact file of one benchmark starts with: its schema version, then the
+    benchmark it belongs to."""
+
     schema_version: Literal[1] = SCHEMA_VERSION
     benchmark: str
+
+
+class TargetFile(BenchmarkFile):
+    """An artifact file of one target of a benchmark: the target follows the benchmark."""
+
+    target: str
+
+
+class ScenariosFile(BenchmarkFile):
     rows: Annotated[list[Scenario], unique_by("id", "scenario ids")]
     errors: list[GenerationError] = Field(default_factory=list)
     curated: list[str] = Field(
@@ -218,16 +238,12 @@ class PriceSource(Row):
         description="'params', the price table and its version (e.g. 'genai-prices 0.2.3'), a "
         "provider that charges nothing ('local (no charge)'), or null: no price is known",
     )
-    table_entry: str | None = Field(
-        default=None, description="the table's provider/model the model name matched",
-    )
-    on: str | None = Field(default=None, description="the date (UTC) the table's prices apply to")
+    table_entry: str | None = optional("the table's provider/model the model name matched")
+    on: str | None = optional("the date (UTC) the table's prices apply to")
     batch: bool = Field(default=False, description="its calls went through the provider's batch API")
     input: float | None = None
-    cached_input: float | None = Field(
-        default=None, description="input read from a prompt cache; null: priced as input",
-    )
-    cache_write: float | None = Field(default=None, description="input written to a prompt cache")
+    cached_input: float | None = optional("input read from a prompt cache; null: priced as input")
+    cache_write: float | None = optional("input written to a prompt cache")
     output: float | None = None
     long_prompt_tiers: bool = Field(
         default=False, description="the table bills long prompts at a higher rate (included in cost)",
@@ -251,9 +267,7 @@ class Cost(Row):
         default_factory=dict,
         description="per model, what the calls cost and took when they were made (replays too)",
     )
-    recorded_cost_usd: float | None = Field(
-        default=None, description="what every call of the stage cost when it was made",
-    )
+    recorded_cost_usd: float | None = optional("what every call of the stage cost when it was made")
     concurrency: dict[str, ConcurrencyReport] = Field(default_factory=dict)
     cache_repaired: int = Field(
         default=0, ge=0,
@@ -275,13 +289,19 @@ class Message(Row):
 SPEAKER_LABELS = {"user": "User", "assistant": "Assistant"}
 
 
-class Conversation(Row):
+class ConversationRow(Row):
+    """A row about one conversation: which it is (its id, its scenario's lineage, the target
+    that replied, the sample) comes first."""
+
     conv_id: str
     scenario_id: str
     base_id: str
     metric_id: str
     target: str
     sample: int = Field(ge=0)
+
+
+class Conversation(ConversationRow):
     demographic: dict[str, str] = Field(default_factory=dict)
     user_model: str
     system_prompt: str | None = None
@@ -311,14 +331,13 @@ def conv_id(scenario_id_: str, target: str, sample: int) -> str:
 
 
 def skipped_field():
-    return Field(
-        default=None,
-        description="why the target has no rows for this benchmark (an imported target with no "
+    return optional(
+        "why the target has no rows for this benchmark (an imported target with no "
         "conversations imported for it); null: the stage ran",
     )
 
 
-class SkippedTarget(Row):
+class SkippedTarget(TargetFile):
     """A file of a target the benchmark does not run (its `skipped` says why) holds no row."""
 
     @model_validator(mode="after")
@@ -329,9 +348,6 @@ class SkippedTarget(Row):
 
 
 class ConversationsFile(SkippedTarget):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
     rows: list[Conversation]
     skipped: str | None = skipped_field()
 
@@ -409,12 +425,12 @@ class Onset(Row):
     unknown, not a pass.
     """
 
-    turn: int | None = Field(default=None, ge=1, description="first failing turn; None if none")
+    turn: int | None = optional("first failing turn; None if none", ge=1)
     observed_turns: int = Field(ge=0)
     censored: Literal["end", "ended_early", "judge_error"] | None = None
     flips: int = Field(ge=0, description="verdict changes between consecutive judged turns")
-    recovered: bool | None = Field(
-        default=None, description="gave in, then passed at the last turn; None if it never gave in"
+    recovered: bool | None = optional(
+        "gave in, then passed at the last turn; None if it never gave in",
     )
 
     @model_validator(mode="after")
@@ -499,7 +515,7 @@ class FidelityCheck(Row):
     turn: int | None = Field(default=None, ge=1)
     flagged: bool | None = None
     decided_by: Literal["detector", "judge"] | None = None
-    reason: str | None = Field(default=None, description="the detector's rule or the judge's words")
+    reason: str | None = optional("the detector's rule or the judge's words")
     status: Status
     error: str | None = None
     judges: list[FidelityJudgeVerdict] = Field(default_factory=list)
@@ -516,7 +532,7 @@ class FidelityCheck(Row):
         return self
 
 
-class ConversationFidelity(Row):
+class ConversationFidelity(ConversationRow):
     """Every fidelity check of one conversation, and what they add up to.
 
     `broken`: some user check found a break (True); none did and all were
@@ -525,16 +541,10 @@ class ConversationFidelity(Row):
     likewise over the target's replies.
     """
 
-    conv_id: str
-    scenario_id: str
-    base_id: str
-    metric_id: str
-    target: str
-    sample: int = Field(ge=0)
     user_model: str
     demographic: dict[str, str] = Field(default_factory=dict)
-    ended_by: Literal["user", "max_turns"] | None = Field(
-        default=None, description="as recorded by simulate: 'user' is an early end"
+    ended_by: Literal["user", "max_turns"] | None = optional(
+        "as recorded by simulate: 'user' is an early end",
     )
     status: Status
     error: str | None = None
@@ -561,14 +571,10 @@ class ConversationFidelity(Row):
 
 
 class ScoresFile(SkippedTarget):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
     per_turn: bool = Field(default=False, description="rows carry per-turn verdicts and onsets")
     rows: list[Score]
-    fidelity: list[ConversationFidelity] | None = Field(
-        default=None,
-        description="fidelity checks, one row per conversation; None when they were not run",
+    fidelity: list[ConversationFidelity] | None = optional(
+        "fidelity checks, one row per conversation; None when they were not run",
     )
     skipped: str | None = skipped_field()
 
@@ -603,8 +609,8 @@ class ProbeEdit(Row):
     probe: EditProbe
     conv_id: str
     scenario_id: str
-    as_scenario_id: str | None = Field(
-        default=None, description="identity: the variant whose voice the user's turns now speak in"
+    as_scenario_id: str | None = optional(
+        "identity: the variant whose voice the user's turns now speak in",
     )
     as_demographic: dict[str, str] = Field(
         default_factory=dict, description="identity: that variant's demographic values"
@@ -625,10 +631,7 @@ class ProbeEdit(Row):
         return self
 
 
-class ProbeEditsFile(Row):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
+class ProbeEditsFile(TargetFile):
     editor: str = Field(description="the model that wrote the edits (roles.generator)")
     probes: list[EditProbe]
     scenario_ids: list[str] = Field(description="the study subset's scenario rows")
@@ -640,13 +643,10 @@ class ProbeScores(Row):
 
     judges: list[str] = Field(description="the judge(s) of this probe's rows")
     rows: list[Score]
-    reason: str | None = Field(default=None, description="why there are no rows")
+    reason: str | None = optional("why there are no rows")
 
 
-class ProbeScoresFile(Row):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    benchmark: str
-    target: str
+class ProbeScoresFile(TargetFile):
     evaluators: list[str] = Field(description="the main arm's judge(s)")
     probes: dict[str, ProbeScores]
 

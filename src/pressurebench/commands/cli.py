@@ -12,7 +12,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, PressurebenchError, reported
 from ..io import read_yaml_model
@@ -26,14 +28,26 @@ PARAMS_HELP = "the params file: models, roles, targets, benchmarks and every set
 BENCHMARK_HELP = "one of the params' `benchmarks`; it names the folders the command reads and writes"
 
 
-def benchmark_of(args: argparse.Namespace, params: Params) -> str:
-    """The benchmark a command names (`--benchmark`; default: the params' first), which must be
-    one of the params' benchmarks: the name becomes part of the paths the command writes."""
+def study_of(args: argparse.Namespace) -> tuple[Params, str]:
+    """The params a command reads (`--params`) and the benchmark it names (`--benchmark`;
+    default: the params' first), which must be one of the params' benchmarks: the name becomes
+    part of the paths the command writes."""
+    params = load_params(args.params)
     benchmark = args.benchmark or params.benchmarks[0]
     if benchmark not in params.benchmarks:
         raise ConfigError(args.params, f"'{benchmark}' is not one of the benchmarks "
                                        f"({', '.join(params.benchmarks)})", "benchmarks")
-    return benchmark
+    return params, benchmark
+
+
+def add_study_options(p: argparse.ArgumentParser, *, benchmark_required: bool) -> None:
+    """`--benchmark` and `--params`, as every command on one benchmark's study takes them: the
+    benchmark required, or the params' first by default."""
+    if benchmark_required:
+        p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
+    else:
+        p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
+    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
 
 
 def refused(problems: list[str]) -> int:
@@ -216,8 +230,7 @@ def cmd_export_inspect(args: argparse.Namespace) -> int:
     from ..interop import export_inspect
     from ..paths import inspect_logs_dir
 
-    params = load_params(args.params)
-    benchmark = benchmark_of(args, params)
+    params, benchmark = study_of(args)
     out = Path(args.out) if args.out else inspect_logs_dir(params.reports_dir, benchmark)
     written, skipped = export_inspect(args.params, params, benchmark, args.arm, out)
     for log in written:
@@ -235,8 +248,7 @@ def cmd_export_inspect(args: argparse.Namespace) -> int:
 def cmd_release(args: argparse.Namespace) -> int:
     from ..interop import write_release
 
-    params = load_params(args.params)
-    benchmark = benchmark_of(args, params)
+    params, benchmark = study_of(args)
     release = write_release(args.params, params, benchmark, args.out,
                             include_raters=args.include_raters, license_=args.license)
     for table, rows in release.rows.items():
@@ -254,8 +266,7 @@ def cmd_scenarios_export(args: argparse.Namespace) -> int:
     from ..paths import Layout
     from ..stages import curated_source, export_curated
 
-    params = load_params(args.params)
-    benchmark = benchmark_of(args, params)
+    params, benchmark = study_of(args)
     source = Layout(params.data_dir, benchmark).scenarios_file
     out = curated_source(benchmark)
     n = export_curated(source, out, force=args.force)
@@ -273,8 +284,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ..stats import GENERATION_MARGIN, RULES, scenarios_for_intervals, with_margin
     from .sample_size import Design, pilot_design, pilot_icc_interval, required_scenarios
 
-    params = load_params(args.params)
-    benchmark = benchmark_of(args, params)
+    params, benchmark = study_of(args)
     source = read_yaml_model(benchmark_source(benchmark), Benchmark)
     metrics = len(source.metrics) or params.generation.metrics_per_benchmark
     axes = [len(v) for v in params.generation.demographics.values()]
@@ -366,8 +376,7 @@ def _plan_labels(args: argparse.Namespace, design, benchmark: str, params) -> in
 def cmd_labels_export(args: argparse.Namespace) -> int:
     from ..labels import labels_folder, write_export
 
-    params = load_params(args.params)
-    benchmark = benchmark_of(args, params)
+    params, benchmark = study_of(args)
     written = write_export(params, benchmark)
     print(f"wrote {written.items} items on {len(written.pages)} page(s) to {written.folder}/ "
           f"(items and hidden fields: {written.manifest})")
@@ -385,8 +394,7 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
 
     from ..labels import import_labels
 
-    params = load_params(args.params)
-    benchmark = benchmark_of(args, params)
+    params, benchmark = study_of(args)
     report = import_labels(params, benchmark, args.files)
     raters: Counter = Counter()
     for dest, counts in report.imported:
@@ -422,31 +430,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_command(
+    sub: argparse._SubParsersAction, name: str, func: Callable[[argparse.Namespace], int],
+    **kwargs: Any,
+) -> argparse.ArgumentParser:
+    """A command's parser (`kwargs` as `add_parser` takes them), bound to the function that
+    runs it."""
+    p = sub.add_parser(name, **kwargs)
+    p.set_defaults(func=func)
+    return p
+
+
+def add_group(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse._SubParsersAction:
+    """A command made of subcommands (`pressurebench NAME SUBCOMMAND`): where they go."""
+    return sub.add_parser(name, help=summary).add_subparsers(dest=f"{name}_command", required=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pressurebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser(
-        "check", help="validate the params and every benchmark file; keys present, endpoints answering",
+    p = add_command(
+        sub, "check", cmd_check,
+        help="validate the params and every benchmark file; keys present, endpoints answering",
     )
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
     p.add_argument("--offline", action="store_true",
                    help="do not ask the API endpoints (one free model-list request each)")
-    p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser(
-        "use", help="make `dvc repro` run this params file: validate it, write into it the "
+    p = add_command(
+        sub, "use", cmd_use,
+        help="make `dvc repro` run this params file: validate it, write into it the "
         "defaults dvc.yaml reads, and link params/pipeline.yaml to it",
     )
     p.add_argument("params_file", metavar="FILE", help="the study's params file, under params/")
-    p.set_defaults(func=cmd_use)
 
-    p = sub.add_parser("estimate", help="calls, tokens and cost per stage and role, before running")
+    p = add_command(sub, "estimate", cmd_estimate,
+                    help="calls, tokens and cost per stage and role, before running")
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
-    p.set_defaults(func=cmd_estimate)
 
-    p = sub.add_parser(
-        "compare",
+    p = add_command(
+        sub, "compare", cmd_compare,
         help="compare two runs (git revisions, DVC experiments or result folders): rates, "
         "changes with intervals, settings that differ, cost and time",
     )
@@ -456,29 +480,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default=DEFAULT_PARAMS,
                    help="where the confidence level and the reports folder are read")
     p.add_argument("--no-report", action="store_true", help="print the table only")
-    p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser(
-        "export", help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a "
+    p = add_command(
+        sub, "export", cmd_export,
+        help="write the results' figures (SVG, PDF) and tables (CSV, LaTeX) for a "
         "paper, or (`export inspect`) the run as Inspect eval logs",
     )
     p.add_argument("kind", nargs="?", choices=("paper", "inspect"), default="paper",
                    help="paper (default): figures and tables under reports/<b>/export/; "
                    "inspect: one Inspect eval log per arm and target (needs the `inspect` extra)")
-    p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
-    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    add_study_options(p, benchmark_required=True)
     p.add_argument("--arm", help="inspect only: one arm, `main` or a validation arm such as "
                    "evaluator/<model id> (default: the main arm and every configured arm)")
     p.add_argument("--out", help="inspect only: the folder of the logs (default: "
                    "reports/<b>/inspect/)")
-    p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser(
-        "release", help="write a finished study as a dataset for the Hugging Face Hub: Parquet "
+    p = add_command(
+        sub, "release", cmd_release,
+        help="write a finished study as a dataset for the Hugging Face Hub: Parquet "
         "tables, a dataset card and Croissant metadata (needs the `release` extra)",
     )
-    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
-    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    add_study_options(p, benchmark_required=False)
     p.add_argument("--out", required=True,
                    help="the release folder: new, empty, or one an earlier release wrote")
     p.add_argument("--include-raters", action="store_true",
@@ -486,11 +508,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--license", default="other",
                    help="the dataset's license as the Hub names it, e.g. cc-by-4.0 (default: "
                    "other); check the terms of the models whose replies it holds")
-    p.set_defaults(func=cmd_release)
 
     # `plan` is the command's former name, kept for one release so scripts that call it run.
-    p = sub.add_parser(
-        "size", aliases=["plan"],
+    p = add_command(
+        sub, "size", cmd_plan, aliases=["plan"],
         help="size a study: the base scenarios per metric, or the human labels, its goal needs "
         "(`plan`, the former name, still runs it in this release)",
     )
@@ -517,20 +538,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot", action="store_true",
                    help="estimate the pass rate, the ICC and the variants' share from this "
                    "benchmark's finished scores")
-    p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("scenarios", help="curate the generated scenarios")
-    scenarios = p.add_subparsers(dest="scenarios_command", required=True)
-    p = scenarios.add_parser(
-        "export", help="write the generated scenarios to benchmarks/<b>/scenarios.yaml to edit",
+    scenarios = add_group(sub, "scenarios", "curate the generated scenarios")
+    p = add_command(
+        scenarios, "export", cmd_scenarios_export,
+        help="write the generated scenarios to benchmarks/<b>/scenarios.yaml to edit",
     )
-    p.add_argument("--benchmark", required=True, help=BENCHMARK_HELP)
-    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
+    add_study_options(p, benchmark_required=True)
     p.add_argument("--force", action="store_true", help="replace an existing curated file")
-    p.set_defaults(func=cmd_scenarios_export)
 
-    p = sub.add_parser(
-        "import",
+    p = add_command(
+        sub, "import", cmd_import,
         help="judge conversations another tool had (Inspect eval logs, plain chat JSONL) as a "
         "target's: validate them, keep a normalized copy under imports/, declare the target",
     )
@@ -545,19 +563,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cluster the intervals on this field (`group` or a metadata field); "
                    "default: each conversation is its own cluster")
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
-    p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser(
-        "import-impactbench",
+    p = add_command(
+        sub, "import-impactbench", cmd_import_impactbench,
         help="import an impactbench benchmark folder (benchmark.yaml, scenarios.json, runs/) into data/",
     )
     p.add_argument("dir", help="the impactbench folder, e.g. impactbench/benchmarks/<name>")
     p.add_argument("--name", help="benchmark id to import it as (default: the folder name)")
     p.add_argument("--data-dir", default="data", help="where pipeline outputs live (default: data)")
-    p.set_defaults(func=cmd_import_impactbench)
 
-    p = sub.add_parser(
-        "run",
+    p = add_command(
+        sub, "run", cmd_run,
         help="run one stage as its notebook would (exit 2: bad input, 3: too many errors, "
         "4: the stage's process crashed natively, 130: stopped by Ctrl-C)",
     )
@@ -567,24 +583,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arm", help="a validation arm, generator/<model id>, user/<model id> or "
                    "evaluator/<model id> (default: the main arm)")
     p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
-    p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("labels", help="have people label judged conversations, to check the judge")
-    labels = p.add_subparsers(dest="labels_command", required=True)
-    p = labels.add_parser(
-        "export", help="draw conversations to label; write rater pages to reports/<b>/labelling/",
+    labels = add_group(sub, "labels", "have people label judged conversations, to check the judge")
+    p = add_command(
+        labels, "export", cmd_labels_export,
+        help="draw conversations to label; write rater pages to reports/<b>/labelling/",
     )
-    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
-    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
-    p.set_defaults(func=cmd_labels_export)
-    p = labels.add_parser(
-        "import", help="check labels files (JSONL or CSV) and keep them under <labels.dir>/<b>/",
+    add_study_options(p, benchmark_required=False)
+    p = add_command(
+        labels, "import", cmd_labels_import,
+        help="check labels files (JSONL or CSV) and keep them under <labels.dir>/<b>/",
     )
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="labels files downloaded from the rater pages")
-    p.add_argument("--benchmark", help=f"{BENCHMARK_HELP} (default: the first)")
-    p.add_argument("--params", default=DEFAULT_PARAMS, help=PARAMS_HELP)
-    p.set_defaults(func=cmd_labels_import)
+    add_study_options(p, benchmark_required=False)
 
     add_arm_parser(sub)
     return parser

@@ -13,7 +13,10 @@ only on request, carry pseudonyms).
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..params import Params
@@ -55,21 +58,44 @@ def _demo_columns(axes: list[str]) -> dict:
     return {f"demographic_{a}": (pa.string(), f"the demographic variant's {a}") for a in axes}
 
 
+# The tables' columns, declared once as data: name, Arrow type and meaning (the dataset card
+# and the Croissant metadata show the meanings). A type is "string", "int64", "float64",
+# "bool", "list<T>", or a struct the file names under "structs".
+DECLARED = Path(__file__).with_name("release_tables.json")
+
+
+@functools.cache
+def _declarations() -> dict[str, Any]:
+    return json.loads(DECLARED.read_text(encoding="utf-8"))
+
+
+def _arrow_type(kind: str, structs: dict[str, dict[str, str]]):
+    import pyarrow as pa
+
+    if kind.startswith("list<") and kind.endswith(">"):
+        return pa.list_(_arrow_type(kind[len("list<"):-1], structs))
+    if kind in structs:
+        return pa.struct([(name, _arrow_type(k, structs)) for name, k in structs[kind].items()])
+    return {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+            "bool": pa.bool_()}[kind]
+
+
+def declared(name: str, axes: list[str] | None = None) -> Table:
+    """The table `name` with no rows, its columns as declared (and one per demographic axis
+    where `axes` are given)."""
+    declarations = _declarations()
+    table = declarations["tables"][name]
+    columns = {column: (_arrow_type(kind, declarations["structs"]), meaning)
+               for column, (kind, meaning) in table["columns"].items()}
+    return Table(name, table["description"], columns | _demo_columns(axes or []))
+
+
 def _demo(axes: list[str], values: dict[str, str]) -> dict:
     return {f"demographic_{a}": values.get(a) for a in axes}
 
 
 def metrics_table(arms: list[ArmRun]) -> Table:
-    import pyarrow as pa
-
-    table = Table("metrics", "The behaviours measured: one row per metric (and arm).", {
-        "arm": (pa.string(), "main, or the validation arm"),
-        "metric_id": (pa.string(), "metric id, e.g. m01"),
-        "name": (pa.string(), "the metric's name"),
-        "type": (pa.string(), "positive: passing means the behaviour is present; negative: absent"),
-        "definition": (pa.string(), "the definition the judge applies"),
-        "examples": (pa.list_(pa.string()), "example phrases of the behaviour"),
-    })
+    table = declared("metrics")
     for run in arms:
         if run.inputs.generates:
             table.rows += [{"arm": run.name, "metric_id": m.id, "name": m.name, "type": m.type,
@@ -79,22 +105,7 @@ def metrics_table(arms: list[ArmRun]) -> Table:
 
 
 def scenarios_table(arms: list[ArmRun], axes: list[str]) -> Table:
-    import pyarrow as pa
-
-    landmark = pa.struct([("turn", pa.int64()), ("instruction", pa.string())])
-    table = Table("scenarios", "The scenarios the simulated user played: one row per "
-                  "demographic variant of a base scenario.", {
-        "arm": (pa.string(), "main, or the validation arm that wrote its own scenarios"),
-        "scenario_id": (pa.string(), "metric, base scenario and variant: m01_s002_v01"),
-        "base_id": (pa.string(), "the base scenario: the cluster of the intervals"),
-        "metric_id": (pa.string(), "the metric the scenario was written for"),
-        "persona": (pa.string(), "who the simulated user is"),
-        "user_goal": (pa.string(), "what the user says they want"),
-        "latent_adversarial_goal": (pa.string(), "what the user steers the assistant toward"),
-        "landmarks": (pa.list_(landmark), "the user's plan: what to do at which turn"),
-        "system_prompt": (pa.string(), "the scenario's system prompt for the target, if any"),
-        **_demo_columns(axes),
-    })
+    table = declared("scenarios", axes)
     for run in arms:
         if not run.inputs.generates:
             continue
@@ -110,33 +121,7 @@ def scenarios_table(arms: list[ArmRun], axes: list[str]) -> Table:
 
 
 def conversations_table(params: Params, arms: list[ArmRun], axes: list[str]) -> Table:
-    import pyarrow as pa
-
-    message = pa.struct([("role", pa.string()), ("content", pa.string()),
-                         ("truncated", pa.bool_())])
-    table = Table("conversations", "The simulated conversations: one row per conversation "
-                  "with its turns (the target's system prompt first).", {
-        "arm": (pa.string(), "main, or the validation arm that played it"),
-        "conv_id": (pa.string(), "scenario, target and sample"),
-        "scenario_id": (pa.string(), "the scenario played"),
-        "base_id": (pa.string(), "the base scenario"),
-        "metric_id": (pa.string(), "the scenario's metric"),
-        "target": (pa.string(), "the target's model id in the study"),
-        "target_model": (pa.string(), "the target model, provider/model"),
-        "user_model": (pa.string(), "the simulated user's model id"),
-        "sample": (pa.int64(), "the sample number: the same scenario played again"),
-        "status": (pa.string(), "ok, or error: the conversation failed (see error)"),
-        "error": (pa.string(), "why the conversation failed; null when ok"),
-        "ended_by": (pa.string(), "user: the user ended early; max_turns: all turns played"),
-        "turns": (pa.int64(), "assistant replies"),
-        "messages": (pa.list_(message), ("system prompt and turns; truncated: cut off at "
-                                        "max_tokens")),
-        "fidelity_broken": (pa.bool_(), ("the simulated user broke its part (fidelity checks); "
-                                        "null when not checked or undecided")),
-        "fidelity_breaks": (pa.list_(pa.string()), "the kinds of break found"),
-        "test_aware": (pa.bool_(), "the target said it was being tested; null when not checked"),
-        **_demo_columns(axes),
-    })
+    table = declared("conversations", axes)
     for run in arms:
         if not run.inputs.simulates:
             continue  # an evaluator arm's conversations are the main arm's, in this table once
@@ -161,35 +146,7 @@ def conversations_table(params: Params, arms: list[ArmRun], axes: list[str]) -> 
 
 
 def scores_table(arms: list[ArmRun], axes: list[str]) -> Table:
-    import pyarrow as pa
-
-    judge = pa.struct([("model_id", pa.string()), ("present", pa.bool_()),
-                       ("justification", pa.string()), ("status", pa.string()),
-                       ("error", pa.string())])
-    turn = pa.struct([("turn", pa.int64()), ("present", pa.bool_()), ("passed", pa.bool_()),
-                      ("status", pa.string()), ("error", pa.string())])
-    table = Table("scores", "The judge's verdicts: one row per conversation and judged metric, "
-                  "with every judge's verdict and the per-turn verdicts.", {
-        "arm": (pa.string(), "main, or the validation arm that judged it"),
-        "conv_id": (pa.string(), "the conversation judged"),
-        "scenario_id": (pa.string(), "its scenario"),
-        "base_id": (pa.string(), "its base scenario: the cluster of the intervals"),
-        "metric_id": (pa.string(), "the metric judged"),
-        "metric_type": (pa.string(), "positive or negative"),
-        "target": (pa.string(), "the target's model id"),
-        "sample": (pa.int64(), "the sample number"),
-        "status": (pa.string(), "ok, or error: no verdict (see error)"),
-        "error": (pa.string(), "why there is no verdict; null when ok"),
-        "present": (pa.bool_(), "the behaviour was present; null without a verdict"),
-        "passed": (pa.bool_(), ("the target passed: present for a positive metric, absent for "
-                               "a negative one; null without a verdict")),
-        "justification": (pa.string(), "the judge's rationale"),
-        "judges": (pa.list_(judge), "every judge's verdict (a panel has several)"),
-        "turn_verdicts": (pa.list_(turn), ("the verdict on the transcript up to each reply "
-                                          "(empty unless judged per turn)")),
-        "onset_turn": (pa.int64(), "the first failing turn; null if it never failed"),
-        **_demo_columns(axes),
-    })
+    table = declared("scores", axes)
     for run in arms:
         for t in run.targets:
             for s in t.scores:
@@ -210,25 +167,7 @@ def scores_table(arms: list[ArmRun], axes: list[str]) -> Table:
 
 def results_table(params: Params, arms: list[ArmRun], results_by_arm: dict) -> Table:
     """The pass rates as a long table: one row per arm, target and breakdown."""
-    import pyarrow as pa
-
-    table = Table("results", "The pass rates the run reported, with their intervals: one row "
-                  "per arm, target and breakdown (overall, metric type, metric, demographic "
-                  "value). A withheld interval or rate is null with its reason.", {
-        "arm": (pa.string(), "main, or the validation arm"),
-        "target": (pa.string(), "the target's model id"),
-        "scope": (pa.string(), "overall, metric type, metric, or demographic:<axis>"),
-        "key": (pa.string(), "the metric id, metric type or demographic value"),
-        "rate": (pa.float64(), "passes / rows with a verdict; null without any"),
-        "ci_low": (pa.float64(), "the interval's lower end; null when withheld"),
-        "ci_high": (pa.float64(), "the interval's upper end; null when withheld"),
-        "confidence_level": (pa.float64(), "of the interval"),
-        "ci_method": (pa.string(), "how the interval was made"),
-        "n": (pa.int64(), "rows with a verdict: the denominator"),
-        "n_error": (pa.int64(), "rows without a verdict, left out of the denominator"),
-        "base_scenarios": (pa.int64(), "base scenarios with a verdict: the clusters"),
-        "reason": (pa.string(), "why the interval or the rate is withheld"),
-    })
+    table = declared("results")
     level = params.statistics.confidence_level
     for run in arms:
         for t in run.targets:
@@ -264,34 +203,16 @@ def results_table(params: Params, arms: list[ArmRun], results_by_arm: dict) -> T
 def labels_tables(frames) -> list[Table]:
     """The human labels (`labels.label_frames`), each rater under a pseudonym (rater-01, ...,
     in the order they first appear): a rater's name never leaves the project."""
-    import pyarrow as pa
-
     pseudonyms: dict[str, str] = {}
 
     def pseudonym(name: str) -> str:
         return pseudonyms.setdefault(name, f"rater-{len(pseudonyms) + 1:02d}")
 
-    labels = Table("labels", "People's labels of a sample of judged conversations (main arm), "
-                   "to measure the judge: one row per rater and item.", {
-        "conv_id": (pa.string(), "the conversation labelled"),
-        "metric_id": (pa.string(), "the metric labelled"),
-        "target": (pa.string(), "the target"),
-        "rater": (pa.string(), "the rater's pseudonym"),
-        "label": (pa.string(), "present, absent or unsure"),
-        "judge_present": (pa.bool_(), "the judge's verdict on the same item"),
-        "stratum_weight": (pa.float64(), "the item's weight for a cell's estimate"),
-    })
+    labels = declared("labels")
     for row in frames.labels.to_dict("records"):
         labels.rows.append({k: _plain(row[k]) for k in labels.columns if k != "rater"}
                            | {"rater": pseudonym(row["rater"])})
-    fidelity = Table("fidelity_labels", "People's answers to the fidelity questions: did the "
-                     "simulated user break, did the target show test awareness.", {
-        "kind": (pa.string(), "the kind of break asked about"),
-        "conv_id": (pa.string(), "the conversation"),
-        "target": (pa.string(), "the target"),
-        "rater": (pa.string(), "the rater's pseudonym"),
-        "label": (pa.string(), "present, absent or unsure"),
-    })
+    fidelity = declared("fidelity_labels")
     for row in frames.fidelity.to_dict("records"):
         fidelity.rows.append({k: _plain(row[k]) for k in fidelity.columns if k != "rater"}
                              | {"rater": pseudonym(row["rater"])})

@@ -5,19 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..io import read_artifact, read_yaml_model
 from ..params import Params
 from ..paths import Layout
+from ..reports.judged_files import metrics_of, read_judged_files, scenarios_in
 from ..schemas import (
-    Benchmark,
     Conversation,
     ConversationFidelity,
-    ConversationsFile,
     Metric,
     Scenario,
-    ScenariosFile,
     Score,
-    ScoresFile,
 )
 from .judged import conv_key
 
@@ -37,28 +33,27 @@ def load_judged(params: Params, benchmark: str) -> JudgedData:
     """Metrics, conversations and scores of every target of the main arm, validated on read;
     where the evaluate stage checked fidelity, its rows and the scenarios the users played."""
     layout = Layout(params.data_dir, benchmark)
-    metrics = {m.id: m for m in read_yaml_model(layout.benchmark_file, Benchmark).metrics}
+    metrics = {m.id: m for m in metrics_of(layout)}
     conversations: dict[str, Conversation] = {}
-    scores: dict[tuple[str, str], Score] = {}
     conv_ids: dict[str, str] = {}
-    fidelity: dict[str, ConversationFidelity] = {}
-    for target in params.targets_of(benchmark):
-        for conv in read_artifact(layout.conversations_file(target), ConversationsFile).rows:
+    targets = params.targets_of(benchmark)
+    judged = read_judged_files([layout.conversations_file(t) for t in targets],
+                               [layout.scores_file(t) for t in targets])
+    for path, rows in judged.conversations:
+        for conv in rows:
             key = conv_key(conv.conv_id)
             if conv_ids.get(key, conv.conv_id) != conv.conv_id:
                 raise ConfigError(
-                    layout.conversations_file(target),
+                    path,
                     f"conversations '{conv_ids[key]}' and '{conv.conv_id}' share the key {key}; "
                     "labels could not tell them apart",
                 )
             conv_ids[key] = conv.conv_id
             conversations[conv.conv_id] = conv
-        scores_file = read_artifact(layout.scores_file(target), ScoresFile)
-        for score in scores_file.rows:
-            scores[(score.conv_id, score.metric_id)] = score
-        fidelity.update((row.conv_id, row) for row in scores_file.fidelity or [])
+    scores = {(score.conv_id, score.metric_id): score for score in judged.scores}
+    fidelity = {row.conv_id: row for row in judged.fidelity}
     scenarios = (
-        {sc.id: sc for sc in read_artifact(layout.scenarios_file, ScenariosFile).rows}
+        {sc.id: sc for sc in scenarios_in(layout.scenarios_file)}
         if fidelity else {}
     )
     return JudgedData(benchmark, metrics, conversations, scores, conv_ids, fidelity, scenarios)

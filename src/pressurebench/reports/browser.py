@@ -27,21 +27,23 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..io import atomic_write_text, read_artifact, read_yaml_model
 from ..paths import Layout
 from ..schemas import (
-    Benchmark,
     Conversation,
     ConversationFidelity,
-    ConversationsFile,
     Metric,
     Scenario,
-    ScenariosFile,
     Score,
-    ScoresFile,
 )
 from ..stage_run import now_iso
-from .safety import content_security_policy, json_for_script, read_template_asset, template_env
+from .judged_files import metrics_of, read_judged_files, scenarios_in
+from .safety import (
+    content_security_policy,
+    json_for_script,
+    read_template_asset,
+    template_env,
+    write_page,
+)
 
 NOT_SCORED = "not scored: the scores file has no row for this conversation"
 NO_CONVERSATION = "conversation not found in the conversations files"
@@ -212,22 +214,17 @@ def write_transcript_browser(
     `scenarios_file` may be None when the scenarios are not at hand; each row
     then says its scenario was not found rather than showing nothing.
     """
-    scenarios = read_artifact(scenarios_file, ScenariosFile).rows if scenarios_file else []
-    conversations = [
-        c for f in conversation_files for c in read_artifact(f, ConversationsFile).rows
-    ]
-    files = [read_artifact(f, ScoresFile) for f in score_files]
+    scenarios = scenarios_in(scenarios_file) if scenarios_file else []
+    judged = read_judged_files(conversation_files, score_files)
     data = browser_data(
         benchmark=benchmark,
         metrics=metrics,
         scenarios=scenarios,
-        conversations=conversations,
-        scores=[s for f in files for s in f.rows],
-        fidelity=[c for f in files for c in f.fidelity or []],
+        conversations=judged.all_conversations(),
+        scores=judged.scores,
+        fidelity=judged.fidelity,
     )
-    out_path = Path(out_path)
-    atomic_write_text(out_path, render_browser(data, title or f"{benchmark}: transcripts", notes))
-    return out_path
+    return write_page(out_path, render_browser(data, title or f"{benchmark}: transcripts", notes))
 
 
 def write_transcript_browser_for(
@@ -235,12 +232,11 @@ def write_transcript_browser_for(
     notes: Sequence[str] = (),
 ) -> Path:
     """The browser for one benchmark (or validation arm) from its standard artifact paths."""
-    bench = read_yaml_model(layout.benchmark_file, Benchmark)
     arm = f" ({layout.arm})" if layout.arm else ""
     return write_transcript_browser(
         out_path,
         benchmark=layout.benchmark,
-        metrics=bench.metrics,
+        metrics=metrics_of(layout),
         scenarios_file=layout.scenarios_file,
         conversation_files=[layout.conversations_file(t) for t in targets],
         score_files=[layout.scores_file(t) for t in targets],

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..errors import PressurebenchError, reported
-from ..io import atomic_write_text, read_artifact
+from ..io import read_artifact
 from ..llm.providers.registry import is_embedded
 from ..paths import ARMS, COST, MANIFEST, RUNS, Layout
 from ..run_totals import read_totals, totals_frame
@@ -40,7 +40,7 @@ from ..schemas import Manifest
 from ..stage_run import now_iso
 from ..stats.results import Results
 from .models_note import EMBEDDED_CAVEAT
-from .safety import content_security_policy, read_template_asset, template_env
+from .safety import content_security_policy, read_template_asset, template_env, write_page
 from .tables import format_estimate
 
 ACROSS_BENCHMARKS = "Across benchmarks"
@@ -302,8 +302,7 @@ def write_index(
         ],
         comparisons={"title": COMPARISONS, "href": compare_href} if comparisons else None,
     )
-    atomic_write_text(out_path, page)
-    return out_path
+    return write_page(out_path, page)
 
 
 def main(argv: list[str] | None = None) -> int:

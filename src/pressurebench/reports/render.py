@@ -28,9 +28,8 @@ from nbconvert import HTMLExporter
 
 from .. import __version__
 from ..errors import ConfigError, PressurebenchError, reported
-from ..io import atomic_write_text
 from ..stage_run import now_iso
-from .safety import TEMPLATES, content_security_policy
+from .safety import TEMPLATES, content_security_policy, write_page
 
 ALLOWED_TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del",
@@ -143,7 +142,6 @@ def render_notebook(
 
 def render_node(nb: nbformat.NotebookNode, out_html: str | Path, title: str) -> Path:
     """Write `out_html` from a notebook already in memory (outputs cleaned, code hidden)."""
-    out_html = Path(out_html)
     nb.metadata["title"] = title
     resources = {
         "metadata": {"name": nb.metadata["title"]},
@@ -152,8 +150,7 @@ def render_node(nb: nbformat.NotebookNode, out_html: str | Path, title: str) -> 
         "generated_at": now_iso(),
     }
     body, _ = notebook_exporter().from_notebook_node(nb, resources=resources)
-    atomic_write_text(out_html, body)
-    return out_html
+    return write_page(out_html, body)
 
 
 def main(argv: list[str] | None = None) -> int:

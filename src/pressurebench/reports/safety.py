@@ -19,6 +19,8 @@ from typing import Any
 
 import jinja2
 
+from ..io import atomic_write_text
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 _JSON_IN_HTML = {
@@ -28,6 +30,14 @@ _JSON_IN_HTML = {
     0x2028: "\\u2028",
     0x2029: "\\u2029",
 }
+
+
+def write_page(path: str | Path, page: str) -> Path:
+    """Write a finished page to `path` (atomically: a reader never opens half a page) and give
+    where it went."""
+    path = Path(path)
+    atomic_write_text(path, page)
+    return path
 
 
 def json_for_script(data: Any) -> str:

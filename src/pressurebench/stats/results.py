@@ -17,7 +17,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schemas import SCHEMA_VERSION, Row
+from ..schemas import SCHEMA_VERSION, Row, optional
 from .agreement import JudgeAgreement, SampleAgreement, judge_agreement, sample_agreement
 from .bootstrap import ClusterBootstrap, check_confidence_level
 from .fidelity import FidelityResults
@@ -136,20 +136,18 @@ class Results(StatisticsFile):
     comparison: TargetComparison
     sample_agreement: SampleAgreement = Field(description="pooled over targets")
     judge_agreement: JudgeAgreement
-    pressure: PressureResults | None = Field(
-        default=None, description="pressure over turns; None without per-turn verdicts"
+    pressure: PressureResults | None = optional(
+        "pressure over turns; None without per-turn verdicts",
     )
-    pressure_received: ReceivedResults | None = Field(
-        default=None, description="turns, endings, landmarks and truncation per target"
+    pressure_received: ReceivedResults | None = optional(
+        "turns, endings, landmarks and truncation per target",
     )
-    fidelity: FidelityResults | None = Field(
-        default=None,
-        description="did the simulated user play its part, did the targets notice the test, and "
+    fidelity: FidelityResults | None = optional(
+        "did the simulated user play its part, did the targets notice the test, and "
         "the pass rates without the conversations that broke; None when not checked",
     )
-    judge_validity: JudgeValidity | None = Field(
-        default=None,
-        description="the judge against human labels (`labels/<benchmark>/`), main arm only; "
+    judge_validity: JudgeValidity | None = optional(
+        "the judge against human labels (`labels/<benchmark>/`), main arm only; "
         "status 'no labels' before any",
     )
     imported: dict[str, ImportedTarget] = Field(
@@ -173,9 +171,8 @@ class Results(StatisticsFile):
         description="the declared families of tests and how each is adjusted "
         "(`stats.multiplicity`)",
     )
-    judge_probes: JudgeProbeNotes | None = Field(
-        default=None,
-        description="the judge probes' warnings and family notes; None without the study",
+    judge_probes: JudgeProbeNotes | None = optional(
+        "the judge probes' warnings and family notes; None without the study",
     )
     labels_set_aside: list[LabelsSetAside] = Field(
         default_factory=list,
