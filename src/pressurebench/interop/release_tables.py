@@ -61,7 +61,7 @@ def _demo_columns(axes: list[str]) -> dict:
 # The tables' columns, declared once as data: name, Arrow type and meaning (the dataset card
 # and the Croissant metadata show the meanings). A type is "string", "int64", "float64",
 # "bool", "list<T>", or a struct the file names under "structs".
-DECLARED = Path(__file__).with_name("release_tables.json")
+DECLARED = Path(__file__).parent / "release_columns" / "tables.json"
 
 
 @functools.cache

@@ -48,6 +48,7 @@ DATA_DIRS = {
     "reports/safety.py": "reports/templates",
     "labels/page.py": "labels/templates",
     "stats/interval_rules.py": "stats/coverage",
+    "interop/release_tables.py": "interop/release_columns",
 }
 
 
