@@ -240,19 +240,6 @@ def agreement_frame(results: Results) -> pd.DataFrame:
     return _typed(pd.DataFrame(rows, columns=AGREEMENT_COLUMNS))
 
 
-def agreement_scopes(frame: pd.DataFrame) -> list[tuple[str, str | None, dict[str, dict]]]:
-    """`agreement_frame`'s rows by scope, in its order: whose verdicts, the target (None: all
-    targets, or the judges), and per statistic ("all agree", "kappa", "alpha") its row as a
-    dict, a missing cell None; what the report and the LaTeX table format."""
-    short = {"all agree": "all agree", "krippendorff alpha": "alpha"}
-    scopes: dict[tuple[str, str | None], dict[str, dict]] = {}
-    for row in frame.astype(object).where(frame.notna(), None).to_dict("records"):
-        statistic = str(row["statistic"])
-        name = short.get(statistic, "kappa" if statistic.endswith(" kappa") else statistic)
-        scopes.setdefault((row["verdicts_of"], row["target"]), {})[name] = row
-    return [(of, target, rows) for (of, target), rows in scopes.items()]
-
-
 def interval_coverage_frame(results: Results) -> pd.DataFrame:
     """Per kind of interval: its method, the study's design, and the coverage range the grid
     measured at the largest design not above it (empty, with the reason, where none)."""

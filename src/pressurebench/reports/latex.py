@@ -22,8 +22,8 @@ import pandas as pd
 from ..stats.estimates import RateEstimate
 from ..stats.results import Results
 from . import latex_fit as fit
-from .export_tables import FIDELITY_KIND_LABELS, agreement_scopes, rate_estimate
-from .tables import frame_records, method_label, methods_by_kind, used_method
+from .export_tables import FIDELITY_KIND_LABELS, rate_estimate
+from .tables import agreement_scopes, frame_records, method_label, methods_by_kind, used_method
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",

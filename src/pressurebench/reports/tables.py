@@ -106,6 +106,19 @@ def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row.items()} for row in cells.to_dict("records")]
 
 
+def agreement_scopes(frame: pd.DataFrame) -> list[tuple[str, str | None, dict[str, dict]]]:
+    """`export_tables.agreement_frame`'s rows by scope, in its order: whose verdicts, the target
+    (None: all targets, or the judges), and per statistic ("all agree", "kappa", "alpha") its
+    row as a dict, a missing cell None; what the report and the LaTeX table format."""
+    short = {"all agree": "all agree", "krippendorff alpha": "alpha"}
+    scopes: dict[tuple[str, str | None], dict[str, dict]] = {}
+    for row in frame_records(frame):
+        statistic = str(row["statistic"])
+        name = short.get(statistic, "kappa" if statistic.endswith(" kappa") else statistic)
+        scopes.setdefault((row["verdicts_of"], row["target"]), {})[name] = row
+    return [(of, target, rows) for (of, target), rows in scopes.items()]
+
+
 def format_share(value: float | None) -> str:
     return MISSING if value is None else f"{value:z.1%}"
 

@@ -133,7 +133,7 @@ def agreement_frame(results) -> pd.DataFrame:
     """
     # Here, not at the top: the stages that show only views import no statistics.
     from .export_tables import agreement_frame as agreement_table_frame
-    from .export_tables import agreement_scopes
+    from .tables import agreement_scopes
 
     def shown(row: dict | None) -> str:
         if row is None or row["value"] is None:
