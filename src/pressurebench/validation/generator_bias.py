@@ -31,6 +31,7 @@ from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import Benchmark, GenerationError, ScenariosFile
 from ..stats.arm_comparison import compare_arms
+from ..stats.estimates import interval_fields
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
 from ..stats.pairwise_changes import pairwise_changes
@@ -108,10 +109,7 @@ def compare_generator_arm(
             in_family=contrast.inside,
             out_of_family=contrast.outside,
             value=contrast.value,
-            ci_low=contrast.ci_low,
-            ci_high=contrast.ci_high,
-            ci_method=contrast.ci_method,
-            reason=contrast.reason,
+            **interval_fields(contrast.ci_low, contrast.ci_high, contrast.ci_method, contrast.reason),
         ),
     )
 
