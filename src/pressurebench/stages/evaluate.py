@@ -83,6 +83,7 @@ from ..schemas import (
     error_category,
 )
 from ..stage_run import StageRun
+from .conversation_keys import conversation_keys
 from .fidelity import FIDELITY_PROMPTS, check_conversations
 
 STAGE = "evaluate"
@@ -261,15 +262,10 @@ def score_row(
 ) -> Score:
     present = decision.present
     return Score(
-        conv_id=conv.conv_id,
-        scenario_id=conv.scenario_id,
-        base_id=conv.base_id,
+        **conversation_keys(conv),
         metric_id=metric.id,
         scenario_metric_id=conv.metric_id,
         metric_type=metric.type,
-        target=conv.target,
-        sample=conv.sample,
-        demographic=dict(conv.demographic),
         present=present,
         passed=passed_of(present, metric),
         justification=decision.justification,
