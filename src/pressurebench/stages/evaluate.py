@@ -51,13 +51,13 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from ..arms.inputs import ArmInputs, declared_params, resolve
+from ..arms.inputs import ArmInputs, declared_params
 from ..errors import ConfigError
 from ..interop import is_imported, judged_on_every_metric, skip_reason
 from ..io import read_artifact, read_yaml_model, write_artifact
-from ..llm.client import ModelClient, ProviderFactory, run_sync
+from ..llm.client import ModelClient, run_sync
 from ..llm.prompt_cache import cache_group, cache_marks
-from ..params import Evaluation, Params, load_params
+from ..params import Evaluation, Params
 from ..prompts import render
 from ..schemas import (
     CONVERSATION_FAILED,
@@ -83,7 +83,10 @@ from ..schemas import (
     error_category,
 )
 from ..stage_run import StageRun
+from .conversation_keys import conversation_keys
+from .entry import StageCall, target_stage
 from .fidelity import FIDELITY_PROMPTS, check_conversations
+from .row_checks import check_metric_ids
 
 STAGE = "evaluate"
 JUDGE_PROMPTS = ["judge_system", "judge_user", "judge_turn", "judge_question"]
@@ -261,15 +264,10 @@ def score_row(
 ) -> Score:
     present = decision.present
     return Score(
-        conv_id=conv.conv_id,
-        scenario_id=conv.scenario_id,
-        base_id=conv.base_id,
+        **conversation_keys(conv),
         metric_id=metric.id,
         scenario_metric_id=conv.metric_id,
         metric_type=metric.type,
-        target=conv.target,
-        sample=conv.sample,
-        demographic=dict(conv.demographic),
         present=present,
         passed=passed_of(present, metric),
         justification=decision.justification,
@@ -397,20 +395,6 @@ def load_conversations(path: Path, benchmark: str, target: str) -> Conversations
     return convs
 
 
-def check_metrics_known(
-    convs: ConversationsFile, metrics: list[Metric], conv_path: Path, metrics_path: Path
-) -> None:
-    known = {m.id for m in metrics}
-    for i, conv in enumerate(convs.rows):
-        if conv.metric_id not in known:
-            raise ConfigError(
-                conv_path,
-                f"metric '{conv.metric_id}' is not defined in {metrics_path} "
-                f"(known: {', '.join(sorted(known))}); re-run the earlier stages",
-                f"rows[{i}].metric_id",
-            )
-
-
 # --- the stage: read, judge, write, count ------------------------------------------------
 
 
@@ -439,7 +423,9 @@ def read_inputs(
     if planned is not None:
         convs = convs.model_copy(update={"rows": [c for c in convs.rows if c.scenario_id in planned]})
     metrics = read_yaml_model(met_path, Benchmark).metrics
-    check_metrics_known(convs, metrics, conv_path, met_path)
+    check_metric_ids(
+        [c.metric_id for c in convs.rows], sorted(m.id for m in metrics), conv_path, met_path
+    )
     scenarios = (
         {s.id: s for s in read_artifact(inputs.scenarios_file, ScenariosFile).rows}
         if checks_fidelity
@@ -566,14 +552,8 @@ def _skip(params_path: str | Path, params: Params, inputs: ArmInputs, benchmark:
                         provenance={"skipped": reason})
 
 
-def run(
-    params_path: str | Path,
-    benchmark: str,
-    target: str,
-    *,
-    arm: str | None = None,
-    provider_factory: ProviderFactory | None = None,
-) -> Manifest:
+@target_stage
+def run(call: StageCall, target: str) -> Manifest:
     """Judge `target`'s conversations in one arm (the main arm by default) against the arm's
     metrics, by the arm's evaluator(s) (`arms.inputs`); write its scores file, manifest and cost.
 
@@ -582,31 +562,31 @@ def run(
     (`count_rows`). Raises StageFailed (after writing everything) when the share of error rows
     is above `run.max_error_rate`.
     """
-    params = load_params(params_path)
-    inputs = resolve(params_path, params, benchmark, arm)
-    if inputs.is_main and params.imported_elsewhere(target, benchmark):
-        return _skip(params_path, params, inputs, benchmark, target)
-    inputs.require_target(params_path, params, target)
-    evaluators = list(inputs.evaluators)
+    if call.inputs.is_main and call.params.imported_elsewhere(target, call.benchmark):
+        return _skip(call.params_path, call.params, call.inputs, call.benchmark, target)
+    call.inputs.require_target(call.params_path, call.params, target)
+    evaluators = list(call.inputs.evaluators)
     # The main, generator and user arms check the fidelity of the conversations they own.
     fidelity_judges = (
-        params.roles.fidelity_judges
-        if params.fidelity.check and inputs.simulates
+        call.params.roles.fidelity_judges
+        if call.params.fidelity.check and call.inputs.simulates
         else []
     )
     models = list(dict.fromkeys(evaluators + fidelity_judges))
-    stage = StageRun(STAGE, params_path, benchmark, models_used=models, target=target,
-                     arm=inputs.name, params=params)
-    read = read_inputs(params, inputs, benchmark, target, checks_fidelity=bool(fidelity_judges))
-    evaluation = params.evaluation
-    client = stage.client(provider_factory)
+    stage = StageRun(STAGE, call.params_path, call.benchmark, models_used=models, target=target,
+                     arm=call.inputs.name, params=call.params)
+    read = read_inputs(
+        call.params, call.inputs, call.benchmark, target, checks_fidelity=bool(fidelity_judges)
+    )
+    evaluation = call.params.evaluation
+    client = stage.client(call.provider_factory)
     rows, fidelity = judge_all(stage, client, read, evaluation, evaluators, fidelity_judges)
-    scores_path = write_outputs(stage, benchmark, target, evaluation.per_turn, rows, fidelity)
+    scores_path = write_outputs(stage, call.benchmark, target, evaluation.per_turn, rows, fidelity)
     manifest = stage.finish(
         client,
         counts=count_rows(read.conversations.rows, rows, fidelity, per_turn=evaluation.per_turn),
         prompts=JUDGE_PROMPTS + (FIDELITY_PROMPTS if fidelity_judges else []),
-        declared=declared_params(STAGE, inputs, target),
+        declared=declared_params(STAGE, call.inputs, target),
         provenance={
             "evaluators": evaluators,
             "fidelity_judges": fidelity_judges,
@@ -614,7 +594,7 @@ def run(
             "conversations": str(read.conversations_file),
             "metrics": str(read.metrics_file),
         },
-        seeds={mid: params.models[mid].seed for mid in models},
+        seeds={mid: call.params.models[mid].seed for mid in models},
     )
     stage.check_error_rate(
         sum(r.status == "error" for r in rows), len(rows), "scores", scores_path,

@@ -45,6 +45,7 @@ from ..schemas import (
     Scenario,
     UserTurnFidelityOutput,
 )
+from .conversation_keys import conversation_keys
 from .fidelity_detectors import Finding, awareness_finding, user_turn_findings
 
 FIDELITY_PROMPTS = [
@@ -236,9 +237,8 @@ def fidelity_row(conv: Conversation, checks: list[FidelityCheck], error: str | N
         else None if any(c.status == "error" for c in aware) or not aware else False
     )
     return ConversationFidelity(
-        conv_id=conv.conv_id, scenario_id=conv.scenario_id, base_id=conv.base_id,
-        metric_id=conv.metric_id, target=conv.target, sample=conv.sample,
-        user_model=conv.user_model, demographic=dict(conv.demographic), ended_by=conv.ended_by,
+        **conversation_keys(conv), metric_id=conv.metric_id, user_model=conv.user_model,
+        ended_by=conv.ended_by,
         status="error" if broken is None else "ok", error=error if broken is None else None,
         broken=broken, breaks=breaks, test_aware=test_aware, checks=checks,
     )

@@ -37,12 +37,13 @@ from ..arms.inputs import declared_params
 from ..benchmark_checks import check_definitions, name_warning
 from ..errors import ConfigError
 from ..io import read_text, read_yaml_model, write_yaml_model
-from ..llm.client import ModelClient, ProviderFactory, run_sync
+from ..llm.client import ModelClient, run_sync
 from ..paths import benchmark_source
 from ..prompts import render
 from ..schemas import Benchmark, GenerationError, Manifest, Metric, Row
 from ..stage_run import Progress, StageRun
-from .generation import generate, generating_arm
+from .entry import StageCall, benchmark_stage
+from .generation import generate, require_generating
 from .similarity import near_duplicate_of
 
 STAGE = "gen_metrics"
@@ -202,31 +203,26 @@ def read_source(path: Path, benchmark: str) -> Benchmark:
     return source
 
 
-def run(
-    params_path: str | Path,
-    benchmark: str,
-    *,
-    arm: str | None = None,
-    provider_factory: ProviderFactory | None = None,
-) -> Manifest:
+@benchmark_stage
+def run(call: StageCall) -> Manifest:
     """Write the arm's benchmark with its metrics, by the arm's generator (`arms.inputs`)."""
-    params, inputs = generating_arm(params_path, benchmark, arm, "metrics")
-    source_path = benchmark_source(benchmark)
-    source = read_source(source_path, benchmark)
+    require_generating(call, "metrics")
+    source_path = benchmark_source(call.benchmark)
+    source = read_source(source_path, call.benchmark)
     handwritten = bool(source.metrics)
-    gen_id = inputs.generator
+    gen_id = call.inputs.generator
     stage = StageRun(
         STAGE,
-        params_path,
-        benchmark,
+        call.params_path,
+        call.benchmark,
         models_used=[] if handwritten else [gen_id],
-        arm=inputs.name,
-        params=params,
+        arm=call.inputs.name,
+        params=call.params,
     )
-    requested = len(source.metrics) if handwritten else params.generation.metrics_per_benchmark
-    attempts = 1 + params.generation.max_regenerations
+    requested = len(source.metrics) if handwritten else call.params.generation.metrics_per_benchmark
+    attempts = 1 + call.params.generation.max_regenerations
     duplicates = 0
-    client = stage.client(provider_factory)
+    client = stage.client(call.provider_factory)
     if handwritten:
         out = source
     else:
@@ -260,14 +256,14 @@ def run(
             "near_duplicates_dropped": duplicates,
         },
         prompts=[] if handwritten else [PROMPT],
-        declared=declared_params(STAGE, inputs),
+        declared=declared_params(STAGE, call.inputs),
         provenance=provenance,
-        seeds={} if handwritten else {"generator": params.models[gen_id].seed},
+        seeds={} if handwritten else {"generator": call.params.models[gen_id].seed},
     )
     if out.errors:
         print(
-            f"{STAGE} {benchmark}: wrote {len(out.metrics)} of {requested} metrics; the missing "
-            f"{len(out.errors)} are listed under 'errors' in {stage.layout.benchmark_file}",
+            f"{STAGE} {call.benchmark}: wrote {len(out.metrics)} of {requested} metrics; the "
+            f"missing {len(out.errors)} are listed under 'errors' in {stage.layout.benchmark_file}",
             file=sys.stderr,
         )
     stage.check_error_rate(

@@ -39,7 +39,7 @@ from pydantic import Field, create_model, model_validator
 from ..arms.inputs import declared_params
 from ..errors import ConfigError
 from ..io import read_yaml_model, write_artifact
-from ..llm.client import ModelClient, ProviderFactory, run_sync
+from ..llm.client import ModelClient, run_sync
 from ..prompts import render
 from ..schemas import (
     Benchmark,
@@ -54,7 +54,8 @@ from ..schemas import (
 )
 from ..stage_run import Progress, StageRun
 from .curated import CuratedScenarios, curated_source, load_curated
-from .generation import generate, generating_arm
+from .entry import StageCall, benchmark_stage
+from .generation import generate, require_generating
 from .similarity import near_duplicate_of, normalise
 
 STAGE = "gen_scenarios"
@@ -411,24 +412,20 @@ def read_metrics(path: Path) -> Benchmark:
     return bench
 
 
-def run(
-    params_path: str | Path,
-    benchmark: str,
-    *,
-    arm: str | None = None,
-    provider_factory: ProviderFactory | None = None,
-) -> Manifest:
+@benchmark_stage
+def run(call: StageCall) -> Manifest:
     """Write the arm's scenarios file, by the arm's generator, for the arm's metrics (`arms.inputs`)."""
-    params, inputs = generating_arm(params_path, benchmark, arm, "scenarios")
-    gen_id = inputs.generator
-    stage = StageRun(STAGE, params_path, benchmark, models_used=[gen_id], arm=inputs.name, params=params)
-    metrics_path = inputs.metrics_file
-    g = params.generation
+    require_generating(call, "scenarios")
+    gen_id = call.inputs.generator
+    stage = StageRun(STAGE, call.params_path, call.benchmark, models_used=[gen_id],
+                     arm=call.inputs.name, params=call.params)
+    metrics_path = call.inputs.metrics_file
+    g = call.params.generation
     metrics = read_metrics(metrics_path)
-    curated_path = curated_source(benchmark)
+    curated_path = curated_source(call.benchmark)
     curated = (
         load_curated(curated_path, metrics, profiles(g.demographics))
-        if inputs.keeps_curated_scenarios else None
+        if call.inputs.keeps_curated_scenarios else None
     )
     job = ScenarioJob(
         benchmark=metrics,
@@ -439,7 +436,7 @@ def run(
         attempts=1 + g.max_regenerations,
         curated=curated,
     )
-    client = stage.client(provider_factory)
+    client = stage.client(call.provider_factory)
 
     async def core() -> Outcome:
         async with client:
@@ -454,7 +451,7 @@ def run(
     write_artifact(
         stage.layout.scenarios_file,
         ScenariosFile(
-            benchmark=benchmark, rows=outcome.rows, errors=outcome.errors,
+            benchmark=call.benchmark, rows=outcome.rows, errors=outcome.errors,
             curated=sorted(r.id for r in outcome.rows if job.kept(r.base_id)),
         ),
     )
@@ -475,14 +472,14 @@ def run(
             "curated_dropped": len(curated.dropped) if curated else 0,
         },
         prompts=[BASE_PROMPT, REWRITE_PROMPT] if job.rewrites else [BASE_PROMPT],
-        declared=declared_params(STAGE, inputs),
+        declared=declared_params(STAGE, call.inputs),
         provenance={
             "generator": gen_id,
             "metrics_from": str(metrics_path),
             "metric_ids": [m.id for m in job.benchmark.metrics],
             "curated_from": str(curated_path) if curated else None,
         },
-        seeds={"generator": params.models[gen_id].seed},
+        seeds={"generator": call.params.models[gen_id].seed},
     )
     first = outcome.errors[0] if outcome.errors else None
     stage.check_error_rate(

@@ -11,31 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ..arms.inputs import ArmInputs, resolve
 from ..errors import ConfigError
 from ..llm.client import ModelClient
-from ..params import Params, load_params
+from .entry import StageCall
 
 T = TypeVar("T", bound=BaseModel)
 
 MAX_REASON_CHARS = 600
 
 
-def generating_arm(
-    params_path: str | Path, benchmark: str, arm: str | None, what: str
-) -> tuple[Params, ArmInputs]:
-    """The params and the inputs of `arm`, which must write its own `what` (metrics,
-    scenarios): an arm that plays the main arm's is refused."""
-    params = load_params(params_path)
-    inputs = resolve(params_path, params, benchmark, arm)
-    if not inputs.generates:
-        raise ConfigError(params_path, f"arm '{arm}' plays the main arm's {what}; it writes none")
-    return params, inputs
+def require_generating(call: StageCall, what: str) -> None:
+    """The called arm must write its own `what` (metrics, scenarios): an arm that plays the
+    main arm's is refused."""
+    if not call.inputs.generates:
+        raise ConfigError(
+            call.params_path, f"arm '{call.arm}' plays the main arm's {what}; it writes none"
+        )
 
 
 @dataclass

@@ -63,7 +63,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..arms.inputs import ArmInputs, declared_params, resolve
+from ..arms.inputs import ArmInputs, declared_params
 from ..errors import ConfigError
 from ..interop import (
     PROVENANCE_KEY,
@@ -77,13 +77,12 @@ from ..io import read_artifact, read_yaml_model, write_artifact
 from ..llm.client import (
     CallResult,
     ModelClient,
-    ProviderFactory,
     count_call,
     run_sync,
 )
 from ..llm.prompt_cache import cache_group, cache_marks
 from ..llm.types import ProviderStop
-from ..params import Params, load_params
+from ..params import Params
 from ..schemas import (
     Benchmark,
     Conversation,
@@ -105,8 +104,10 @@ from .conversation import (
     user_model_messages,
     user_system_prompt,
 )
+from .entry import StageCall, target_stage
 from .fidelity_detectors import user_turn_findings
 from .perfunctory import add_typos, message_seed
+from .row_checks import check_metric_ids
 
 STAGE = "simulate"
 # A redrawn first message uses sample index sample + n * REDRAW_STRIDE: above every sample
@@ -294,41 +295,34 @@ async def simulate_all(
     return sorted(rows, key=lambda r: (r.scenario_id, r.sample))
 
 
-def run(
-    params_path: str | Path,
-    benchmark: str,
-    target: str,
-    *,
-    arm: str | None = None,
-    provider_factory: ProviderFactory | None = None,
-) -> Manifest:
+@target_stage
+def run(call: StageCall, target: str) -> Manifest:
     """Simulate one target's conversations in one arm (the main arm by default); write
     conversations.json. The arm decides the user model, the metrics, the scenarios and which of
     their rows are played (`arms.inputs`)."""
-    params = load_params(params_path)
-    inputs = resolve(params_path, params, benchmark, arm)
-    if is_imported(params, target):
-        return _run_imported(params_path, params, inputs, benchmark, target)
-    if not inputs.simulates:
+    if is_imported(call.params, target):
+        return _run_imported(call.params_path, call.params, call.inputs, call.benchmark, target)
+    if not call.inputs.simulates:
         raise ConfigError(
-            params_path, f"arm '{arm}' judges the main arm's conversations; it simulates none"
+            call.params_path,
+            f"arm '{call.arm}' judges the main arm's conversations; it simulates none",
         )
-    inputs.require_target(params_path, params, target)
-    user_model = inputs.user
+    call.inputs.require_target(call.params_path, call.params, target)
+    user_model = call.inputs.user
     stage = StageRun(
         STAGE,
-        params_path,
-        benchmark,
+        call.params_path,
+        call.benchmark,
         models_used=[user_model, target],
         target=target,
-        arm=inputs.name,
-        params=params,
+        arm=call.inputs.name,
+        params=call.params,
     )
     layout = stage.layout
-    bench_path = inputs.metrics_file
+    bench_path = call.inputs.metrics_file
     bench = read_yaml_model(bench_path, Benchmark)
-    scenarios = _select(inputs, params, benchmark, bench, bench_path)
-    gen = params.generation
+    scenarios = _select(call.inputs, call.params, call.benchmark, bench, bench_path)
+    gen = call.params.generation
     sim = Simulation(
         benchmark=bench,
         user_model=user_model,
@@ -336,12 +330,12 @@ def run(
         turns=gen.turns,
         landmarks=gen.landmarks,
         perfunctory=gen.perfunctory,
-        keep_truncated=params.run.truncated_replies == "mark",
+        keep_truncated=call.params.run.truncated_replies == "mark",
         allow_early_end=gen.allow_early_end,
         fidelity_retries=gen.fidelity_retries,
     )
 
-    client = stage.client(provider_factory)
+    client = stage.client(call.provider_factory)
     progress = stage.progress(len(scenarios) * gen.num_samples)
 
     async def simulate() -> list[Conversation]:
@@ -361,7 +355,7 @@ def run(
     stage.replacing_outputs()
     write_artifact(
         layout.conversations_file(target),
-        ConversationsFile(benchmark=benchmark, target=target, rows=rows),
+        ConversationsFile(benchmark=call.benchmark, target=target, rows=rows),
     )
 
     n_error = sum(r.status == "error" for r in rows)
@@ -379,14 +373,17 @@ def run(
             "landmarks_beyond_turns": sum(lm.turn > gen.turns for s in scenarios for lm in s.landmarks),
         },
         prompts=USER_PROMPTS,
-        declared=declared_params(STAGE, inputs, target),
+        declared=declared_params(STAGE, call.inputs, target),
         provenance={
             "user_model": user_model,
             "benchmark_file": str(bench_path),
-            "scenarios_file": str(inputs.scenarios_file),
-            "scenario_ids": None if inputs.is_main else sorted(s.id for s in scenarios),
+            "scenarios_file": str(call.inputs.scenarios_file),
+            "scenario_ids": None if call.inputs.is_main else sorted(s.id for s in scenarios),
         },
-        seeds={"user_model": params.models[user_model].seed, "target": params.models[target].seed},
+        seeds={
+            "user_model": call.params.models[user_model].seed,
+            "target": call.params.models[target].seed,
+        },
     )
     stage.check_error_rate(n_error, len(rows), "conversations", layout.conversations_file(target),
                            next(((r.conv_id, r.error) for r in rows if r.status == "error"), None))
@@ -459,15 +456,9 @@ def _select(
             f"holds scenarios of benchmark '{scenarios.benchmark}', not '{benchmark}'",
             "benchmark",
         )
-    metric_ids = [m.id for m in bench.metrics]
-    for i, s in enumerate(scenarios.rows):
-        if s.metric_id not in metric_ids:
-            raise ConfigError(
-                path,
-                f"metric '{s.metric_id}' is not defined in {bench_path} "
-                f"(known: {', '.join(metric_ids) or 'none'}); re-run the earlier stages",
-                f"rows[{i}].metric_id",
-            )
+    check_metric_ids(
+        [s.metric_id for s in scenarios.rows], [m.id for m in bench.metrics], path, bench_path
+    )
     rows = scenarios.rows
     scenario_ids = inputs.rows_to_play(params, benchmark, scenarios.rows)
     if scenario_ids is not None:

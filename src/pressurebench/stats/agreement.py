@@ -20,7 +20,7 @@ alpha uses every row with at least two verdicts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from .coefficients import (
     krippendorff_from_sums,
     krippendorff_item_stats,
 )
-from .estimates import AgreementEstimate
+from .estimates import AgreementEstimate, interval_fields
 from .frame import JUDGE_PREFIX, cluster_ids, judge_ids, passes, valid_mask
 from .grouping import cluster_table, factorize, group_sums
 from .rates import estimate_rates
@@ -71,18 +71,20 @@ class JudgeAgreement(Row):
     reason: str | None = Field(default=None, description="why there is nothing to measure")
 
 
+def agreement_estimate(
+    value: float | None, n_items: int, n_clusters: int, interval: dict[str, Any]
+) -> AgreementEstimate:
+    """`value` over `n_items` rated items of `n_clusters` base scenarios, with its `interval`
+    (`interval_fields`): withheld with its reason, or bounds and how they were made."""
+    return AgreementEstimate(value=value, n_items=n_items, n_clusters=n_clusters, **interval)
+
+
 def without_interval(
     reason: str, n_items: int = 0, n_clusters: int = 0, *, value: float | None = None
 ) -> AgreementEstimate:
     """An estimate with no interval, for `reason`: with its `value` where that is defined."""
-    return AgreementEstimate(
-        value=value,
-        ci_low=None,
-        ci_high=None,
-        ci_method=methods.NONE,
-        n_items=n_items,
-        n_clusters=n_clusters,
-        reason=reason,
+    return agreement_estimate(
+        value, n_items, n_clusters, interval_fields(None, None, methods.NONE, reason)
     )
 
 
@@ -118,14 +120,8 @@ def bootstrap_agreement(
     if n_clusters == 1 or degenerate[0]:
         reason = ONE_CLUSTER if n_clusters == 1 else NO_VARIATION
         return without_interval(reason, n_items, n_clusters, value=value)
-    return AgreementEstimate(
-        value=value,
-        ci_low=float(low[0]),
-        ci_high=float(high[0]),
-        ci_method=methods.CLUSTER_BOOTSTRAP,
-        n_items=n_items,
-        n_clusters=n_clusters,
-    )
+    interval = interval_fields(float(low[0]), float(high[0]), methods.CLUSTER_BOOTSTRAP)
+    return agreement_estimate(value, n_items, n_clusters, interval)
 
 
 def share_estimate(
@@ -144,15 +140,8 @@ def share_estimate(
         np.zeros(1),
         confidence_level,
     )
-    return AgreementEstimate(
-        value=rate.rate,
-        ci_low=rate.ci_low,
-        ci_high=rate.ci_high,
-        ci_method=rate.ci_method,
-        n_items=rate.n,
-        n_clusters=rate.n_clusters,
-        reason=rate.reason,
-    )
+    interval = interval_fields(rate.ci_low, rate.ci_high, rate.ci_method, rate.reason)
+    return agreement_estimate(rate.rate, rate.n, rate.n_clusters, interval)
 
 
 def sample_agreement(

@@ -6,6 +6,8 @@ rate of 0 is a finding, a missing one is not.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from ..schemas import Row
@@ -63,3 +65,12 @@ class AgreementEstimate(Row):
     n_items: int = Field(ge=0)
     n_clusters: int = Field(ge=0)
     reason: str | None = Field(default=None, description="why the value or its interval is None")
+
+
+def interval_fields(
+    ci_low: float | None, ci_high: float | None, ci_method: str, reason: str | None = None
+) -> dict[str, Any]:
+    """An interval as keyword arguments of the statistic it belongs to: its bounds, how they
+    were made, and why they are withheld. Every shape of statistic names these the same, so a
+    statistic reported again in another shape carries its interval over unchanged."""
+    return {"ci_low": ci_low, "ci_high": ci_high, "ci_method": ci_method, "reason": reason}

@@ -8,7 +8,8 @@ inputs, are `pressurebench.arms`):
   arm, each written to `data/<benchmark>/<study>.json` (`studies`) by its `run`; the last
   two pair rows with the main arm (`paired`);
 - `inputs`: reading an arm's scores and what the comparisons compare; `contrast`: the
-  resampled differences between arms; `record`: writing a study with its manifest;
+  resampled differences between arms; `arm_differences`: what every comparison reports of
+  an arm against the main arm; `record`: writing a study with its manifest;
 - the comparison artifacts as tables for the study notebooks are in `reports.validation_tables`.
 """
 

@@ -30,16 +30,14 @@ from ..io import read_artifact, read_yaml_model
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import Benchmark, GenerationError, ScenariosFile
-from ..stats.arm_comparison import compare_arms
+from ..stats.estimates import interval_fields
 from ..stats.frame import valid_mask
 from ..stats.interval_rules import planned_design
-from ..stats.pairwise_changes import pairwise_changes
-from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
+from .arm_differences import arm_differences
 from .contrast import arm_replicates, contrast_of_changes
 from .inputs import arm_scores, frame_of, main_generator, rates_per_target, shared_metrics
-from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
 from .record import last_study, run_study, statistics_settings
-from .studies import MAIN, GeneratorArmResult, GeneratorBiasStudy, LostBaseScenarios, SelfPreference
+from .studies import GeneratorArmResult, GeneratorBiasStudy, LostBaseScenarios, SelfPreference
 
 STAGE = STUDY_STAGES[GENERATOR]
 
@@ -68,22 +66,11 @@ def compare_generator_arm(
     main_c, arm_c = main[main["target"].isin(common)], arm[arm["target"].isin(common)]
     settings = {"resamples": statistics.resamples, "seed": statistics.seed}
     level = statistics.confidence_level
-    names = (arm_name, MAIN)
 
-    ceiling = rank_noise_ceiling(main_c, paired=False, seed=statistics.seed)
-    comparison = with_ceiling(compare_arms(
-        arm_c, main_c, arm_names=names, confidence_level=level, paired=False, **settings
-    ), ceiling)
     by_target = arm_replicates(arm_c, main_c, ["target"], paired=False, **settings)
     family = families[generator]
     contrast = contrast_of_changes(by_target, [t for t in common if families[t] == family], level)
-
-    target_differences, metric_differences, multiplicity = holm_differences(
-        arm_c, main_c, names=names, paired=False, metrics=metrics, confidence_level=level,
-        **settings,
-    )
     note = None if metrics else "no metric has the same id, type and definition in both arms"
-    changes = pairwise_changes(arm_c, main_c, paired=False, confidence_level=level)
 
     rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
     return GeneratorArmResult(
@@ -93,25 +80,19 @@ def compare_generator_arm(
         targets=targets,
         rates_main=rates_per_target(main, targets, **rate_settings),
         rates_arm=rates_per_target(arm, targets, **rate_settings),
-        comparison=comparison,
         shared_metrics=metrics,
-        target_differences=target_differences,
-        metric_differences=metric_differences,
         metric_note=note,
-        multiplicity=multiplicity,
-        pairwise_changes=changes,
-        pairwise_multiplicity=family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
-        tau_noise_ceiling=ceiling,
+        **arm_differences(
+            arm_c, main_c, arm_name=arm_name, paired=False, metrics=metrics,
+            statistics=statistics,
+        ),
         self_preference=SelfPreference(
             generator_family=family,
             main_generator_family=main_generator_family,
             in_family=contrast.inside,
             out_of_family=contrast.outside,
             value=contrast.value,
-            ci_low=contrast.ci_low,
-            ci_high=contrast.ci_high,
-            ci_method=contrast.ci_method,
-            reason=contrast.reason,
+            **interval_fields(contrast.ci_low, contrast.ci_high, contrast.ci_method, contrast.reason),
         ),
     )
 

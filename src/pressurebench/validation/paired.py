@@ -25,14 +25,12 @@ from ..errors import ConfigError
 from ..params import Params, Statistics
 from ..paths import Layout
 from ..schemas import base_id_of
-from ..stats.arm_comparison import arm_bootstraps, compare_arms
+from ..stats.arm_comparison import arm_bootstraps
 from ..stats.frame import valid_mask
-from ..stats.pairwise_changes import pairwise_changes
-from ..stats.rank_ceiling import rank_noise_ceiling, with_ceiling
 from .agreement import verdict_agreement
+from .arm_differences import arm_differences
 from .inputs import arm_scores, frame_of, rates_per_target
-from .multiplicity import PAIRWISE_FAMILY, family_of, holm_differences
-from .studies import MAIN, Pairing
+from .studies import Pairing
 
 ROW_KEY = ["target", "scenario_id", "sample", "metric_id"]
 
@@ -120,15 +118,8 @@ def compare_paired_arm(
     masked_main, masked_arm, in_main, in_arm = paired_rows(main, arm)
     settings = {"resamples": statistics.resamples, "seed": statistics.seed}
     level = statistics.confidence_level
-    names = (arm_name, MAIN)
-    target_differences, metric_differences, multiplicity = holm_differences(
-        masked_arm, masked_main, names=names, paired=True, metrics=None,
-        confidence_level=level, **settings,
-    )
     bootstrap, _, _ = arm_bootstraps(masked_arm, masked_main, paired=True, **settings)
     rate_settings: dict[str, Any] = dict(confidence_level=level, **settings)
-    changes = pairwise_changes(masked_arm, masked_main, paired=True, confidence_level=level)
-    ceiling = rank_noise_ceiling(masked_main, paired=True, seed=statistics.seed)
     return {
         "arm": arm_name,
         "targets": targets,
@@ -137,16 +128,10 @@ def compare_paired_arm(
         "rates_main": rates_per_target(main, targets, **rate_settings),
         "rates_arm": rates_per_target(arm, targets, **rate_settings),
         "pairing": [pairing_counts(t, main, arm, in_main, in_arm) for t in targets],
-        "comparison": with_ceiling(compare_arms(
-            masked_arm, masked_main, arm_names=names, confidence_level=level, paired=True,
-            **settings,
-        ), ceiling),
-        "target_differences": target_differences,
-        "metric_differences": metric_differences,
-        "multiplicity": multiplicity,
-        "pairwise_changes": changes,
-        "pairwise_multiplicity": family_of([c.change for c in changes], PAIRWISE_FAMILY, level),
-        "tau_noise_ceiling": ceiling,
+        **arm_differences(
+            masked_arm, masked_main, arm_name=arm_name, paired=True, metrics=None,
+            statistics=statistics,
+        ),
         "agreement": verdict_agreement(
             masked_main, masked_arm, bootstrap, targets=targets, confidence_level=level
         ),
