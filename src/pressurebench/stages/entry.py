@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..arms.inputs import ArmInputs, resolve
 from ..llm.client import ProviderFactory
@@ -44,15 +45,29 @@ def stage_call(
     return StageCall(params_path, params, benchmark, arm, inputs, provider_factory)
 
 
-def _as_run(run: Callable[..., Manifest], work: Callable[..., Manifest]) -> Callable[..., Manifest]:
-    """`run`, documented and named as the stage's `work`."""
+class BenchmarkRun(Protocol):
+    """The `run` of a stage that writes for the whole benchmark, as callers type-check it."""
+
+    def __call__(self, params_path: str | Path, benchmark: str, *, arm: str | None = None,
+                 provider_factory: ProviderFactory | None = None) -> Manifest: ...
+
+
+class TargetRun(Protocol):
+    """The `run` of a stage that writes for one target, as callers type-check it."""
+
+    def __call__(self, params_path: str | Path, benchmark: str, target: str, *,
+                 arm: str | None = None,
+                 provider_factory: ProviderFactory | None = None) -> Manifest: ...
+
+
+def _name_as(run: Callable[..., Manifest], work: Callable[..., Manifest]) -> None:
+    """Document and name `run` as the stage's `work`, which readers and errors know it by."""
     run.__doc__ = work.__doc__
     run.__module__ = work.__module__
     run.__qualname__ = work.__qualname__
-    return run
 
 
-def benchmark_stage(work: Callable[[StageCall], Manifest]) -> Callable[..., Manifest]:
+def benchmark_stage(work: Callable[[StageCall], Manifest]) -> BenchmarkRun:
     """`run(params_path, benchmark, *, arm=None, provider_factory=None)` of a stage that
     writes for the whole benchmark: `work` on the call."""
 
@@ -60,10 +75,11 @@ def benchmark_stage(work: Callable[[StageCall], Manifest]) -> Callable[..., Mani
             provider_factory: ProviderFactory | None = None) -> Manifest:
         return work(stage_call(params_path, benchmark, arm, provider_factory))
 
-    return _as_run(run, work)
+    _name_as(run, work)
+    return run
 
 
-def target_stage(work: Callable[[StageCall, str], Manifest]) -> Callable[..., Manifest]:
+def target_stage(work: Callable[[StageCall, str], Manifest]) -> TargetRun:
     """`run(params_path, benchmark, target, *, arm=None, provider_factory=None)` of a stage
     that writes for one target: `work` on the call and the target."""
 
@@ -71,4 +87,5 @@ def target_stage(work: Callable[[StageCall, str], Manifest]) -> Callable[..., Ma
             provider_factory: ProviderFactory | None = None) -> Manifest:
         return work(stage_call(params_path, benchmark, arm, provider_factory), target)
 
-    return _as_run(run, work)
+    _name_as(run, work)
+    return run

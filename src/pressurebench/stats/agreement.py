@@ -20,7 +20,7 @@ alpha uses every row with at least two verdicts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from .coefficients import (
     krippendorff_from_sums,
     krippendorff_item_stats,
 )
-from .estimates import AgreementEstimate, interval_fields
+from .estimates import AgreementEstimate, IntervalFields, interval_fields
 from .frame import JUDGE_PREFIX, cluster_ids, judge_ids, passes, valid_mask
 from .grouping import cluster_table, factorize, group_sums
 from .rates import estimate_rates
@@ -72,7 +72,7 @@ class JudgeAgreement(Row):
 
 
 def agreement_estimate(
-    value: float | None, n_items: int, n_clusters: int, interval: dict[str, Any]
+    value: float | None, n_items: int, n_clusters: int, interval: IntervalFields
 ) -> AgreementEstimate:
     """`value` over `n_items` rated items of `n_clusters` base scenarios, with its `interval`
     (`interval_fields`): withheld with its reason, or bounds and how they were made."""

@@ -6,7 +6,7 @@ rate of 0 is a finding, a missing one is not.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from pydantic import Field
 
@@ -67,10 +67,19 @@ class AgreementEstimate(Row):
     reason: str | None = Field(default=None, description="why the value or its interval is None")
 
 
+class IntervalFields(TypedDict):
+    """The fields of an interval, checked where a statistic takes them as keywords."""
+
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str
+    reason: str | None
+
+
 def interval_fields(
     ci_low: float | None, ci_high: float | None, ci_method: str, reason: str | None = None
-) -> dict[str, Any]:
+) -> IntervalFields:
     """An interval as keyword arguments of the statistic it belongs to: its bounds, how they
     were made, and why they are withheld. Every shape of statistic names these the same, so a
     statistic reported again in another shape carries its interval over unchanged."""
-    return {"ci_low": ci_low, "ci_high": ci_high, "ci_method": ci_method, "reason": reason}
+    return IntervalFields(ci_low=ci_low, ci_high=ci_high, ci_method=ci_method, reason=reason)
