@@ -188,6 +188,13 @@ def test_the_report_and_the_latex_table_show_the_agreement_csv_holds():
                               samples=2, seed=4)
     results = build_results(scores, resamples=50, confidence_level=0.95, seed=1, benchmark="b")
     frame = export_tables.agreement_frame(results)
+    from pressurebench.io import frame_csv
+
+    written = list(csv.DictReader(io.StringIO(frame_csv(frame))))
+    assert {r["items"] for r in written if r["verdicts_of"] == "judges"} == {""}
+    counts = [r[c] for r in written if r["verdicts_of"] == "samples"
+              for c in ("items", "base_scenarios")]
+    assert counts and all(c.isdigit() for c in counts)  # beside an empty count, still no ".0"
     pooled = frame[(frame["statistic"] == "all agree") & frame["target"].isna()].iloc[0]
     assert pooled["value"] > 0 and pd.isna(pooled["ci_low"]) and pooled["reason"]
     tex = latex.agreement_table(frame, results, "tab:agreement")

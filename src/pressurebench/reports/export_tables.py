@@ -59,7 +59,7 @@ def rates_frame(results: Results, metric_names: Mapping[str, str] | None = None)
             for value, est in sorted(values.items()):
                 rows.append(_rate_row(target, "demographic", f"{axis}={value}", f"{axis}: {value}",
                                       est))
-    return _typed(pd.DataFrame(rows, columns=RATE_COLUMNS))
+    return _typed(rows, RATE_COLUMNS)
 
 
 def _difference_row(d: Difference) -> list:
@@ -72,7 +72,7 @@ def pairwise_frame(results: Results) -> pd.DataFrame:
     with its test and Holm's decision over the pairs."""
     rows = [[*_difference_row(d), d.p_holm, d.holm_significant]
             for d in results.comparison.pairwise]
-    return _typed(pd.DataFrame(rows, columns=PAIR_COLUMNS))
+    return _typed(rows, PAIR_COLUMNS)
 
 
 def metric_pairwise_frame(results: Results) -> pd.DataFrame:
@@ -80,7 +80,7 @@ def metric_pairwise_frame(results: Results) -> pd.DataFrame:
     pair's metrics."""
     rows = [[d.metric_id, *_difference_row(d), d.p_holm, d.holm_significant]
             for d in results.comparison.by_metric]
-    return _typed(pd.DataFrame(rows, columns=METRIC_PAIR_COLUMNS))
+    return _typed(rows, METRIC_PAIR_COLUMNS)
 
 
 def gaps_frame(results: Results) -> pd.DataFrame:
@@ -89,7 +89,7 @@ def gaps_frame(results: Results) -> pd.DataFrame:
         [target, g.axis, *_difference_row(g), g.p_holm, g.holm_significant, g.n_comparisons]
         for target, tr in results.targets.items() for g in tr.demographic_gaps
     ]
-    return _typed(pd.DataFrame(rows, columns=GAP_COLUMNS))
+    return _typed(rows, GAP_COLUMNS)
 
 
 def onsets_frame(results: Results) -> pd.DataFrame:
@@ -104,7 +104,7 @@ def onsets_frame(results: Results) -> pd.DataFrame:
         rows.append([target, o.conversations, o.gave_in, o.censored_end, o.censored_ended_early,
                      o.censored_judge_error, m.turn, m.reached, m.ci_low, m.ci_high, m.ci_method,
                      o.mean_flips, o.recovered, turns])
-    return _typed(pd.DataFrame(rows, columns=ONSET_COLUMNS))
+    return _typed(rows, ONSET_COLUMNS)
 
 
 CORRECTED_COLUMNS = ["target", "scope", "key", "raw_rate", "raw_ci_low", "raw_ci_high",
@@ -131,7 +131,7 @@ def corrected_rates_frame(results: Results) -> pd.DataFrame:
         rows += [[target, scope, key, r.raw.rate, r.raw.ci_low, r.raw.ci_high, r.raw.ci_method,
                   r.corrected_rate, r.ci_low, r.ci_high, r.ci_method, r.power_tuning, r.n_judged,
                   r.n_labelled, r.reason] for scope, key, r in scoped]
-    return _typed(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
+    return _typed(rows, CORRECTED_COLUMNS)
 
 
 def fidelity_corrected_frame(results: Results) -> pd.DataFrame:
@@ -146,7 +146,7 @@ def fidelity_corrected_frame(results: Results) -> pd.DataFrame:
         for kind, v in (validity.by_kind.items() if validity else [])
         for target, r in sorted(v.corrected.items())
     ]
-    return _typed(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
+    return _typed(rows, CORRECTED_COLUMNS)
 
 
 def corrected_differences_frame(results: Results) -> pd.DataFrame:
@@ -161,7 +161,7 @@ def corrected_differences_frame(results: Results) -> pd.DataFrame:
     rows = [[target, scope, d.a, d.b, d.raw_difference, d.corrected_difference, d.ci_low,
              d.ci_high, d.ci_method, d.n_labelled_a, d.n_labelled_b, d.reason]
             for target, scope, d in named]
-    return _typed(pd.DataFrame(rows, columns=CORRECTED_DIFFERENCE_COLUMNS))
+    return _typed(rows, CORRECTED_DIFFERENCE_COLUMNS)
 
 
 SENSITIVITY_COLUMNS = ["target", "rate_on", *DIFFERENCE_COLUMNS, "without_breaks_ci_low",
@@ -189,7 +189,7 @@ def fidelity_frame(results: Results) -> pd.DataFrame:
         for turn, est in tf.test_awareness_by_turn.items():
             rows.append(_rate_row(target, "test awareness turn", turn,
                                   f"test awareness, turn {turn}", est))
-    return _typed(pd.DataFrame(rows, columns=RATE_COLUMNS))
+    return _typed(rows, RATE_COLUMNS)
 
 
 def sensitivity_frame(results: Results) -> pd.DataFrame:
@@ -200,16 +200,18 @@ def sensitivity_frame(results: Results) -> pd.DataFrame:
             rows.append([target, name, *_difference_row(entry.difference),
                          entry.without_breaks.ci_low, entry.without_breaks.ci_high,
                          sens.n_excluded_broken, sens.n_excluded_undecided])
-    return _typed(pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS))
+    return _typed(rows, SENSITIVITY_COLUMNS)
 
 
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Counts as nullable integers, so a missing count stays empty and a present one has no
-    decimal point in the CSV."""
-    for column in frame.columns:
-        values = frame[column].dropna()
-        if len(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            frame[column] = frame[column].astype("Int64")
+def _typed(rows: list[list], columns: list[str]) -> pd.DataFrame:
+    """`rows` as a frame whose counts are nullable integers, so a missing count stays empty and
+    a present one has no decimal point in the CSV. Counts are found in the values as given: the
+    inferred frame has already turned a count column holding a None into floats."""
+    frame = pd.DataFrame(rows, columns=columns)
+    for i, column in enumerate(columns):
+        values = [row[i] for row in rows if row[i] is not None]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            frame[column] = pd.array([row[i] for row in rows], dtype="Int64")
     return frame
 
 
@@ -237,7 +239,7 @@ def agreement_frame(results: Results) -> pd.DataFrame:
     ja = results.judge_agreement
     add("judges", None, f"{ja.kappa_method or 'cohen'} kappa", ja.kappa, ja.reason)
     add("judges", None, "krippendorff alpha", ja.krippendorff_alpha, ja.reason)
-    return _typed(pd.DataFrame(rows, columns=AGREEMENT_COLUMNS))
+    return _typed(rows, AGREEMENT_COLUMNS)
 
 
 def interval_coverage_frame(results: Results) -> pd.DataFrame:
@@ -250,4 +252,4 @@ def interval_coverage_frame(results: Results) -> pd.DataFrame:
              i.grid_per_metric, i.coverage_low, i.coverage_high, i.stress_per_metric,
              i.stress_low, i.stress_high, i.reason]
             for i in results.intervals]
-    return _typed(pd.DataFrame(rows, columns=columns))
+    return _typed(rows, columns)
