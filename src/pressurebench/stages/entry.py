@@ -8,6 +8,8 @@ its own work, which gets them together as one `StageCall`.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,10 +63,11 @@ class TargetRun(Protocol):
 
 
 def _name_as(run: Callable[..., Manifest], work: Callable[..., Manifest]) -> None:
-    """Document and name `run` as the stage's `work`, which readers and errors know it by."""
-    run.__doc__ = work.__doc__
-    run.__module__ = work.__module__
-    run.__qualname__ = work.__qualname__
+    """Document and name `run` as the stage's `work`, which readers, errors and `inspect.unwrap`
+    find it by, while `inspect.signature` keeps the call's own signature."""
+    signature = inspect.signature(run)
+    functools.update_wrapper(run, work)
+    run.__signature__ = signature  # type: ignore[attr-defined]  # read by inspect.signature
 
 
 def benchmark_stage(work: Callable[[StageCall], Manifest]) -> BenchmarkRun:
