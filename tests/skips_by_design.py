@@ -50,12 +50,13 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = _message(reason)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector):
+def pytest_collectreport(report):
     """A whole module skipped at import (`pytest.importorskip` at module level) is remembered
-    rather than failed, so collection goes on and every other test still runs."""
-    outcome = yield
-    report = outcome.get_result()
+    rather than failed, so collection goes on and every other test still runs. Under pytest-xdist
+    the workers collect and the controller is handed each skipped module's report once: the
+    controller remembers it, names it and fails the run."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     if (reason := _unlisted_ci_skip(report)) is not None:
         _skipped_modules.append(f"{report.nodeid}: {_message(reason)}")
 
