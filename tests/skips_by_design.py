@@ -54,9 +54,7 @@ def pytest_collectreport(report):
     """A whole module skipped at import (`pytest.importorskip` at module level) is remembered
     rather than failed, so collection goes on and every other test still runs. Under pytest-xdist
     the workers collect and the controller is handed each skipped module's report once: the
-    controller remembers it, names it and fails the run."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
+    controller remembers it too, names it and fails the run."""
     if (reason := _unlisted_ci_skip(report)) is not None:
         _skipped_modules.append(f"{report.nodeid}: {_message(reason)}")
 
@@ -67,5 +65,7 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session):
-    if _skipped_modules and session.exitstatus == 0:
+    """The run's exit status is the controller's (a pytest-xdist worker has `workerinput`)."""
+    if (_skipped_modules and session.exitstatus == 0
+            and not hasattr(session.config, "workerinput")):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
