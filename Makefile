@@ -38,13 +38,18 @@ check: $(STAMP)
 estimate: $(STAMP)
 	pressurebench estimate
 
-# Runs every test, the slow ones too.
-test: $(STAMP)
-	pytest
+# The tests run in one worker process per CPU core (pytest-xdist; PYTEST_XDIST_AUTO_NUM_WORKERS
+# sets another count, `-n 0` on a plain `pytest` none); a worker that runs out of tests takes half
+# of another's queue, so the long ones do not pile up at the end.
+PARALLEL := -n auto --dist worksteal
 
-# Runs the tests without the slow ones.
+# Runs every test, the slow ones too, in one worker per CPU core.
+test: $(STAMP)
+	pytest $(PARALLEL)
+
+# Runs the tests without the slow ones, in one worker per CPU core.
 test-fast: $(STAMP)
-	pytest -m 'not slow'
+	pytest $(PARALLEL) -m 'not slow'
 
 # Builds the documentation site into site/. The references and the repository's tables are
 # written from the code as the site builds (docs/_hooks/reference.py); --strict turns a broken link or a page left out of the nav into

@@ -34,29 +34,40 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _ready(proc: subprocess.Popen, port: int) -> bool:
+    """Whether the driver's /status says it is ready (a state, not a time; the deadline only
+    bounds a driver that never gets there); False if the driver exited first."""
+    deadline = time.monotonic() + WAIT_S
+    while proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=WAIT_S) as resp:
+                if json.loads(resp.read())["value"]["ready"]:
+                    return True
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail("chromedriver did not start")
+        time.sleep(0.2)
+    return False
+
+
 @contextmanager
 def chromedriver() -> Iterator[int]:
-    """A chromedriver process on a free port, yielded once its /status says it is ready (a
-    state, not a time; the deadline only bounds a driver that never gets there)."""
-    port = free_port()
-    proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=WAIT_S) as resp:
-                    if json.loads(resp.read())["value"]["ready"]:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("chromedriver did not start")
-            time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=WAIT_S)
+    """A chromedriver process on a free port, yielded once it is ready. A driver that exits
+    before then lost its port to another process between `free_port` and its own bind (tests
+    run in parallel workers): it is started again on another port."""
+    for _ in range(3):
+        port = free_port()
+        proc = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            if _ready(proc, port):
+                yield port
+                return
+        finally:
+            proc.terminate()
+            proc.wait(timeout=WAIT_S)
+    pytest.fail(f"chromedriver exited three times before it was ready (exit code {proc.returncode})")
 
 
 class WebDriver:

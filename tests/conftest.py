@@ -16,7 +16,7 @@ from fakes import Script
 
 # Hooks: under CI=true a skip for a missing tool fails the run.
 from skips_by_design import (  # noqa: F401
-    pytest_make_collect_report,
+    pytest_collectreport,
     pytest_runtest_makereport,
     pytest_sessionfinish,
     pytest_terminal_summary,

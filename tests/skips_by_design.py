@@ -50,12 +50,11 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = _message(reason)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector):
+def pytest_collectreport(report):
     """A whole module skipped at import (`pytest.importorskip` at module level) is remembered
-    rather than failed, so collection goes on and every other test still runs."""
-    outcome = yield
-    report = outcome.get_result()
+    rather than failed, so collection goes on and every other test still runs. Under pytest-xdist
+    the workers collect and the controller is handed each skipped module's report once: the
+    controller remembers it too, names it and fails the run."""
     if (reason := _unlisted_ci_skip(report)) is not None:
         _skipped_modules.append(f"{report.nodeid}: {_message(reason)}")
 
@@ -66,5 +65,7 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session):
-    if _skipped_modules and session.exitstatus == 0:
+    """The run's exit status is the controller's (a pytest-xdist worker has `workerinput`)."""
+    if (_skipped_modules and session.exitstatus == 0
+            and not hasattr(session.config, "workerinput")):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

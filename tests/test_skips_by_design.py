@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support import WAIT_S
 
 TESTS = Path(__file__).resolve().parent
@@ -44,7 +46,7 @@ from skips_by_design import *  # noqa: F401,F403  (the hooks)
 '''
 
 
-def run_suite(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
+def run_suite(tmp_path: Path, ci: str | None, *options: str) -> subprocess.CompletedProcess:
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_suite.py").write_text(SUITE)
     (tmp_path / "test_module_skip.py").write_text(
@@ -53,12 +55,15 @@ def run_suite(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
     if ci is not None:
         env["CI"] = ci
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider",
-                           "-o", "addopts=", "-rfEs", "."],
+                           "-o", "addopts=", "-rfEs", *options, "."],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=WAIT_S, check=False)
 
 
-def test_a_missing_tool_fails_under_ci_and_names_the_tool(tmp_path):
-    proc = run_suite(tmp_path, "true")
+# `make test` runs the suite in pytest-xdist workers, where the controller, not the process that
+# collected a module, decides the exit status.
+@pytest.mark.parametrize("options", [(), ("-n", "2")], ids=["one process", "two workers"])
+def test_a_missing_tool_fails_under_ci_and_names_the_tool(tmp_path, options):
+    proc = run_suite(tmp_path, "true", *options)
     # A skipif skips while setting the test up, so pytest counts the failure as an error.
     assert proc.returncode == 1, proc.stdout
     assert "1 passed, 2 skipped, 1 xfailed, 1 error" in proc.stdout, proc.stdout
