@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from latex_support import compile_tables, needs_latex, overfull_boxes
+from pressurebench.io import frame_csv
 from pressurebench.reports import export_tables, latex
 from pressurebench.stats.results import build_results
 from pressurebench.stats.sweeps.synthetic import synthetic_scores
@@ -163,7 +164,6 @@ def test_every_export_table_of_six_targets_fits_and_reads_as_data(tmp_path, targ
 
 def test_the_agreement_csv_holds_numbers_and_leaves_what_was_not_measured_empty(tmp_path):
     """One judge: no judge agreement, so its value and its items are empty, never a dash or 0."""
-    from pressurebench.io import frame_csv
     from pressurebench.reports.export_tables import agreement_frame
 
     frame = agreement_frame(results_for(SHORT))
@@ -188,8 +188,6 @@ def test_the_report_and_the_latex_table_show_the_agreement_csv_holds():
                               samples=2, seed=4)
     results = build_results(scores, resamples=50, confidence_level=0.95, seed=1, benchmark="b")
     frame = export_tables.agreement_frame(results)
-    from pressurebench.io import frame_csv
-
     written = list(csv.DictReader(io.StringIO(frame_csv(frame))))
     assert {r["items"] for r in written if r["verdicts_of"] == "judges"} == {""}
     counts = [r[c] for r in written if r["verdicts_of"] == "samples"
@@ -225,7 +223,6 @@ def test_a_caption_keeps_the_reason_and_drops_the_advice():
 def test_the_interval_coverage_csv_holds_numbers_and_the_reason_where_none_is_shown():
     """6 metrics of 6 base scenarios: every kind of interval has a method and the grid's range
     at 4 metrics × 5; at 4 base scenarios a metric's rate is withheld, its range empty."""
-    from pressurebench.io import frame_csv
     from pressurebench.reports.export_tables import interval_coverage_frame
     from pressurebench.stats.interval_rules import grid_coverage
 
